@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers (ARCHITECTURE.md §2): capture → CaptureCLI → CaptureCore → Drivers → transports (Decoders) → C shims.
+let package = Package(
+  name: "capture",
+  platforms: [],
+  products: [
+    .executable(name: "capture", targets: ["capture"]),
+    .library(name: "CaptureCLI", targets: ["CaptureCLI"]),
+    .library(name: "CaptureCore", targets: ["CaptureCore"]),
+  ],
+  targets: [
+    .executableTarget(name: "capture", dependencies: ["CaptureCLI"]),
+    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "Drivers"]),
+    .target(name: "CaptureCore"),
+    .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders"]),
+    .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO"]),
+    .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+    // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (swift-on-linux.md).
+    .target(
+      name: "CZXing",
+      cxxSettings: [.define("ZX_USE_UTF8"), .unsafeFlags(["-I/usr/include/ZXing", "-std=c++17"])],
+      linkerSettings: [.linkedLibrary("ZXing")]
+    ),
+    .target(
+      name: "CImageIO",
+      cSettings: [.unsafeFlags(["-I/usr/include/libpng16"])],
+      linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]
+    ),
+    .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
+    .testTarget(name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
+    .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
+    .testTarget(name: "BlackBoxTests", dependencies: []),
+  ],
+  swiftLanguageModes: [.v6],
+  cxxLanguageStandard: .cxx17
+)
