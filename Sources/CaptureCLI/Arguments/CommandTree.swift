@@ -1,0 +1,184 @@
+// The command line contract (ARCHITECTURE.md §1). Names here are published: never rename one.
+
+enum CommandTree {
+  static let programName = "capture"
+
+  static let globalOptions: [OptionSpec] = [
+    OptionSpec(long: "json", help: "Print JSON: one document per command, JSON Lines for streams."),
+    OptionSpec(long: "quiet", short: "q", help: "Print only results and errors."),
+    OptionSpec(long: "verbose", short: "v", help: "Also print progress and non-data events on stderr."),
+    OptionSpec(
+      long: "timeout", valueName: "DUR", kind: .duration,
+      help: "Give up after DUR (e.g. 500ms, 10s, 2m); exit 42 when it runs out."),
+    OptionSpec(
+      long: "adapter", valueName: "hciN", kind: .adapter, help: "Use this Bluetooth adapter (default: hci0)."),
+    OptionSpec(long: "no-color", help: "Never colour the output (also when NO_COLOR is set)."),
+    OptionSpec(long: "help", short: "h", help: "Show help for capture or a command."),
+    OptionSpec(long: "version", help: "Print the version of capture."),
+  ]
+
+  /// SocketCam frame sources (ARCHITECTURE.md §1 SOURCE).
+  static let sourceOptions: [OptionSpec] = [
+    OptionSpec(
+      long: "image", valueName: "FILE", kind: .file,
+      help: "Decode this image (PNG, JPEG, PGM/PPM); repeatable; \"-\" reads one image from stdin.",
+      isRepeatable: true),
+    OptionSpec(
+      long: "dir", valueName: "DIR", kind: .directory,
+      help: "Decode every image in DIR in name order; other files are skipped with a warning.",
+      isRepeatable: true),
+    OptionSpec(long: "camera", valueName: "DEV", kind: .file, help: "Decode frames from a V4L2 camera, e.g. /dev/video0."),
+  ]
+
+  static let timeoutOption = OptionSpec(
+    long: "timeout", valueName: "DUR", kind: .duration, help: "Give up after DUR; exit 42 when it runs out.")
+
+  static let deviceOperand = OperandSpec(
+    name: "DEVICE", kind: .device,
+    help:
+      "socketcam, a Bluetooth address, a remembered alias or friendly name, tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN."
+  )
+
+  static let discover = CommandSpec(
+    name: "discover", abstract: "Discover nearby scanners and readers (a stream of devices found).",
+    synopsis: ["[--le | --classic] [--name GLOB] [--timeout DUR] [--all]"],
+    discussion:
+      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out. Only Socket Mobile devices are shown unless --all is given.",
+    options: [
+      OptionSpec(long: "le", help: "Bluetooth Low Energy devices only."),
+      OptionSpec(long: "classic", help: "Bluetooth Classic devices only."),
+      OptionSpec(long: "name", valueName: "GLOB", help: "Only devices whose name matches the shell pattern GLOB."),
+      timeoutOption,
+      OptionSpec(long: "all", help: "Show every device found, not only Socket Mobile ones."),
+    ],
+    examples: [("capture discover --le --timeout 5s", "List BLE scanners found within five seconds.")])
+
+  static let connect = CommandSpec(
+    name: "connect", abstract: "Connect a device, remember it and print its arrival.",
+    synopsis: ["DEVICE [--pair] [--alias NAME]"],
+    discussion:
+      "Connects DEVICE, pairs it when its profile needs bonding or when --pair is given, remembers it in the state file and prints a deviceArrival event. For socketcam, enables SocketCam.",
+    operands: [deviceOperand],
+    options: [
+      OptionSpec(long: "pair", help: "Pair (bond) with the device before connecting."),
+      OptionSpec(long: "alias", valueName: "NAME", help: "Remember the device under NAME."),
+    ],
+    examples: [("capture connect socketcam", "Enable the built-in SocketCam scanner.")])
+
+  static let remove = CommandSpec(
+    name: "remove", abstract: "Disconnect a device, unpair it and forget it.",
+    synopsis: ["DEVICE"], operands: [deviceOperand],
+    examples: [("capture remove AA:BB:CC:DD:EE:FF", "Forget a Bluetooth scanner.")])
+
+  static let list = CommandSpec(
+    name: "list", abstract: "List remembered and connected devices.", synopsis: [""],
+    discussion: "Prints one device per line: id, name, type name and state. SocketCam is always listed.",
+    examples: [("capture --json list", "The device list as one JSON document.")])
+
+  static let trigger = CommandSpec(
+    name: "trigger", abstract: "Start or stop a read, or enable or disable the trigger.",
+    synopsis: ["DEVICE start|stop|continuous|enable|disable [--wait] [SOURCE]"],
+    discussion:
+      "For socketcam, start decodes every frame of SOURCE and prints every code found, one per line (JSON: one decodedData object per line). It exits 17 when no code was found, 34 or 63 for an unreadable or missing image (naming the file) after going on with the rest of the batch.",
+    operands: [
+      deviceOperand,
+      OperandSpec(
+        name: "ACTION", kind: .choice(["start", "stop", "continuous", "enable", "disable"]),
+        help: "start, stop, continuous, enable or disable."),
+    ],
+    options: [
+      OptionSpec(long: "wait", help: "Wait for the read to finish (a decoded code or the timeout)."),
+      timeoutOption,
+    ] + sourceOptions,
+    examples: [
+      ("capture trigger socketcam start --image label.png", "Print every barcode in label.png."),
+      ("capture --json trigger socketcam start --dir scans/", "Decode a directory of images as JSON Lines."),
+    ])
+
+  static let get = CommandSpec(
+    name: "get", abstract: "Read device properties.",
+    synopsis: ["DEVICE PROPERTY...", "DEVICE --all", "--list"],
+    discussion:
+      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15.",
+    operands: [
+      deviceOperand,
+      OperandSpec(name: "PROPERTY", kind: .property, help: "Property name or id.", isOptional: true, isRepeating: true),
+    ],
+    options: [
+      OptionSpec(long: "all", help: "Read every property the device supports (a provisioning profile with --json)."),
+      OptionSpec(long: "list", help: "List the properties (of DEVICE, or all known ones) with id, types and access."),
+    ],
+    examples: [
+      ("capture get socketcam friendly-name", "Print the friendly name."),
+      ("capture get socketcam data-source qr-code", "Is QR Code decoding enabled?"),
+      ("capture --json get socketcam --all > profile.json", "Save a profile."),
+    ])
+
+  static let set = CommandSpec(
+    name: "set", abstract: "Write device properties.",
+    synopsis: ["DEVICE PROPERTY VALUE...", "DEVICE --from FILE [--dry-run]"],
+    discussion:
+      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ.",
+    operands: [
+      deviceOperand,
+      OperandSpec(
+        name: "PROPERTY VALUE", kind: .property, help: "Property and value pairs.", isOptional: true, isRepeating: true),
+    ],
+    options: [
+      OptionSpec(long: "from", valueName: "FILE", kind: .file, help: "Apply the profile in FILE (\"-\" = stdin)."),
+      OptionSpec(long: "dry-run", help: "With --from: show what would change and write nothing."),
+    ],
+    examples: [
+      ("capture set socketcam data-source ean13 disable", "Stop SocketCam decoding EAN-13."),
+      ("capture set socketcam friendly-name \"Dock 4\"", "Rename the device."),
+    ])
+
+  static let listen = CommandSpec(
+    name: "listen", abstract: "Stream events: decoded data, arrivals, removals, battery.",
+    synopsis: ["[DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"],
+    discussion:
+      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam.",
+    operands: [
+      OperandSpec(name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)
+    ],
+    options: [
+      OptionSpec(long: "count", valueName: "N", kind: .count, help: "Stop after N decoded codes."),
+      timeoutOption,
+      OptionSpec(
+        long: "events", valueName: "LIST", kind: .eventList,
+        help:
+          "Only these event kinds, comma separated (decodedData, deviceArrival, deviceRemoval, batteryLevel, power, buttons, error)."
+      ),
+      OptionSpec(
+        long: "confirm", valueName: "CMD", kind: .command,
+        help:
+          "Run CMD for each decoded code (data on stdin, the event as JSON in CAPTURE_EVENT); exit 0 confirms it as good."
+      ),
+    ] + sourceOptions,
+    examples: [
+      ("capture listen socketcam --dir samples/", "Decode the sample images as a stream."),
+      ("capture listen --json --count 1 --camera /dev/video0", "Wait for one code from a webcam."),
+    ])
+
+  static let partnership = CommandSpec(
+    name: "partnership", abstract: "Show, set or reset the Bluetooth partnership (bond) with a device.",
+    synopsis: ["status|set|reset DEVICE [...]"],
+    operands: [
+      OperandSpec(name: "ACTION", kind: .choice(["status", "set", "reset"]), help: "status, set or reset."),
+      deviceOperand,
+    ],
+    examples: [("capture partnership status AA:BB:CC:DD:EE:FF", "Is the scanner bonded to this host?")])
+
+  /// Generates man pages and completions from this tree (make docs); not part of the user contract.
+  static let generateDocs = CommandSpec(
+    name: "__generate-docs", abstract: "Write man pages and shell completions.", synopsis: ["DIR"],
+    operands: [OperandSpec(name: "DIR", kind: .directory, help: "Output directory (gets man/ and completions/).")],
+    isHidden: true)
+
+  static let commands: [CommandSpec] = [
+    discover, connect, remove, list, trigger, get, set, listen, partnership, generateDocs,
+  ]
+  static var visibleCommands: [CommandSpec] { commands.filter { !$0.isHidden } }
+
+  static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+}

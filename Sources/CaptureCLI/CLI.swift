@@ -1,0 +1,113 @@
+import CaptureCore
+import Drivers
+
+/// Global options, validated once.
+struct GlobalOptions: Sendable {
+  var json = false
+  var quiet = false
+  var verbose = false
+  var timeout: Duration?
+  var adapter: String?
+  var noColor = false
+}
+
+/// What a command needs from the outside world; tests inject their own.
+struct Context: Sendable {
+  var globals: GlobalOptions
+  var output: Output
+  var state: StateStore
+  var opener: any DeviceOpener
+}
+
+/// The command line's entry point: parse → options → run → exit status, with errors rendered once here.
+public enum CaptureCLI {
+  public static func main(_ arguments: [String]) async -> Int32 {
+    let parsed: ParsedArguments
+    do {
+      parsed = try ArgumentParser.parse(arguments)
+    } catch {
+      return usageFailure(error, json: arguments.contains("--json"))
+    }
+    if parsed.flag("version") && parsed.command == nil {
+      Output(mode: .plain, quiet: false, verbose: false).line("capture \(CaptureVersion.string)")
+      return 0
+    }
+    let globals: GlobalOptions
+    do { globals = try globalOptions(parsed) } catch {
+      return usageFailure(error, json: parsed.flag("json"))
+    }
+    let output = Output(mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: globals.verbose)
+    if parsed.wantsHelp {
+      if let operandCommand = parsed.command == nil ? parsed.operands.first : nil {
+        guard let spec = CommandTree.command(named: operandCommand) else {
+          return usageFailure(UsageError(message: ArgumentParser.unknownCommandMessage(operandCommand)), json: globals.json)
+        }
+        output.raw(stdout: Help.command(spec))
+        return 0
+      }
+      output.raw(stdout: parsed.command.map(Help.command) ?? Help.topLevel())
+      return 0
+    }
+    guard let command = parsed.command else {
+      return usageFailure(UsageError(message: "no command given"), json: globals.json)
+    }
+    let context = Context(
+      globals: globals, output: output, state: StateStore.fromEnvironment(), opener: DriverRegistry())
+    return await run(command, parsed, context)
+  }
+
+  static func run(_ command: CommandSpec, _ parsed: ParsedArguments, _ context: Context) async -> Int32 {
+    do {
+      let result: ResultCode
+      switch command.name {
+      case "discover": result = try await DiscoverCommand.run(try DiscoverCommand.Options(parsed), context)
+      case "connect": result = try await ConnectCommand.run(try ConnectCommand.Options(parsed), context)
+      case "remove": result = try await RemoveCommand.run(try RemoveCommand.Options(parsed), context)
+      case "list": result = try await ListCommand.run(try ListCommand.Options(parsed), context)
+      case "trigger": result = try await TriggerCommand.run(try TriggerCommand.Options(parsed), context)
+      case "get": result = try await GetCommand.run(try GetCommand.Options(parsed), context)
+      case "set": result = try await SetCommand.run(try SetCommand.Options(parsed), context)
+      case "listen": result = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
+      case "partnership": result = try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context)
+      case "__generate-docs": result = try GenerateDocsCommand.run(parsed, context)
+      default: throw UsageError(message: ArgumentParser.unknownCommandMessage(command.name))
+      }
+      return ExitStatus.of(result)
+    } catch let error as UsageError {
+      return usageFailure(error, json: context.globals.json)
+    } catch let error as CaptureError {
+      context.output.error(error)
+      return ExitStatus.of(error.code)
+    } catch {
+      let wrapped = CaptureError(.unableToCompleteOperation, "\(error)")
+      context.output.error(wrapped)
+      return ExitStatus.of(wrapped.code)
+    }
+  }
+
+  /// Every usage error: one line, the command's usage, exit 18 (ESKT_INVALIDPARAMETER).
+  static func usageFailure(_ error: UsageError, json: Bool) -> Int32 {
+    let output = Output(mode: json ? .json : .plain, quiet: false, verbose: false)
+    output.error(CaptureError(.invalidParameter, error.message))
+    output.raw(stderr: Help.usage(error.command.flatMap(CommandTree.command(named:))) + "\n")
+    return ExitStatus.of(.invalidParameter)
+  }
+
+  static func globalOptions(_ parsed: ParsedArguments) throws(UsageError) -> GlobalOptions {
+    var globals = GlobalOptions()
+    globals.json = parsed.flag("json")
+    globals.quiet = parsed.flag("quiet")
+    globals.verbose = parsed.flag("verbose")
+    globals.noColor = parsed.flag("no-color")
+    if let text = parsed.value("timeout") {
+      globals.timeout = try Values.duration(text, option: "--timeout", command: parsed.command?.name)
+    }
+    if let adapter = parsed.value("adapter") {
+      guard adapter.hasPrefix("hci"), let n = Int(adapter.dropFirst(3)), n >= 0 else {
+        throw UsageError(message: "--adapter must be hciN (e.g. hci0), not '\(adapter)'", command: parsed.command?.name)
+      }
+      globals.adapter = adapter
+    }
+    return globals
+  }
+}

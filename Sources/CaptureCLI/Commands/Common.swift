@@ -1,0 +1,105 @@
+import CaptureCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension ParsedArguments {
+  var commandName: String? { command?.name }
+
+  func usage(_ message: String) -> UsageError { UsageError(message: message, command: command?.name) }
+
+  /// The command's `--timeout` (or the global one: they are the same option).
+  func timeout() throws(UsageError) -> Duration? {
+    guard let text = value("timeout") else { return nil }
+    return try Values.duration(text, option: "--timeout", command: commandName)
+  }
+
+  func requireOperands(_ range: ClosedRange<Int>, _ what: String) throws(UsageError) {
+    if operands.count < range.lowerBound { throw usage("missing \(what)") }
+    if operands.count > range.upperBound {
+      throw usage("unexpected argument '\(operands[range.upperBound])'")
+    }
+  }
+}
+
+extension Context {
+  func open(_ selector: DeviceSelector, sources: [FrameSourceItem] = []) async throws(CaptureError) -> any Device {
+    let output = self.output
+    return try await opener.open(
+      OpenRequest(
+        selector: selector, frameSources: sources, adapter: globals.adapter, warn: { output.warn($0) }),
+      state: state)
+  }
+}
+
+/// Outcome of draining a device's events.
+struct DrainResult {
+  var decoded = 0
+  var firstError: CaptureError?
+  var timedOut = false
+  var interrupted = false
+}
+
+/// SIGINT/SIGTERM → a flag and a callback, so streams stop cleanly and flush (listen exits 0).
+final class Interruption: @unchecked Sendable {
+  nonisolated(unsafe) static var handler: (@Sendable () -> Void)?
+  nonisolated(unsafe) static var fired: sig_atomic_t = 0
+
+  /// Installs handlers that call `onSignal` on a background thread when SIGINT or SIGTERM arrives.
+  static func watch(_ onSignal: @escaping @Sendable () -> Void) {
+    handler = onSignal
+    signal(SIGPIPE, SIG_IGN)
+    // A self-pipe: the async-signal-safe handler writes one byte; a thread reads it and calls back.
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { return }
+    pipeWrite = fds[1]
+    let readFD = fds[0]
+    signal(SIGINT, interruptionHandler)
+    signal(SIGTERM, interruptionHandler)
+    var thread = pthread_t()
+    let box = Unmanaged.passRetained(Box(fd: readFD)).toOpaque()
+    pthread_create(
+      &thread, nil,
+      { raw in
+        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+        var byte: UInt8 = 0
+        while true {
+          let n = read(box.fd, &byte, 1)
+          if n == 1 { Interruption.handler?(); continue }
+          if n < 0 && errno == EINTR { continue }
+          break
+        }
+        return nil
+      }, box)
+    pthread_detach(thread)
+  }
+
+  final class Box {
+    let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+  }
+  nonisolated(unsafe) static var pipeWrite: Int32 = -1
+}
+
+private func interruptionHandler(_ signal: Int32) {
+  Interruption.fired = 1
+  var byte: UInt8 = 1
+  _ = write(Interruption.pipeWrite, &byte, 1)
+}
+
+/// Runs `onExpiry` once when `timeout` passes, unless cancelled first. A nil timeout never expires.
+struct Deadline {
+  private let task: Task<Void, Never>?
+
+  init(_ timeout: Duration?, _ onExpiry: @escaping @Sendable () async -> Void) {
+    task = timeout.map { timeout in
+      Task {
+        do { try await Task.sleep(for: timeout) } catch { return }
+        await onExpiry()
+      }
+    }
+  }
+
+  func cancel() { task?.cancel() }
+}

@@ -1,0 +1,58 @@
+import CaptureCore
+import Synchronization
+
+/// Prints a device's events as they arrive and keeps the tallies a command's exit status needs.
+final class EventSink: Sendable {
+  let output: Output
+  /// Event kinds to print; nil = all (listen) — trigger prints decoded data only.
+  let printed: Set<EventKind>?
+  private let tally = Mutex(DrainResult())
+  /// Called after each decoded code with the running total (listen --count).
+  let onDecoded: @Sendable (Int) -> Void
+
+  init(output: Output, printed: Set<EventKind>?, onDecoded: @escaping @Sendable (Int) -> Void = { _ in }) {
+    self.output = output
+    self.printed = printed
+    self.onDecoded = onDecoded
+  }
+
+  var result: DrainResult { tally.withLock { $0 } }
+
+  func markTimedOut() { tally.withLock { $0.timedOut = true } }
+  func markInterrupted() { tally.withLock { $0.interrupted = true } }
+  func record(_ error: CaptureError) {
+    tally.withLock { if $0.firstError == nil { $0.firstError = error } }
+  }
+
+  /// Drains `events` until the stream ends.
+  func drain(_ events: AsyncStream<Event>) async {
+    for await event in events {
+      handle(event)
+    }
+  }
+
+  func handle(_ event: Event) {
+    let shouldPrint = printed?.contains(event.kind) ?? true
+    switch event.payload {
+    case .decodedData:
+      if shouldPrint {
+        if output.isJSON { output.json(Render.event(event)) } else if let text = Render.plain(event) {
+          output.line(text)
+        }
+      }
+      let count = tally.withLock { state -> Int in
+        state.decoded += 1
+        return state.decoded
+      }
+      onDecoded(count)
+    case .error(let error):
+      record(error)
+      // Errors always reach stderr; the JSON stream also carries them as events.
+      output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+      if output.isJSON && shouldPrint { output.json(Render.event(event)) }
+    default:
+      if shouldPrint && output.isJSON { output.json(Render.event(event)) }
+      output.info(Render.describe(event))
+    }
+  }
+}

@@ -1,0 +1,177 @@
+import CaptureCore
+
+enum GetCommand {
+  /// One property to read, with the argument its get needs.
+  struct Request: Sendable {
+    var property: PropertyID
+    var argument: PropertyValue
+    var label: String
+  }
+
+  struct Options: Sendable {
+    var selector: DeviceSelector?
+    var requests: [Request] = []
+    var all: Bool
+    var list: Bool
+
+    init(_ parsed: ParsedArguments) throws(UsageError) {
+      all = parsed.flag("all")
+      list = parsed.flag("list")
+      if list {
+        if all { throw parsed.usage("--list and --all cannot be combined") }
+        try parsed.requireOperands(0...1, "DEVICE")
+        selector = try parsed.operands.first.map { (t: String) throws(UsageError) in
+          try Values.device(t, command: parsed.commandName)
+        }
+        return
+      }
+      guard let first = parsed.operands.first else { throw parsed.usage("missing DEVICE") }
+      selector = try Values.device(first, command: parsed.commandName)
+      let words = Array(parsed.operands.dropFirst())
+      if all {
+        if let extra = words.first { throw parsed.usage("--all reads every property; unexpected '\(extra)'") }
+        return
+      }
+      guard !words.isEmpty else { throw parsed.usage("missing PROPERTY (or --all, --list)") }
+      requests = try Self.requests(words, parsed)
+    }
+
+    static func requests(_ words: [String], _ parsed: ParsedArguments) throws(UsageError) -> [Request] {
+      var requests: [Request] = []
+      var i = 0
+      while i < words.count {
+        let property = try PropertyArguments.property(words[i], parsed)
+        guard property.isReadable else {
+          throw parsed.usage("\(property.cliName) cannot be read (it is write-only)")
+        }
+        let arity = PropertyValueCodec.getArity(property)
+        guard i + arity < words.count || arity == 0 else {
+          throw parsed.usage("\(property.cliName) needs \(property == .dataSourceDevice ? "a data source" : "an argument")")
+        }
+        let args = Array(words[(i + 1)..<(i + 1 + arity)])
+        do {
+          let argument = try PropertyValueCodec.getArgument(property, args)
+          let label = ([property.cliName] + args).joined(separator: " ")
+          requests.append(Request(property: property, argument: argument, label: label))
+        } catch {
+          throw parsed.usage(error.message)
+        }
+        i += 1 + arity
+      }
+      return requests
+    }
+  }
+
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    if options.list { return try await listProperties(options, context) }
+    let device = try await context.open(options.selector!)
+    defer { Task { await device.close() } }
+    let requests = options.all ? allRequests(device) : options.requests
+
+    var results: [(Request, PropertyValue)] = []
+    var firstError: CaptureError?
+    for request in requests {
+      do {
+        results.append((request, try await device.get(request.property, argument: request.argument)))
+      } catch {
+        if options.all && error.code == .notSupported { continue }
+        firstError = firstError ?? error
+        context.output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+      }
+    }
+    await device.close()
+
+    let output = context.output
+    if output.isJSON {
+      var document: [String: JSON] = [
+        "device": Render.device(device.info),
+        "properties": .array(results.map { Render.property($0.0.property, $0.1) }),
+      ]
+      if let firstError { document["error"] = Render.error(firstError)["error"] }
+      output.json(.object(document))
+    } else if requests.count == 1 && !options.all {
+      if let (request, value) = results.first { output.line(Render.plainValue(request.property, value)) }
+    } else {
+      for (request, value) in results { output.line("\(request.label)\t\(Render.plainValue(request.property, value))") }
+    }
+    return firstError?.code ?? .noError
+  }
+
+  /// Every readable property that needs no argument, plus data-source for each data source the
+  /// device declares: the provisioning profile `set --from` reads back.
+  static func allRequests(_ device: any Device) -> [Request] {
+    var requests: [Request] = []
+    for property in device.capabilities.readable {
+      if property == .dataSourceDevice {
+        for source in device.capabilities.dataSources {
+          requests.append(
+            Request(
+              property: property, argument: .dataSource(DataSourceValue(id: source, status: .defaultStatus)),
+              label: "data-source \(source.cliName)"))
+        }
+      } else if PropertyValueCodec.getArity(property) == 0 {
+        requests.append(Request(property: property, argument: .none, label: property.cliName))
+      }
+    }
+    return requests
+  }
+
+  static func listProperties(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    var properties = PropertyID.known.filter { !$0.isDeprecated }
+    var readable = Set(properties.filter(\.isReadable))
+    var writable = Set(properties.filter(\.isWritable))
+    var device: DeviceInfo?
+    if let selector = options.selector {
+      let opened = try await context.open(selector)
+      let caps = opened.capabilities
+      device = opened.info
+      await opened.close()
+      readable = Set(caps.readable)
+      writable = Set(caps.writable)
+      properties = properties.filter { readable.contains($0) || writable.contains($0) }
+    }
+    let output = context.output
+    if output.isJSON {
+      var document: [String: JSON] = [
+        "properties": .array(
+          properties.map { p in
+            .object([
+              "name": .string(p.cliName), "id": .int(p.rawValue), "hex": .string(p.hex),
+              "scope": .string(p.scope.rawValue), "getType": .string(p.getType?.name ?? "Unknown"),
+              "setType": .string(p.setType?.name ?? "Unknown"), "readable": .bool(readable.contains(p)),
+              "writable": .bool(writable.contains(p)),
+            ])
+          })
+      ]
+      if let device { document["device"] = Render.device(device) }
+      output.json(.object(document))
+    } else {
+      let width = (properties.map { $0.cliName.count }.max() ?? 0) + 2
+      for p in properties {
+        let access = (readable.contains(p) ? "r" : "-") + (writable.contains(p) ? "w" : "-")
+        output.line(
+          p.cliName + String(repeating: " ", count: width - p.cliName.count) + "\(p.hex)  \(access)  "
+            + "\(p.scope.rawValue)")
+      }
+    }
+    return .noError
+  }
+}
+
+enum PropertyArguments {
+  /// A property name or id, with "did you mean" for a near miss.
+  static func property(_ word: String, _ parsed: ParsedArguments) throws(UsageError) -> PropertyID {
+    if let property = PropertyID.parse(word, preferring: .device) { return property }
+    var message = "unknown property '\(word)'"
+    let names = PropertyID.known.filter { !$0.isDeprecated }.map(\.cliName)
+    if let near = ArgumentParser.closest(to: word.lowercased(), in: names) { message += "; did you mean '\(near)'?" }
+    throw parsed.usage(message + " (capture get --list shows them)")
+  }
+}
+
+extension JSON {
+  subscript(key: String) -> JSON? {
+    if case .object(let members) = self { return members[key] }
+    return nil
+  }
+}

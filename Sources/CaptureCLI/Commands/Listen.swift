@@ -1,0 +1,119 @@
+import CaptureCore
+import Synchronization
+
+enum ListenCommand {
+  struct Options: Sendable {
+    var selectors: [DeviceSelector]
+    var count: Int?
+    var timeout: Duration?
+    var events: Set<EventKind>?
+    var confirm: String?
+    var sources: [FrameSourceItem]
+
+    init(_ parsed: ParsedArguments) throws(UsageError) {
+      var selectors: [DeviceSelector] = []
+      for operand in parsed.operands {
+        let selector = try Values.device(operand, command: parsed.commandName)
+        if !selectors.contains(selector) { selectors.append(selector) }
+      }
+      sources = try Values.frameSources(parsed)
+      if !sources.isEmpty && selectors.isEmpty { selectors = [.socketCam] }
+      if !sources.isEmpty && !selectors.contains(.socketCam) {
+        throw parsed.usage("--image, --dir and --camera are SocketCam sources; add socketcam to the devices")
+      }
+      if selectors.contains(.socketCam) && sources.isEmpty {
+        throw parsed.usage("socketcam needs a frame source: --image FILE, --dir DIR or --camera /dev/videoN")
+      }
+      self.selectors = selectors
+      count = try parsed.value("count").map { (t: String) throws(UsageError) in
+        try Values.count(t, option: "--count", command: parsed.commandName)
+      }
+      timeout = try parsed.timeout()
+      events = try parsed.value("events").map { (t: String) throws(UsageError) in
+        try Values.events(t, command: parsed.commandName)
+      }
+      confirm = parsed.value("confirm")
+      if let confirm, confirm.isEmpty { throw parsed.usage("--confirm needs a command") }
+    }
+  }
+
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    if options.confirm != nil {
+      throw .notSupported("--confirm (host acknowledgement) is not available in this build of capture yet")
+    }
+    var selectors = options.selectors
+    if selectors.isEmpty {
+      selectors = try context.state.load().devices.compactMap { try? DeviceSelector.parse($0.id) }
+      guard !selectors.isEmpty else {
+        throw .invalidParameter(
+          "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)")
+      }
+    }
+
+    var devices: [any Device] = []
+    for selector in selectors {
+      let sources = selector == .socketCam ? options.sources : []
+      do { devices.append(try await context.open(selector, sources: sources)) } catch {
+        for device in devices { await device.close() }
+        throw error
+      }
+    }
+
+    let all = DeviceList(devices)
+    let limit = options.count
+    let sink = EventSink(output: context.output, printed: options.events) { count in
+      if let limit, count >= limit { Task { await all.closeAll() } }
+    }
+    Interruption.watch {
+      sink.markInterrupted()
+      Task { await all.closeAll() }
+    }
+
+    let timer = Deadline(options.timeout) {
+      sink.markTimedOut()
+      await all.closeAll()
+    }
+    let sources = options.sources
+    let output = context.output
+    await withTaskGroup(of: Void.self) { group in
+      for device in devices {
+        group.addTask { await sink.drain(device.events) }
+        if !sources.isEmpty && device.info.id == "socketcam" {
+          group.addTask {
+            do { try await device.trigger(.continuousScan) } catch {
+              sink.record(error)
+              output.error(error)
+              await device.close()
+            }
+          }
+        }
+      }
+    }
+    timer.cancel()
+
+    let result = sink.result
+    if result.interrupted { return .noError }
+    if let error = result.firstError { return error.code }
+    if let limit, result.decoded >= limit { return .noError }
+    if result.timedOut {
+      context.output.error(
+        CaptureError(.requestTimedOut, "--timeout ran out after \(result.decoded) decoded code(s)"))
+      return .requestTimedOut
+    }
+    let finite = !options.sources.isEmpty && !options.sources.contains { if case .camera = $0 { true } else { false } }
+    if finite && result.decoded == 0 {
+      context.output.error(CaptureError(.notFound, "no barcode found in \(TriggerCommand.describe(options.sources))"))
+      return .notFound
+    }
+    return .noError
+  }
+}
+
+/// The devices of one listen, closed together (count reached, timeout, signal).
+final class DeviceList: Sendable {
+  let devices: [any Device]
+  init(_ devices: [any Device]) { self.devices = devices }
+  func closeAll() async {
+    for device in devices { await device.close() }
+  }
+}

@@ -1,0 +1,102 @@
+import CaptureCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+enum SetCommand {
+  struct Assignment: Sendable {
+    var property: PropertyID
+    var value: PropertyValue
+    var label: String
+  }
+
+  struct Options: Sendable {
+    var selector: DeviceSelector
+    var assignments: [Assignment] = []
+    var profilePath: String?
+    var dryRun: Bool
+
+    init(_ parsed: ParsedArguments) throws(UsageError) {
+      guard let first = parsed.operands.first else { throw parsed.usage("missing DEVICE") }
+      selector = try Values.device(first, command: parsed.commandName)
+      profilePath = parsed.value("from")
+      dryRun = parsed.flag("dry-run")
+      let words = Array(parsed.operands.dropFirst())
+      if profilePath != nil {
+        if let extra = words.first { throw parsed.usage("--from applies a whole profile; unexpected '\(extra)'") }
+        return
+      }
+      if dryRun { throw parsed.usage("--dry-run works with --from FILE") }
+      guard !words.isEmpty else { throw parsed.usage("missing PROPERTY VALUE (or --from FILE)") }
+      var i = 0
+      while i < words.count {
+        let property = try PropertyArguments.property(words[i], parsed)
+        let arity = PropertyValueCodec.setArity(property)
+        guard i + arity < words.count + (arity == 0 ? 1 : 0) else {
+          throw parsed.usage("\(property.cliName) needs \(arity == 2 ? "a data source and enable or disable" : "a value")")
+        }
+        let args = Array(words[(i + 1)..<min(words.count, i + 1 + arity)])
+        assignments.append(try Self.assignment(property, args, parsed))
+        i += 1 + arity
+      }
+    }
+
+    static func assignment(_ p: PropertyID, _ args: [String], _ parsed: ParsedArguments) throws(UsageError) -> Assignment {
+      guard p.isWritable else {
+        throw parsed.usage("\(p.cliName) is read-only")
+      }
+      do {
+        return Assignment(
+          property: p, value: try PropertyValueCodec.parse(p, args), label: ([p.cliName] + args.prefix(1)).joined(separator: " "))
+      } catch {
+        throw parsed.usage(error.message)
+      }
+    }
+  }
+
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    if let path = options.profilePath {
+      return try await ProfileApplier.run(path: path, dryRun: options.dryRun, options.selector, context)
+    }
+    let device = try await context.open(options.selector)
+    var firstError: CaptureError?
+    for assignment in options.assignments {
+      do {
+        try await device.set(assignment.property, assignment.value)
+        context.output.info("set \(assignment.label)")
+      } catch {
+        firstError = firstError ?? error
+        context.output.error(error)
+      }
+    }
+    await device.close()
+    if context.output.isJSON && firstError == nil {
+      context.output.json(
+        .object([
+          "device": Render.device(device.info),
+          "properties": .array(options.assignments.map { Render.property($0.property, $0.value) }),
+        ]))
+    }
+    return firstError?.code ?? .noError
+  }
+}
+
+extension JSON: Decodable {
+  init(from decoder: any Decoder) throws {
+    let c = try decoder.singleValueContainer()
+    if c.decodeNil() {
+      self = .null
+    } else if let b = try? c.decode(Bool.self) {
+      self = .bool(b)
+    } else if let i = try? c.decode(Int64.self) {
+      self = .int(i)
+    } else if let s = try? c.decode(String.self) {
+      self = .string(s)
+    } else if let a = try? c.decode([JSON].self) {
+      self = .array(a)
+    } else {
+      self = .object(try c.decode([String: JSON].self))
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import CaptureCore
+
+enum TriggerCommand {
+  struct Options {
+    var selector: DeviceSelector
+    var action: Trigger
+    var wait: Bool
+    var timeout: Duration?
+    var sources: [FrameSourceItem]
+
+    init(_ parsed: ParsedArguments) throws(UsageError) {
+      try parsed.requireOperands(1...2, parsed.operands.isEmpty ? "DEVICE" : "ACTION (start, stop, continuous, enable or disable)")
+      selector = try Values.device(parsed.operands[0], command: parsed.commandName)
+      let word = parsed.operands[1]
+      guard ["start", "stop", "continuous", "enable", "disable"].contains(word.lowercased()),
+        let action = Trigger.parse(word)
+      else {
+        throw parsed.usage("unknown trigger action '\(word)'; use start, stop, continuous, enable or disable")
+      }
+      self.action = action
+      wait = parsed.flag("wait")
+      timeout = try parsed.timeout()
+      sources = try Values.frameSources(parsed)
+      if !sources.isEmpty && selector != .socketCam {
+        throw parsed.usage("--image, --dir and --camera are SocketCam sources; the device is \(selector)")
+      }
+      if selector == .socketCam && sources.isEmpty && (action == .start || action == .continuousScan) {
+        throw parsed.usage("socketcam needs a frame source: --image FILE, --dir DIR or --camera /dev/videoN")
+      }
+    }
+
+    var isCamera: Bool { sources.contains { if case .camera = $0 { true } else { false } } }
+  }
+
+  /// The SDK's Start keeps a scanner reading for about 3 s (capture-sdk.md §7.1); a camera read without
+  /// --timeout uses the same window.
+  static let cameraReadWindow: Duration = .seconds(3)
+
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    let device = try await context.open(options.selector, sources: options.sources)
+    let sink = EventSink(output: context.output, printed: [.decodedData])
+    let drain = Task { await sink.drain(device.events) }
+    Interruption.watch {
+      sink.markInterrupted()
+      Task { await device.close() }
+    }
+
+    let timer = Deadline(options.timeout ?? (options.isCamera ? cameraReadWindow : nil)) {
+      sink.markTimedOut()
+      await device.close()
+    }
+    var failure: CaptureError?
+    do { try await device.trigger(options.action) } catch { failure = error }
+    timer.cancel()
+    await device.close()
+    await drain.value
+
+    let result = sink.result
+    let action = options.action
+    if let failure, !result.timedOut && !result.interrupted { throw failure }
+    if result.interrupted { return .cancel }
+    if let error = result.firstError { return error.code }
+    guard action == .start || action == .continuousScan || action == .continuousScanUntilRead else { return .noError }
+    if result.decoded > 0 { return .noError }
+    if result.timedOut && options.timeout != nil {
+      context.output.error(CaptureError(.requestTimedOut, "no code was read within \(describe(options.timeout!))"))
+      return .requestTimedOut
+    }
+    context.output.error(CaptureError(.notFound, "no barcode found in \(describe(options.sources))"))
+    return .notFound
+  }
+
+  static func describe(_ d: Duration) -> String {
+    let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
+    return ms % 1000 == 0 ? "\(ms / 1000)s" : "\(ms)ms"
+  }
+
+  static func describe(_ sources: [FrameSourceItem]) -> String {
+    let names = sources.map { item -> String in
+      switch item {
+      case .image(let p): "'\(p)'"
+      case .standardInput: "standard input"
+      case .directory(let d): "'\(d)'"
+      case .camera(let c): "'\(c)'"
+      }
+    }
+    return names.count > 3 ? "\(names.count) sources" : names.joined(separator: ", ")
+  }
+}

@@ -1,0 +1,34 @@
+import CaptureCore
+
+/// The one place that turns a result into a process exit status (ARCHITECTURE.md §1 "Exit status"):
+/// 0 for any SKT result ≥ 0 (success, or success with a warning), otherwise |code|, so `$?` names the
+/// error (15 NOTSUPPORTED, 17 NOTFOUND, 18 INVALIDPARAMETER, 42 REQUESTTIMEDOUT, ...).
+enum ExitStatus {
+  static func of(_ result: ResultCode) -> Int32 {
+    result.isSuccess ? 0 : Int32(min(255, -Int64(result.rawValue)))
+  }
+
+  /// The codes the command line itself produces, for the table in --help and the man page.
+  static let documented: [ResultCode] = [
+    .noError, .notSupported, .notFound, .invalidParameter, .deviceNotOpen, .notAvailable, .unableReadFile,
+    .communicationError, .requestTimedOut, .fileNotFound, .fileAccessDenied, .invalidFormat, .cancel, .bleGatt,
+    .bluetoothPermissionMissing,
+  ]
+
+  /// Rows "status  NAME  meaning", generated from the ResultCode table so help and man cannot drift.
+  static var table: [(status: Int32, name: String, meaning: String)] {
+    documented.map { (of($0), $0.name, meaning(of: $0)) }
+  }
+
+  static func meaning(of code: ResultCode) -> String {
+    switch code {
+    case .noError: "success"
+    case .notFound: "device, property or item not found; a finite source held no barcode"
+    case .invalidParameter: "usage error: bad command, option or value"
+    case .notAvailable: "no adapter, bluetoothd or camera available"
+    case .requestTimedOut: "a --timeout or --wait ran out"
+    case .cancel: "interrupted (listen exits 0 after flushing on SIGINT/SIGTERM)"
+    default: code.meaning
+    }
+  }
+}

@@ -1,0 +1,68 @@
+import CaptureCore
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Where everything the user sees goes. stdout gets results only, written with write(2) per line so
+/// each event reaches a pipe as soon as it happens; stderr gets diagnostics.
+final class Output: @unchecked Sendable {
+  enum Mode: Sendable { case plain, json }
+
+  let mode: Mode
+  let isQuiet: Bool
+  let isVerbose: Bool
+  private let stdoutFD: Int32
+  private let stderrFD: Int32
+  /// Guards the two fds: events may be printed from more than one task.
+  private let lock = Mutex(())
+
+  init(mode: Mode, quiet: Bool, verbose: Bool, stdoutFD: Int32 = 1, stderrFD: Int32 = 2) {
+    self.mode = mode
+    self.isQuiet = quiet
+    self.isVerbose = verbose && !quiet
+    self.stdoutFD = stdoutFD
+    self.stderrFD = stderrFD
+  }
+
+  var isJSON: Bool { mode == .json }
+
+  func line(_ text: String) { write(stdoutFD, text + "\n") }
+  func json(_ value: JSON) { line(value.serialized) }
+
+  /// A diagnostic on stderr, prefixed with the program name.
+  func warn(_ text: String) {
+    if !isQuiet { write(stderrFD, "capture: \(text)\n") }
+  }
+
+  func info(_ text: String) {
+    if isVerbose { write(stderrFD, "capture: \(text)\n") }
+  }
+
+  func raw(stderr text: String) { write(stderrFD, text) }
+  func raw(stdout text: String) { write(stdoutFD, text) }
+
+  /// `capture: NAME (code): message` on stderr; with --json also `{"error":{...}}` on stdout.
+  func error(_ error: CaptureError) {
+    write(stderrFD, "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+    if isJSON { json(Render.error(error)) }
+  }
+
+  private func write(_ fd: Int32, _ text: String) {
+    lock.withLock { _ in
+      var text = text
+      text.withUTF8 { buffer in
+        var offset = 0
+        while offset < buffer.count {
+          let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+          if n < 0 {
+            if errno == EINTR { continue }
+            return  // EPIPE and friends: the reader went away; nothing useful left to do with this line.
+          }
+          offset += n
+        }
+      }
+    }
+  }
+}

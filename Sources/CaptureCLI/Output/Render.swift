@@ -1,0 +1,128 @@
+import CaptureCore
+
+/// The published shapes (ARCHITECTURE.md §1 "Output"). Keys are camelCase and never renamed.
+enum Render {
+  static func device(_ info: DeviceInfo) -> JSON {
+    .object([
+      "id": .string(info.id), "name": .string(info.name), "type": .int(info.type.rawValue),
+      "typeName": .string(info.type.typeName),
+    ])
+  }
+
+  static func error(_ error: CaptureError) -> JSON {
+    .object([
+      "error": .object([
+        "code": .int(error.code.rawValue), "name": .string(error.code.name), "message": .string(error.message),
+      ])
+    ])
+  }
+
+  static func dataSource(_ source: DataSource) -> JSON {
+    .object(["id": .int(source.rawValue), "name": .string(source.name)])
+  }
+
+  static func event(_ event: Event) -> JSON {
+    var members: [String: JSON] = [
+      "event": .string(event.kind.rawValue), "time": .string(event.time.iso8601), "device": device(event.device),
+    ]
+    switch event.payload {
+    case .deviceArrival, .deviceRemoval: break
+    case .decodedData(let data):
+      members["dataSource"] = dataSource(data.dataSource)
+      members["text"] = .string(data.text)
+      members["bytes"] = .string(Base64.encode(data.bytes))
+      if let tag = data.tagID { members["tagId"] = .string(tag.map(hexByte).joined()) }
+      if let points = data.points {
+        members["points"] = .array(points.map { .object(["x": .int($0.x), "y": .int($0.y)]) })
+      }
+      if let origin = data.origin { members["origin"] = .string(origin) }
+    case .batteryLevel(let level):
+      members["percent"] = .int(level.percent)
+      members["current"] = .int(level.current)
+      members["minimum"] = .int(level.minimum)
+      members["maximum"] = .int(level.maximum)
+    case .power(let state):
+      members["state"] = .string(state.cliName)
+      members["value"] = .int(state.rawValue)
+    case .buttons(let buttons):
+      members["buttons"] = .array(buttons.names.map { .string($0) })
+      members["value"] = .int(buttons.rawValue)
+    case .error(let error):
+      members["error"] = .object([
+        "code": .int(error.code.rawValue), "name": .string(error.code.name), "message": .string(error.message),
+      ])
+    }
+    return .object(members)
+  }
+
+  /// Plain text of an event for stdout, or nil when it belongs on stderr (only decoded data is a result
+  /// in plain mode, so `capture listen | while read code` sees nothing else).
+  static func plain(_ event: Event) -> String? {
+    if case .decodedData(let data) = event.payload { return data.text }
+    return nil
+  }
+
+  static func describe(_ event: Event) -> String {
+    let who = "\(event.device.name) (\(event.device.id))"
+    switch event.payload {
+    case .deviceArrival: return "\(who) arrived"
+    case .deviceRemoval: return "\(who) removed"
+    case .decodedData(let d): return "\(who) decoded \(d.dataSource.name)"
+    case .batteryLevel(let l): return "\(who) battery \(l.percent)%"
+    case .power(let p): return "\(who) power \(p.cliName)"
+    case .buttons(let b): return "\(who) buttons \(b.names.joined(separator: ","))"
+    case .error(let e): return "\(who): \(e.code.name) (\(e.code.rawValue)): \(e.message)"
+    }
+  }
+
+  static func hexByte(_ b: UInt8) -> String {
+    let digits = Array("0123456789ABCDEF")
+    return String([digits[Int(b >> 4)], digits[Int(b & 15)]])
+  }
+
+  // MARK: properties
+
+  static func value(_ value: PropertyValue) -> JSON {
+    switch value {
+    case .none: .null
+    case .byte(let b): .int(b)
+    case .ulong(let u): .int(u)
+    case .array(let a): .array(a.map { .int($0) })
+    case .string(let s): .string(s)
+    case .version(let v):
+      .object([
+        "major": .int(v.major), "middle": .int(v.middle), "minor": .int(v.minor), "build": .int(v.build),
+        "year": .int(v.year), "month": .int(v.month), "day": .int(v.day), "hour": .int(v.hour),
+        "minute": .int(v.minute),
+      ])
+    case .dataSource(let d):
+      .object([
+        "id": .int(d.id.rawValue), "name": .string(d.id.name), "status": .int(d.status.rawValue),
+        "statusName": .string(d.status.name), "flags": .int(d.flags.rawValue),
+      ])
+    }
+  }
+
+  static func property(_ id: PropertyID, _ v: PropertyValue) -> JSON {
+    var members: [String: JSON] = [
+      "id": .int(id.rawValue), "name": .string(id.cliName), "type": .string(v.type.name), "value": value(v),
+    ]
+    if let name = PropertyValueCodec.valueName(id, v) { members["valueName"] = .string(name) }
+    return .object(members)
+  }
+
+  static func plainValue(_ id: PropertyID, _ v: PropertyValue) -> String {
+    let text: String
+    switch v {
+    case .none: text = ""
+    case .byte(let b): text = String(b)
+    case .ulong(let u): text = String(u)
+    case .array(let a): text = a.map(hexByte).joined(separator: " ")
+    case .string(let s): text = s
+    case .version(let ver): text = ver.description
+    case .dataSource(let d): return d.status.name
+    }
+    if let name = PropertyValueCodec.valueName(id, v) { return "\(text) (\(name))" }
+    return text
+  }
+}

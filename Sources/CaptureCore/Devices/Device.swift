@@ -1,0 +1,46 @@
+/// What a driver declares it can do. Everything else answers ESKT_NOTSUPPORTED (-15), as the SDK does.
+public struct Capabilities: Sendable {
+  public var readable: [PropertyID]
+  public var writable: [PropertyID]
+  public var triggers: Set<Trigger>
+  public var events: Set<EventKind>
+  /// The data sources `get --all` walks for DataSourceDevice.
+  public var dataSources: [DataSource]
+
+  public init(
+    readable: [PropertyID], writable: [PropertyID], triggers: Set<Trigger>, events: Set<EventKind>,
+    dataSources: [DataSource] = []
+  ) {
+    self.readable = readable
+    self.writable = writable
+    self.triggers = triggers
+    self.events = events
+    self.dataSources = dataSources
+  }
+
+  public func canRead(_ p: PropertyID) -> Bool { readable.contains(p) }
+  public func canWrite(_ p: PropertyID) -> Bool { writable.contains(p) }
+}
+
+/// A connected device of any family. Each driver implements this; the command line talks only to it.
+public protocol Device: AnyObject, Sendable {
+  var info: DeviceInfo { get }
+  var capabilities: Capabilities { get }
+  /// Reads a property. `argument` carries the get-time value some properties need (the data source id
+  /// for DataSourceDevice, the action byte for SoundConfigDevice, capture-sdk.md §2.2 "Get" column).
+  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue
+  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError)
+  /// Sends a trigger action. Decoded data arrives on `events`.
+  func trigger(_ action: Trigger) async throws(CaptureError)
+  /// The device's events, starting with its arrival. The stream finishes after `deviceRemoval`
+  /// (link lost, a finite frame source exhausted, or `close()`).
+  var events: AsyncStream<Event> { get }
+  func close() async
+}
+
+extension Device {
+  /// The SDK's answer for anything outside the capability table.
+  public func unsupported(_ property: PropertyID) -> CaptureError {
+    .notSupported("\(info.name) does not support \(property.cliName) (\(property.hex))")
+  }
+}

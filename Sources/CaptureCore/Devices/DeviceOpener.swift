@@ -1,0 +1,34 @@
+/// One SocketCam frame source from the command line (ARCHITECTURE.md §1 SOURCE).
+public enum FrameSourceItem: Sendable, Hashable {
+  case image(String)
+  case standardInput
+  case directory(String)
+  case camera(String)
+}
+
+/// How a device is opened for one command.
+public struct OpenRequest: Sendable {
+  public var selector: DeviceSelector
+  /// SocketCam only: where frames come from. Empty for commands that read no frames (get, set).
+  public var frameSources: [FrameSourceItem]
+  public var adapter: String?
+  /// Warnings that are not errors (a skipped non-image in a directory). The core never prints; the
+  /// command line decides where these go.
+  public var warn: @Sendable (String) -> Void
+
+  public init(
+    selector: DeviceSelector, frameSources: [FrameSourceItem] = [], adapter: String? = nil,
+    warn: @escaping @Sendable (String) -> Void = { _ in }
+  ) {
+    self.selector = selector
+    self.frameSources = frameSources
+    self.adapter = adapter
+    self.warn = warn
+  }
+}
+
+/// Finds the driver for a selector and opens the device. The command line gets the real one from the
+/// Drivers target; tests may pass another.
+public protocol DeviceOpener: Sendable {
+  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device
+}

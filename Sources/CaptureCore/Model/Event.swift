@@ -1,0 +1,106 @@
+/// Kinds of event the command line streams; the raw values are the published `event` key values
+/// (past-tense facts, camelCase, after the SDK's CaptureEventIds, capture-sdk.md §4.1).
+public enum EventKind: String, Sendable, CaseIterable, Hashable {
+  case deviceArrival
+  case deviceRemoval
+  case decodedData
+  case batteryLevel
+  case power
+  case buttons
+  case error
+  case deviceDiscovered
+  case discoveryEnd
+
+  /// The SDK event id this kind corresponds to.
+  public var sdkID: EventID {
+    switch self {
+    case .deviceArrival: .deviceArrival
+    case .deviceRemoval: .deviceRemoval
+    case .decodedData: .decodedData
+    case .batteryLevel: .batteryLevel
+    case .power: .power
+    case .buttons: .buttons
+    case .error: .error
+    case .deviceDiscovered: .deviceDiscovered
+    case .discoveryEnd: .discoveryEnd
+    }
+  }
+
+  /// Parses a kind by its published name, case-insensitively (`decodedData`, `decoded-data`).
+  public static func parse(_ text: String) -> EventKind? {
+    let key = text.lowercased().filter { $0 != "-" && $0 != "_" }
+    return allCases.first { $0.rawValue.lowercased() == key }
+  }
+}
+
+/// A wall-clock instant with millisecond precision, printed as ISO 8601 UTC.
+public struct Timestamp: Sendable, Hashable, Comparable {
+  /// Milliseconds since 1970-01-01T00:00:00Z.
+  public var milliseconds: Int64
+  public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+
+  public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
+
+  /// `2026-11-30T13:50:34.123Z`. Civil-from-days arithmetic (proleptic Gregorian), so no calendar
+  /// library or locale is involved.
+  public var iso8601: String {
+    let ms = milliseconds
+    var days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
+    let msOfDay = ms - days * 86_400_000
+    days += 719_468
+    let era = (days >= 0 ? days : days - 146_096) / 146_097
+    let doe = days - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+    var year = yoe + era * 400
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let day = doy - (153 * mp + 2) / 5 + 1
+    let month = mp < 10 ? mp + 3 : mp - 9
+    if month <= 2 { year += 1 }
+    func pad(_ v: Int64, _ width: Int) -> String {
+      let s = String(v)
+      return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+    let h = msOfDay / 3_600_000
+    let m = (msOfDay / 60_000) % 60
+    let s = (msOfDay / 1000) % 60
+    let f = msOfDay % 1000
+    return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(h, 2)):\(pad(m, 2)):\(pad(s, 2)).\(pad(f, 3))Z"
+  }
+}
+
+/// Something that happened on a device.
+public struct Event: Sendable {
+  public enum Payload: Sendable {
+    case deviceArrival
+    case deviceRemoval
+    case decodedData(DecodedData)
+    case batteryLevel(BatteryLevel)
+    case power(PowerState)
+    case buttons(ButtonsState)
+    /// An unsolicited error (the SDK's Error event); the stream goes on.
+    case error(CaptureError)
+  }
+
+  public var time: Timestamp
+  public var device: DeviceInfo
+  public var payload: Payload
+
+  public init(time: Timestamp, device: DeviceInfo, payload: Payload) {
+    self.time = time
+    self.device = device
+    self.payload = payload
+  }
+
+  public var kind: EventKind {
+    switch payload {
+    case .deviceArrival: .deviceArrival
+    case .deviceRemoval: .deviceRemoval
+    case .decodedData: .decodedData
+    case .batteryLevel: .batteryLevel
+    case .power: .power
+    case .buttons: .buttons
+    case .error: .error
+    }
+  }
+}

@@ -1,0 +1,187 @@
+import FoundationEssentials
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A device `capture connect` remembered. Keyed by Bluetooth address or transport URI, never by the
+/// SDK's per-connection GUID (ARCHITECTURE.md §2 State).
+public struct RememberedDevice: Codable, Sendable, Hashable {
+  public var id: String
+  public var alias: String?
+  public var name: String
+  public var type: UInt32
+  public var transport: String
+  public var lastSeen: String?
+
+  public init(id: String, alias: String?, name: String, type: UInt32, transport: String, lastSeen: String?) {
+    self.id = id
+    self.alias = alias
+    self.name = name
+    self.type = type
+    self.transport = transport
+    self.lastSeen = lastSeen
+  }
+}
+
+/// SocketCam's persisted settings: a set survives the process (issue: "the set persists in the state file").
+public struct SocketCamSettings: Codable, Sendable, Hashable {
+  /// SocketCamStatus value: 0 enable, 1 disable (capture-sdk.md §7.13, inverted on purpose).
+  public var status: UInt8 = 0
+  public var friendlyName: String? = nil
+  /// Data source id (decimal string) → DataSourceStatus raw value; absent means the default.
+  public var dataSources: [String: Int8] = [:]
+  public init() {}
+}
+
+public struct StateFile: Codable, Sendable, Hashable {
+  public static let currentSchemaVersion = 1
+  public var schemaVersion: Int = StateFile.currentSchemaVersion
+  public var devices: [RememberedDevice] = []
+  public var socketCam = SocketCamSettings()
+  public init() {}
+}
+
+/// `$XDG_STATE_HOME/capture/devices.json` (default `~/.local/state/capture`): written atomically
+/// (temp file, fsync, rename, fsync of the directory) under an advisory `flock` on a lock file, so two
+/// `capture` processes never interleave and a kill at any instant leaves either the old or the new file.
+public struct StateStore: Sendable {
+  public let directory: String
+  public var path: String { directory + "/devices.json" }
+  var lockPath: String { directory + "/devices.lock" }
+
+  public init(directory: String) { self.directory = directory }
+
+  /// The default location from the environment (XDG Base Directory specification).
+  public static func fromEnvironment() -> StateStore {
+    if let xdg = getenv("XDG_STATE_HOME").map({ String(cString: $0) }), xdg.hasPrefix("/") {
+      return StateStore(directory: xdg + "/capture")
+    }
+    let home = getenv("HOME").map { String(cString: $0) } ?? "/"
+    return StateStore(directory: home + "/.local/state/capture")
+  }
+
+  /// Reads the state; a missing file is the empty state. A corrupt or newer-schema file is an error
+  /// naming the file, and is left untouched.
+  public func load() throws(CaptureError) -> StateFile {
+    guard let bytes = try readFile(path) else { return StateFile() }
+    return try decode(bytes)
+  }
+
+  /// Locks, re-reads, applies `change`, and writes the result atomically.
+  public func update<T>(_ change: (inout StateFile) throws(CaptureError) -> T) throws(CaptureError) -> T {
+    try makeDirectory()
+    let lockFD = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard lockFD >= 0 else { throw fileError(errno, "cannot open lock file \(lockPath)") }
+    defer { close(lockFD) }
+    while flock(lockFD, LOCK_EX) != 0 {
+      guard errno == EINTR else { throw fileError(errno, "cannot lock \(lockPath)") }
+    }
+    var state = try load()
+    let result = try change(&state)
+    try write(state)
+    return result
+  }
+
+  func decode(_ bytes: [UInt8]) throws(CaptureError) -> StateFile {
+    struct VersionProbe: Decodable { var schemaVersion: Int? }
+    let data = Data(bytes)
+    let probe: VersionProbe
+    do { probe = try JSONDecoder().decode(VersionProbe.self, from: data) } catch {
+      throw CaptureError(.invalidFormat, "state file \(path) is corrupt (not JSON); fix or move it away")
+    }
+    guard let version = probe.schemaVersion else {
+      throw CaptureError(.invalidFormat, "state file \(path) has no schemaVersion; fix or move it away")
+    }
+    guard version <= StateFile.currentSchemaVersion else {
+      throw CaptureError(
+        .invalidVersion,
+        "state file \(path) has schema version \(version), newer than this capture (\(StateFile.currentSchemaVersion))")
+    }
+    do { return try JSONDecoder().decode(StateFile.self, from: data) } catch {
+      throw CaptureError(.invalidFormat, "state file \(path) is corrupt (\(error)); fix or move it away")
+    }
+  }
+
+  func write(_ state: StateFile) throws(CaptureError) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+    let data: Data
+    do { data = try encoder.encode(state) } catch {
+      throw CaptureError(.unableWriteFile, "cannot encode state: \(error)")
+    }
+    let temp = "\(path).tmp.\(getpid())"
+    let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw fileError(errno, "cannot create \(temp)") }
+    var ok = true
+    var savedErrno: Int32 = 0
+    data.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+        if n < 0 {
+          if errno == EINTR { continue }
+          ok = false
+          savedErrno = errno
+          return
+        }
+        offset += n
+      }
+    }
+    if ok && fsync(fd) != 0 {
+      ok = false
+      savedErrno = errno
+    }
+    close(fd)
+    guard ok, rename(temp, path) == 0 else {
+      let e = ok ? errno : savedErrno
+      unlink(temp)
+      throw fileError(e, "cannot write \(path)")
+    }
+    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if dirFD >= 0 {
+      fsync(dirFD)
+      close(dirFD)
+    }
+  }
+
+  func makeDirectory() throws(CaptureError) {
+    var prefix = ""
+    for component in directory.split(separator: "/") {
+      prefix += "/" + component
+      if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+        throw fileError(errno, "cannot create directory \(prefix)")
+      }
+    }
+  }
+
+  func readFile(_ path: String) throws(CaptureError) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 {
+      if errno == ENOENT { return nil }
+      throw fileError(errno, "cannot open \(path)")
+    }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw fileError(errno, "cannot read \(path)")
+      }
+      if n == 0 { break }
+      bytes += buffer[0..<n]
+    }
+    return bytes
+  }
+
+  func fileError(_ code: Int32, _ message: String) -> CaptureError {
+    let reason = String(cString: strerror(code))
+    switch code {
+    case EACCES, EPERM, EROFS: return CaptureError(.fileAccessDenied, "\(message): \(reason)")
+    case ENOENT: return CaptureError(.fileNotFound, "\(message): \(reason)")
+    default: return CaptureError(.unableWriteFile, "\(message): \(reason)")
+    }
+  }
+}

@@ -1,0 +1,183 @@
+import CaptureCore
+import Decoders
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// SocketCam C820, the software scanner (capture-sdk.md §5.2: SocketCamC820 = 5, interface None):
+/// decodes frames from images, stdin or a V4L2 camera with ZBar and zxing-cpp.
+public final class SocketCam: Device, @unchecked Sendable {
+  public static let defaultName = "SocketCam C820"
+  /// The SDK's friendly-name limit (capture-sdk.md §10: max 31 UTF-8 bytes).
+  static let maxNameBytes = 31
+
+  public let info: DeviceInfo
+  public let events: AsyncStream<Event>
+  private let continuation: AsyncStream<Event>.Continuation
+  private let store: StateStore
+  private let request: OpenRequest
+  private let settings: Mutex<SocketCamSettings>
+  private let isClosed = Atomic<Bool>(false)
+  private let running = Mutex<Task<Void, Never>?>(nil)
+
+  public var capabilities: Capabilities {
+    Capabilities(
+      readable: [
+        .versionDevice, .deviceType, .friendlyNameDevice, .dataSourceDevice, .socketCamStatus, .version,
+      ],
+      writable: [.friendlyNameDevice, .dataSourceDevice, .socketCamStatus, .triggerDevice],
+      triggers: [.start, .stop, .continuousScan, .continuousScanUntilRead],
+      events: [.deviceArrival, .deviceRemoval, .decodedData, .error],
+      dataSources: SymbologyMap.supported)
+  }
+
+  init(request: OpenRequest, store: StateStore) throws(CaptureError) {
+    let stored = try store.load().socketCam
+    self.store = store
+    self.request = request
+    self.settings = Mutex(stored)
+    self.info = DeviceInfo(id: "socketcam", name: stored.friendlyName ?? Self.defaultName, type: .socketCamC820)
+    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+  }
+
+  var isEnabled: Bool { settings.withLock { $0.status } == SocketCamStatus.enable.rawValue }
+
+  // MARK: properties
+
+  public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+    let current = settings.withLock { $0 }
+    switch property {
+    case .deviceType:
+      return .ulong(DeviceType.socketCamC820.rawValue)
+    case .friendlyNameDevice:
+      return .string(current.friendlyName ?? Self.defaultName)
+    case .versionDevice, .version:
+      return .version(
+        VersionValue(
+          major: CaptureVersion.major, middle: CaptureVersion.middle, minor: CaptureVersion.minor,
+          build: CaptureVersion.build, year: 0, month: 0, day: 0, hour: 0, minute: 0))
+    case .socketCamStatus:
+      return .byte(current.status)
+    case .dataSourceDevice:
+      guard case .dataSource(let requested) = argument else {
+        throw .invalidParameter("data-source needs a data source to read")
+      }
+      return .dataSource(DataSourceValue(id: requested.id, status: Self.status(of: requested.id, in: current)))
+    default:
+      throw unsupported(property)
+    }
+  }
+
+  static func status(of source: DataSource, in settings: SocketCamSettings) -> DataSourceStatus {
+    guard SymbologyMap.supported.contains(source) else { return .notSupported }
+    if let raw = settings.dataSources[String(source.rawValue)], let status = DataSourceStatus(rawValue: raw) {
+      return status
+    }
+    return SymbologyMap.disabledByDefault.contains(source) ? .disable : .enable
+  }
+
+  public func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    switch (property, value) {
+    case (.friendlyNameDevice, .string(let name)):
+      guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes else {
+        throw .invalidParameter("friendly-name must be 1 to \(Self.maxNameBytes) UTF-8 bytes")
+      }
+      try persist { $0.friendlyName = name == Self.defaultName ? nil : name }
+    case (.socketCamStatus, .byte(let raw)):
+      guard raw == SocketCamStatus.enable.rawValue || raw == SocketCamStatus.disable.rawValue else {
+        throw .invalidParameter("socket-cam-status takes enable (0) or disable (1)")
+      }
+      try persist { $0.status = raw }
+    case (.dataSourceDevice, .dataSource(let requested)):
+      guard SymbologyMap.supported.contains(requested.id) else {
+        throw .notSupported("SocketCam cannot decode \(requested.id.name) (\(requested.id.rawValue))")
+      }
+      guard requested.status == .enable || requested.status == .disable else {
+        throw .invalidParameter("data source status must be enable or disable")
+      }
+      try persist { $0.dataSources[String(requested.id.rawValue)] = requested.status.rawValue }
+    case (.triggerDevice, .byte(let raw)):
+      guard let action = Trigger(rawValue: raw) else { throw .invalidParameter("unknown trigger value \(raw)") }
+      try await trigger(action)
+    case (.friendlyNameDevice, _), (.socketCamStatus, _), (.dataSourceDevice, _), (.triggerDevice, _):
+      throw .invalidParameter("wrong value type \(value.type.name) for \(property.cliName)")
+    default:
+      throw unsupported(property)
+    }
+  }
+
+  private func persist(_ change: @escaping (inout SocketCamSettings) -> Void) throws(CaptureError) {
+    let updated = try store.update { (state: inout StateFile) throws(CaptureError) -> SocketCamSettings in
+      change(&state.socketCam)
+      return state.socketCam
+    }
+    settings.withLock { $0 = updated }
+  }
+
+  /// The decoder formats enabled by the data-source settings.
+  var enabledFormats: Set<BarcodeFormat> {
+    let current = settings.withLock { $0 }
+    var formats = Set<BarcodeFormat>()
+    for source in SymbologyMap.supported where Self.status(of: source, in: current) == .enable {
+      formats.formUnion(SymbologyMap.formats(source))
+    }
+    return formats
+  }
+
+  // MARK: trigger
+
+  /// start / continuous read the frame source: a finite source (images, a directory, stdin) is decoded
+  /// completely and then the device is removed (its stream ends); a camera reads until a code is found
+  /// (start, continuousScanUntilRead) or until the device is closed (continuous).
+  public func trigger(_ action: Trigger) async throws(CaptureError) {
+    switch action {
+    case .stop:
+      running.withLock { $0?.cancel() }
+      return
+    case .start, .continuousScan, .continuousScanUntilRead:
+      break
+    default:
+      throw .notSupported("SocketCam has no trigger to \(action.cliName)")
+    }
+    guard isEnabled else {
+      throw CaptureError(
+        .notAvailable, "SocketCam is disabled; enable it with: capture set socketcam socket-cam-status enable")
+    }
+    guard !request.frameSources.isEmpty else {
+      throw .invalidParameter("SocketCam needs a frame source: --image FILE, --dir DIR or --camera /dev/videoN")
+    }
+    guard !isClosed.load(ordering: .acquiring) else { throw CaptureError(.deviceNotOpen, "SocketCam is closed") }
+    let pass = FramePass(
+      sources: request.frameSources, formats: enabledFormats, device: info, warn: request.warn,
+      untilFirstRead: action != .continuousScan, emit: { [continuation] in continuation.yield($0) })
+    let task = Task { await pass.run() }
+    running.withLock { $0 = task }
+    await withTaskCancellationHandler {
+      await task.value
+    } onCancel: {
+      task.cancel()
+    }
+    if pass.isFinite { await close() }
+  }
+
+  public func close() async {
+    guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let task = running.withLock { $0 }
+    task?.cancel()
+    await task?.value
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
+    continuation.finish()
+  }
+}
+
+extension Timestamp {
+  /// The wall clock now.
+  static func now() -> Timestamp {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Timestamp(milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
+  }
+}

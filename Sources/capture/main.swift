@@ -1,0 +1,7 @@
+import CaptureCLI
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+exit(await CaptureCLI.main(Array(CommandLine.arguments.dropFirst())))
