@@ -38,24 +38,30 @@ struct ResultCodeTests {
   }
 
   static let spot: [(ResultCode, Int32, String)] = [
-    (.noError, 0, "ESKT_NOERROR"), (.waitTimeout, 1, "ESKT_WAITTIMEOUT"), (.alreadyDone, 2, "ESKT_ALREADYDONE"),
+    (.noError, 0, "ESKT_NOERROR"), (.waitTimeout, 1, "ESKT_WAITTIMEOUT"),
+    (.alreadyDone, 2, "ESKT_ALREADYDONE"),
     (.pending, 3, "ESKT_PENDING"), (.stillPending, 4, "ESKT_STILLPENDING"), (.created, 5, "ESKT_CREATED"),
-    (.noData, 6, "ESKT_NODATA"), (.deprecated, 7, "ESKT_DEPRECATED"), (.lassoDisabled, 8, "ESKT_LASSODISABLED"),
+    (.noData, 6, "ESKT_NODATA"), (.deprecated, 7, "ESKT_DEPRECATED"),
+    (.lassoDisabled, 8, "ESKT_LASSODISABLED"),
     (.testFailed, -1, "ESKT_TESTFAILED"), (.notEnoughMemory, -2, "ESKT_NOTENOUGHMEMORY"),
-    (.pendingOperationNotCompleted, -16, "ESKT_PENDINGOPERATIONNOTCOMPLETED"), (.notFound, -17, "ESKT_NOTFOUND"),
+    (.pendingOperationNotCompleted, -16, "ESKT_PENDINGOPERATIONNOTCOMPLETED"),
+    (.notFound, -17, "ESKT_NOTFOUND"),
     (.invalidParameter, -18, "ESKT_INVALIDPARAMETER"), (.notInitialized, -19, "ESKT_NOTINITIALIZED"),
     (.deviceNotOpen, -31, "ESKT_DEVICENOTOPEN"), (.notAvailable, -32, "ESKT_NOTAVAILABLE"),
     (.unableWriteFile, -33, "ESKT_UNABLEWRITEFILE"), (.unableReadFile, -34, "ESKT_UNABLEREADFILE"),
     (.waitFailed, -35, "ESKT_WAITFAILED"), (.invalidChecksum, -36, "ESKT_INVALIDCHECKSUM"),
     (.commandDenied, -37, "ESKT_COMMANDDENIED"), (.communicationError, -38, "ESKT_COMMUNICATIONERROR"),
     (.invalidValue, -41, "ESKT_INVALIDVALUE"), (.requestTimedOut, -42, "ESKT_REQUESTTIMEDOUT"),
-    (.unableOpenFile, -53, "ESKT_UNABLEOPENFILE"), (.unableCreateDirectory, -55, "ESKT_UNABLECREATEDIRECTORY"),
+    (.unableOpenFile, -53, "ESKT_UNABLEOPENFILE"),
+    (.unableCreateDirectory, -55, "ESKT_UNABLECREATEDIRECTORY"),
     (.fileNotFound, -63, "ESKT_FILENOTFOUND"), (.fileAccessDenied, -64, "ESKT_FILEACCESSDENIED"),
     (.invalidFormat, -85, "ESKT_INVALIDFORMAT"), (.invalidVersion, -86, "ESKT_INVALIDVERSION"),
     (.serviceNotCommunicating, -87, "ESKT_SERVICENOTCOMMUNICATING"),
     (.lassoIdNotMatching, -89, "ESKT_LASSOIDTNOTMATCHING"), (.cancel, -91, "ESKT_CANCEL"),
-    (.expired, -92, "ESKT_EXPIRED"), (.invalidAppInfo, -93, "ESKT_INVALIDAPPINFO"), (.bleGatt, -94, "ESKT_BLEGATT"),
-    (.favoriteNotEmpty, -95, "ESKT_FAVORITENOTEMPTY"), (.locationPermissionMissing, -96, "ESKT_LOCATIONPERMISSIONMISSING"),
+    (.expired, -92, "ESKT_EXPIRED"), (.invalidAppInfo, -93, "ESKT_INVALIDAPPINFO"),
+    (.bleGatt, -94, "ESKT_BLEGATT"),
+    (.favoriteNotEmpty, -95, "ESKT_FAVORITENOTEMPTY"),
+    (.locationPermissionMissing, -96, "ESKT_LOCATIONPERMISSIONMISSING"),
     (.unableToCompleteOperation, -97, "ESKT_UNABLETOCOMPLETEOPERATION"),
     (.locationServiceDisabled, -98, "ESKT_LOCATIONSERVICEDISABLED"),
     (.bluetoothPermissionMissing, -99, "ESKT_BLUETOOTHPERMISSIONMISSING"),
@@ -85,7 +91,8 @@ struct PropertyTypeTests {
     #expect(PropertyType.allCases.map(\.rawValue) == Array(0...10))
     #expect(
       PropertyType.allCases.map(\.name) == [
-        "None", "NotApplicable", "Byte", "Ulong", "Array", "String", "Version", "DataSource", "Enum", "Object",
+        "None", "NotApplicable", "Byte", "Ulong", "Array", "String", "Version", "DataSource", "Enum",
+        "Object",
         "LastType",
       ])
   }
@@ -106,7 +113,8 @@ struct PropertyTypeTests {
 
   @Test func versionDescription() {
     #expect(VersionValue(major: 1, middle: 2, minor: 3, build: 4).description == "1.2.3.4")
-    let dated = VersionValue(major: 1, middle: 5, minor: 0, build: 288, year: 2024, month: 3, day: 7, hour: 9, minute: 5)
+    let dated = VersionValue(
+      major: 1, middle: 5, minor: 0, build: 288, year: 2024, month: 3, day: 7, hour: 9, minute: 5)
     #expect(dated.description == "1.5.0.288 2024-03-07 09:05")
   }
 }
@@ -125,77 +133,82 @@ struct PropertyRow: Sendable, CustomTestStringConvertible {
     _ raw: Int32, _ name: String, _ scope: PropertyScope, _ get: PropertyType, _ set: PropertyType,
     _ group: PropertyGroup, _ id: UInt8
   ) {
-    (self.raw, self.name, self.scope, self.get, self.set, self.group, self.id) = (raw, name, scope, get, set, group, id)
+    (self.raw, self.name, self.scope, self.get, self.set, self.group, self.id) = (
+      raw, name, scope, get, set, group, id
+    )
   }
   var testDescription: String { name }
 }
 
 /// capture-sdk.md §2.2, every row: the Get/Set/Group columns must equal what the bits decode to.
 let propertyTable: [PropertyRow] = [
-    PropertyRow(-2146435072, "Abort", .capture, .notApplicable, .none, .general, 0),
-    PropertyRow(-2147418111, "Version", .capture, .none, .notApplicable, .general, 1),
-    PropertyRow(-2147418112, "InterfaceVersion", .capture, .none, .notApplicable, .general, 0),
-    PropertyRow(-2141913085, "Configuration", .capture, .string, .string, .general, 3),
-    PropertyRow(-2147352572, "DataConfirmationMode", .capture, .none, .byte, .general, 4),
-    PropertyRow(-2147287035, "DataConfirmationAction", .capture, .none, .ulong, .general, 5),
-    PropertyRow(-2145124346, "MonitorMode", .capture, .byte, .array, .general, 6),
-    PropertyRow(-2147352569, "SocketCamStatus", .capture, .none, .byte, .general, 7),
-    PropertyRow(65536, "VersionDevice", .device, .none, .notApplicable, .general, 0),
-    PropertyRow(65538, "DeviceType", .device, .none, .notApplicable, .general, 2),
-    PropertyRow(4456451, "DeviceSpecific", .device, .array, .array, .general, 3),
-    PropertyRow(7798788, "DataSourceDevice", .device, .dataSource, .dataSource, .general, 4),
-    PropertyRow(1179653, "TriggerDevice", .device, .notApplicable, .byte, .general, 5),
-    PropertyRow(1048582, "ApplyConfigDevice", .device, .notApplicable, .none, .general, 6),
-    PropertyRow(327687, "PreambleDevice", .device, .none, .string, .general, 7),
-    PropertyRow(327688, "PostambleDevice", .device, .none, .string, .general, 8),
-    PropertyRow(2162697, "CapabilitiesDevice", .device, .byte, .notApplicable, .general, 9),
-    PropertyRow(65546, "ChangeIdDevice", .device, .none, .notApplicable, .general, 10),
-    PropertyRow(131083, "DataFormatDevice", .device, .none, .byte, .general, 11),
-    PropertyRow(327936, "FriendlyNameDevice", .device, .none, .string, .localFunctions, 0),
-    PropertyRow(131329, "SecurityModeDevice", .device, .none, .byte, .localFunctions, 1),
-    PropertyRow(1376514, "PinCodeDevice", .device, .notApplicable, .string, .localFunctions, 2),
-    PropertyRow(1179907, "DeletePairingBondingDevice", .device, .notApplicable, .byte, .localFunctions, 3),
-    PropertyRow(1048836, "RestoreFactoryDefaultsDevice", .device, .notApplicable, .none, .localFunctions, 4),
-    PropertyRow(1048837, "SetPowerOffDevice", .device, .notApplicable, .none, .localFunctions, 5),
-    PropertyRow(65792, "ButtonsStatusDevice", .device, .none, .notApplicable, .localFunctions, 0),
-    PropertyRow(2359559, "SoundConfigDevice", .device, .byte, .array, .localFunctions, 7),
-    PropertyRow(262408, "TimersDevice", .device, .none, .array, .localFunctions, 8),
-    PropertyRow(131337, "LocalAcknowledgmentDevice", .device, .none, .byte, .localFunctions, 9),
-    PropertyRow(1245450, "DataConfirmationDevice", .device, .notApplicable, .ulong, .localFunctions, 10),
-    PropertyRow(65803, "BatteryLevelDevice", .device, .none, .notApplicable, .localFunctions, 11),
-    PropertyRow(131340, "LocalDecodeActionDevice", .device, .none, .byte, .localFunctions, 12),
-    PropertyRow(65805, "BluetoothAddressDevice", .device, .none, .notApplicable, .localFunctions, 13),
-    PropertyRow(65806, "StatisticCountersDevice", .device, .none, .notApplicable, .localFunctions, 14),
-    PropertyRow(2359567, "RumbleConfigDevice", .device, .byte, .array, .localFunctions, 15),
-    PropertyRow(262416, "ProfileConfigDevice", .device, .none, .array, .localFunctions, 16),
-    PropertyRow(1179921, "DisconnectDevice", .device, .notApplicable, .byte, .localFunctions, 17),
-    PropertyRow(4456722, "DataStoreDevice", .device, .array, .array, .localFunctions, 18),
-    PropertyRow(196883, "NotificationsDevice", .device, .none, .ulong, .localFunctions, 19),
-    PropertyRow(65812, "ConnectReasonDevice", .device, .none, .notApplicable, .localFunctions, 20),
-    PropertyRow(65813, "PowerStateDevice", .device, .none, .notApplicable, .localFunctions, 21),
-    PropertyRow(131350, "StartUpRoleSPPDevice", .device, .none, .byte, .localFunctions, 22),
-    PropertyRow(131351, "ConnectionBeepConfigDevice", .device, .none, .byte, .localFunctions, 23),
-    PropertyRow(131352, "FlashDevice", .device, .none, .byte, .localFunctions, 24),
-    PropertyRow(590105, "OverlayViewDevice", .device, .none, .object, .localFunctions, 25),
-    PropertyRow(196890, "StandConfigDevice", .device, .none, .ulong, .localFunctions, 26),
-    PropertyRow(1245696, "StartDiscovery", .deviceManager, .notApplicable, .ulong, .managerFunctions, 0),
-    PropertyRow(328193, "Favorite", .deviceManager, .none, .string, .managerFunctions, 1),
-    PropertyRow(5308930, "UniqueDeviceIdentifier", .deviceManager, .string, .notApplicable, .managerFunctions, 2),
-    PropertyRow(4456731, "PcScTagTransmit", .device, .array, .array, .localFunctions, 27),
-    PropertyRow(4456732, "PcScCouplerControl", .device, .array, .array, .localFunctions, 28),
-    PropertyRow(262429, "ThemeSelectionDevice", .device, .none, .array, .localFunctions, 29),
-    PropertyRow(262430, "ThemeSelectionMaskDevice", .device, .none, .array, .localFunctions, 30),
-    PropertyRow(131359, "LassoStatusDevice", .device, .none, .byte, .localFunctions, 31),
-    PropertyRow(1311008, "LassoIdDevice", .device, .notApplicable, .array, .localFunctions, 32),
-    PropertyRow(196897, "LassoLifeSpanDevice", .device, .none, .ulong, .localFunctions, 33),
-    PropertyRow(-2147221214, "SinglePartnership", .capture, .none, .array, .localFunctions, 34),
-    PropertyRow(-2147417821, "SinglePartnershipStamp", .capture, .none, .notApplicable, .localFunctions, 35),
-    PropertyRow(292, "ResetSinglePartnershipDevice", .device, .none, .none, .localFunctions, 36),
-    PropertyRow(1376771, "ConnectDiscoveredDevice", .deviceManager, .notApplicable, .string, .managerFunctions, 3),
-    PropertyRow(1376768, "DisconnectDiscoveredDevice", .deviceManager, .notApplicable, .string, .managerFunctions, 0),
-    PropertyRow(-2146303981, "AddDevice", .capture, .notApplicable, .byte, .general, 19),
-    PropertyRow(-2146107372, "RemoveDevice", .capture, .notApplicable, .string, .general, 20),
-    PropertyRow(1048832, "ResetDevice", .device, .notApplicable, .none, .localFunctions, 0),
+  PropertyRow(-2146435072, "Abort", .capture, .notApplicable, .none, .general, 0),
+  PropertyRow(-2147418111, "Version", .capture, .none, .notApplicable, .general, 1),
+  PropertyRow(-2147418112, "InterfaceVersion", .capture, .none, .notApplicable, .general, 0),
+  PropertyRow(-2141913085, "Configuration", .capture, .string, .string, .general, 3),
+  PropertyRow(-2147352572, "DataConfirmationMode", .capture, .none, .byte, .general, 4),
+  PropertyRow(-2147287035, "DataConfirmationAction", .capture, .none, .ulong, .general, 5),
+  PropertyRow(-2145124346, "MonitorMode", .capture, .byte, .array, .general, 6),
+  PropertyRow(-2147352569, "SocketCamStatus", .capture, .none, .byte, .general, 7),
+  PropertyRow(65536, "VersionDevice", .device, .none, .notApplicable, .general, 0),
+  PropertyRow(65538, "DeviceType", .device, .none, .notApplicable, .general, 2),
+  PropertyRow(4456451, "DeviceSpecific", .device, .array, .array, .general, 3),
+  PropertyRow(7798788, "DataSourceDevice", .device, .dataSource, .dataSource, .general, 4),
+  PropertyRow(1179653, "TriggerDevice", .device, .notApplicable, .byte, .general, 5),
+  PropertyRow(1048582, "ApplyConfigDevice", .device, .notApplicable, .none, .general, 6),
+  PropertyRow(327687, "PreambleDevice", .device, .none, .string, .general, 7),
+  PropertyRow(327688, "PostambleDevice", .device, .none, .string, .general, 8),
+  PropertyRow(2162697, "CapabilitiesDevice", .device, .byte, .notApplicable, .general, 9),
+  PropertyRow(65546, "ChangeIdDevice", .device, .none, .notApplicable, .general, 10),
+  PropertyRow(131083, "DataFormatDevice", .device, .none, .byte, .general, 11),
+  PropertyRow(327936, "FriendlyNameDevice", .device, .none, .string, .localFunctions, 0),
+  PropertyRow(131329, "SecurityModeDevice", .device, .none, .byte, .localFunctions, 1),
+  PropertyRow(1376514, "PinCodeDevice", .device, .notApplicable, .string, .localFunctions, 2),
+  PropertyRow(1179907, "DeletePairingBondingDevice", .device, .notApplicable, .byte, .localFunctions, 3),
+  PropertyRow(1048836, "RestoreFactoryDefaultsDevice", .device, .notApplicable, .none, .localFunctions, 4),
+  PropertyRow(1048837, "SetPowerOffDevice", .device, .notApplicable, .none, .localFunctions, 5),
+  PropertyRow(65792, "ButtonsStatusDevice", .device, .none, .notApplicable, .localFunctions, 0),
+  PropertyRow(2359559, "SoundConfigDevice", .device, .byte, .array, .localFunctions, 7),
+  PropertyRow(262408, "TimersDevice", .device, .none, .array, .localFunctions, 8),
+  PropertyRow(131337, "LocalAcknowledgmentDevice", .device, .none, .byte, .localFunctions, 9),
+  PropertyRow(1245450, "DataConfirmationDevice", .device, .notApplicable, .ulong, .localFunctions, 10),
+  PropertyRow(65803, "BatteryLevelDevice", .device, .none, .notApplicable, .localFunctions, 11),
+  PropertyRow(131340, "LocalDecodeActionDevice", .device, .none, .byte, .localFunctions, 12),
+  PropertyRow(65805, "BluetoothAddressDevice", .device, .none, .notApplicable, .localFunctions, 13),
+  PropertyRow(65806, "StatisticCountersDevice", .device, .none, .notApplicable, .localFunctions, 14),
+  PropertyRow(2359567, "RumbleConfigDevice", .device, .byte, .array, .localFunctions, 15),
+  PropertyRow(262416, "ProfileConfigDevice", .device, .none, .array, .localFunctions, 16),
+  PropertyRow(1179921, "DisconnectDevice", .device, .notApplicable, .byte, .localFunctions, 17),
+  PropertyRow(4456722, "DataStoreDevice", .device, .array, .array, .localFunctions, 18),
+  PropertyRow(196883, "NotificationsDevice", .device, .none, .ulong, .localFunctions, 19),
+  PropertyRow(65812, "ConnectReasonDevice", .device, .none, .notApplicable, .localFunctions, 20),
+  PropertyRow(65813, "PowerStateDevice", .device, .none, .notApplicable, .localFunctions, 21),
+  PropertyRow(131350, "StartUpRoleSPPDevice", .device, .none, .byte, .localFunctions, 22),
+  PropertyRow(131351, "ConnectionBeepConfigDevice", .device, .none, .byte, .localFunctions, 23),
+  PropertyRow(131352, "FlashDevice", .device, .none, .byte, .localFunctions, 24),
+  PropertyRow(590105, "OverlayViewDevice", .device, .none, .object, .localFunctions, 25),
+  PropertyRow(196890, "StandConfigDevice", .device, .none, .ulong, .localFunctions, 26),
+  PropertyRow(1245696, "StartDiscovery", .deviceManager, .notApplicable, .ulong, .managerFunctions, 0),
+  PropertyRow(328193, "Favorite", .deviceManager, .none, .string, .managerFunctions, 1),
+  PropertyRow(
+    5308930, "UniqueDeviceIdentifier", .deviceManager, .string, .notApplicable, .managerFunctions, 2),
+  PropertyRow(4456731, "PcScTagTransmit", .device, .array, .array, .localFunctions, 27),
+  PropertyRow(4456732, "PcScCouplerControl", .device, .array, .array, .localFunctions, 28),
+  PropertyRow(262429, "ThemeSelectionDevice", .device, .none, .array, .localFunctions, 29),
+  PropertyRow(262430, "ThemeSelectionMaskDevice", .device, .none, .array, .localFunctions, 30),
+  PropertyRow(131359, "LassoStatusDevice", .device, .none, .byte, .localFunctions, 31),
+  PropertyRow(1311008, "LassoIdDevice", .device, .notApplicable, .array, .localFunctions, 32),
+  PropertyRow(196897, "LassoLifeSpanDevice", .device, .none, .ulong, .localFunctions, 33),
+  PropertyRow(-2147221214, "SinglePartnership", .capture, .none, .array, .localFunctions, 34),
+  PropertyRow(-2147417821, "SinglePartnershipStamp", .capture, .none, .notApplicable, .localFunctions, 35),
+  PropertyRow(292, "ResetSinglePartnershipDevice", .device, .none, .none, .localFunctions, 36),
+  PropertyRow(
+    1376771, "ConnectDiscoveredDevice", .deviceManager, .notApplicable, .string, .managerFunctions, 3),
+  PropertyRow(
+    1376768, "DisconnectDiscoveredDevice", .deviceManager, .notApplicable, .string, .managerFunctions, 0),
+  PropertyRow(-2146303981, "AddDevice", .capture, .notApplicable, .byte, .general, 19),
+  PropertyRow(-2146107372, "RemoveDevice", .capture, .notApplicable, .string, .general, 20),
+  PropertyRow(1048832, "ResetDevice", .device, .notApplicable, .none, .localFunctions, 0),
 
 ]
 
@@ -270,7 +283,8 @@ struct PropertyIDTests {
   }
 
   static let cliNames: [(PropertyID, String)] = [
-    (.triggerDevice, "trigger"), (.friendlyNameDevice, "friendly-name"), (.batteryLevelDevice, "battery-level"),
+    (.triggerDevice, "trigger"), (.friendlyNameDevice, "friendly-name"),
+    (.batteryLevelDevice, "battery-level"),
     (.versionDevice, "version"), (.version, "version"), (.deviceType, "device-type"),
     (.dataSourceDevice, "data-source"), (.socketCamStatus, "socket-cam-status"),
     (.startUpRoleSPPDevice, "start-up-role-spp"), (.pcScTagTransmit, "pc-sc-tag-transmit"),
@@ -290,7 +304,9 @@ struct PropertyIDTests {
   func everyNameRoundTrips(property: PropertyID) {
     #expect(PropertyID.parse(property.cliName, preferring: property.scope) == property)
     #expect(PropertyID.parse(property.sdkName!, preferring: property.scope) == property)
-    #expect(PropertyID.parse(property.cliName.uppercased().replacingUnderscores(), preferring: property.scope) == property)
+    #expect(
+      PropertyID.parse(property.cliName.uppercased().replacingUnderscores(), preferring: property.scope)
+        == property)
     #expect(PropertyID.parse(property.hex) == property)
     #expect(PropertyID.parse("\(property.rawValue)") == property)
     #expect(PropertyID.named(property.cliName).contains(property))
@@ -345,10 +361,12 @@ extension String {
 
 struct NameTests {
   static let kebab: [(String, String)] = [
-    ("QRCode", "qr-code"), ("Gs1Databar", "gs1-databar"), ("Interleaved2of5", "interleaved2of5"), ("UpcE0", "upc-e0"),
+    ("QRCode", "qr-code"), ("Gs1Databar", "gs1-databar"), ("Interleaved2of5", "interleaved2of5"),
+    ("UpcE0", "upc-e0"),
     ("MicroQRCode", "micro-qr-code"), ("TriggerDevice", "trigger-device"), ("FriendlyName", "friendly-name"),
     ("StartUpRoleSPP", "start-up-role-spp"), ("PcScTagTransmit", "pc-sc-tag-transmit"), ("Ean13", "ean13"),
-    ("ISO14443TypeA", "iso14443-type-a"), ("NotSpecified", "not-specified"), ("Code39Extended", "code39-extended"),
+    ("ISO14443TypeA", "iso14443-type-a"), ("NotSpecified", "not-specified"),
+    ("Code39Extended", "code39-extended"),
     ("DeviceType", "device-type"), ("SocketCamStatus", "socket-cam-status"), ("webUIPrompt", "web-ui-prompt"),
     ("", ""), ("abc", "abc"), ("ABC", "abc"),
   ]
@@ -368,7 +386,10 @@ struct DeviceRow: Sendable, CustomTestStringConvertible {
   let interface: DeviceInterface
   let functions: UInt8
   let product: UInt8
-  init(_ raw: UInt32, _ name: String, _ classID: UInt8, _ interface: DeviceInterface, _ functions: UInt8, _ product: UInt8) {
+  init(
+    _ raw: UInt32, _ name: String, _ classID: UInt8, _ interface: DeviceInterface, _ functions: UInt8,
+    _ product: UInt8
+  ) {
     (self.raw, self.name, self.classID, self.interface, self.functions, self.product) =
       (raw, name, classID, interface, functions, product)
   }
@@ -377,53 +398,53 @@ struct DeviceRow: Sendable, CustomTestStringConvertible {
 
 /// capture-sdk.md §5.2, every row with its Class/Interface/Func/Product columns.
 let deviceTable: [DeviceRow] = [
-    DeviceRow(0, "None", 0, .none, 0, 0),
-    DeviceRow(196609, "Scanner7", 0, .bluetooth, 0, 1),
-    DeviceRow(196610, "Scanner7x", 0, .bluetooth, 0, 2),
-    DeviceRow(196612, "Scanner7xi", 0, .bluetooth, 0, 4),
-    DeviceRow(196611, "Scanner9", 0, .bluetooth, 0, 3),
-    DeviceRow(5, "SocketCamC820", 0, .none, 0, 5),
-    DeviceRow(29, "SocketCamC860", 0, .none, 0, 29),
-    DeviceRow(196614, "ScannerS800", 0, .bluetooth, 0, 6),
-    DeviceRow(196634, "ScannerS820", 0, .bluetooth, 0, 26),
-    DeviceRow(196615, "ScannerS850", 0, .bluetooth, 0, 7),
-    DeviceRow(196616, "ScannerS840", 0, .bluetooth, 0, 8),
-    DeviceRow(196617, "ScannerD700", 0, .bluetooth, 0, 9),
-    DeviceRow(196633, "ScannerD720", 0, .bluetooth, 0, 25),
-    DeviceRow(196618, "ScannerD730", 0, .bluetooth, 0, 10),
-    DeviceRow(196619, "ScannerD740", 0, .bluetooth, 0, 11),
-    DeviceRow(196620, "ScannerD750", 0, .bluetooth, 0, 12),
-    DeviceRow(196621, "ScannerD760", 0, .bluetooth, 0, 13),
-    DeviceRow(196622, "ScannerS700", 0, .bluetooth, 0, 14),
-    DeviceRow(196632, "ScannerS720", 0, .bluetooth, 0, 24),
-    DeviceRow(196623, "ScannerS730", 0, .bluetooth, 0, 15),
-    DeviceRow(196624, "ScannerS740", 0, .bluetooth, 0, 16),
-    DeviceRow(196625, "ScannerS750", 0, .bluetooth, 0, 17),
-    DeviceRow(196626, "ScannerS760", 0, .bluetooth, 0, 18),
-    DeviceRow(196627, "ScannerS860", 0, .bluetooth, 0, 19),
-    DeviceRow(196628, "ScannerD790", 0, .bluetooth, 0, 20),
-    DeviceRow(327701, "ScannerD600", 0, .ble, 0, 21),
-    DeviceRow(327702, "ScannerS550", 0, .ble, 0, 22),
-    DeviceRow(327963, "ScannerS370", 0, .ble, 1, 27),
-    DeviceRow(329243, "NFCS370", 0, .ble, 6, 27),
-    DeviceRow(327964, "ScannerS320", 0, .ble, 1, 28),
-    DeviceRow(393239, "NFCTag", 0, .nfc, 0, 23),
-    DeviceRow(196894, "ScannerM930", 0, .bluetooth, 1, 30),
-    DeviceRow(196895, "ScannerM940", 0, .bluetooth, 1, 31),
-    DeviceRow(196896, "DeviceD761", 0, .bluetooth, 1, 32),
-    DeviceRow(196897, "DeviceD762", 0, .bluetooth, 1, 33),
-    DeviceRow(327970, "DeviceD763", 0, .ble, 1, 34),
-    DeviceRow(196899, "DeviceD764", 0, .bluetooth, 1, 35),
-    DeviceRow(196900, "DeviceD765", 0, .bluetooth, 1, 36),
-    DeviceRow(329253, "DeviceD751", 0, .ble, 6, 37),
-    DeviceRow(327974, "DeviceM942", 0, .ble, 1, 38),
-    DeviceRow(327975, "DeviceM963", 0, .ble, 1, 39),
-    DeviceRow(327976, "DeviceXS663", 0, .ble, 1, 40),
-    DeviceRow(327977, "DeviceS721", 0, .ble, 1, 41),
-    DeviceRow(327978, "DeviceS741", 0, .ble, 1, 42),
-    DeviceRow(196651, "BtUnknown", 0, .bluetooth, 0, 43),
-    DeviceRow(17104897, "DeviceManagerBle", 1, .ble, 0, 1),
-    DeviceRow(329771, "BleUnknown", 0, .ble, 8, 43),
+  DeviceRow(0, "None", 0, .none, 0, 0),
+  DeviceRow(196609, "Scanner7", 0, .bluetooth, 0, 1),
+  DeviceRow(196610, "Scanner7x", 0, .bluetooth, 0, 2),
+  DeviceRow(196612, "Scanner7xi", 0, .bluetooth, 0, 4),
+  DeviceRow(196611, "Scanner9", 0, .bluetooth, 0, 3),
+  DeviceRow(5, "SocketCamC820", 0, .none, 0, 5),
+  DeviceRow(29, "SocketCamC860", 0, .none, 0, 29),
+  DeviceRow(196614, "ScannerS800", 0, .bluetooth, 0, 6),
+  DeviceRow(196634, "ScannerS820", 0, .bluetooth, 0, 26),
+  DeviceRow(196615, "ScannerS850", 0, .bluetooth, 0, 7),
+  DeviceRow(196616, "ScannerS840", 0, .bluetooth, 0, 8),
+  DeviceRow(196617, "ScannerD700", 0, .bluetooth, 0, 9),
+  DeviceRow(196633, "ScannerD720", 0, .bluetooth, 0, 25),
+  DeviceRow(196618, "ScannerD730", 0, .bluetooth, 0, 10),
+  DeviceRow(196619, "ScannerD740", 0, .bluetooth, 0, 11),
+  DeviceRow(196620, "ScannerD750", 0, .bluetooth, 0, 12),
+  DeviceRow(196621, "ScannerD760", 0, .bluetooth, 0, 13),
+  DeviceRow(196622, "ScannerS700", 0, .bluetooth, 0, 14),
+  DeviceRow(196632, "ScannerS720", 0, .bluetooth, 0, 24),
+  DeviceRow(196623, "ScannerS730", 0, .bluetooth, 0, 15),
+  DeviceRow(196624, "ScannerS740", 0, .bluetooth, 0, 16),
+  DeviceRow(196625, "ScannerS750", 0, .bluetooth, 0, 17),
+  DeviceRow(196626, "ScannerS760", 0, .bluetooth, 0, 18),
+  DeviceRow(196627, "ScannerS860", 0, .bluetooth, 0, 19),
+  DeviceRow(196628, "ScannerD790", 0, .bluetooth, 0, 20),
+  DeviceRow(327701, "ScannerD600", 0, .ble, 0, 21),
+  DeviceRow(327702, "ScannerS550", 0, .ble, 0, 22),
+  DeviceRow(327963, "ScannerS370", 0, .ble, 1, 27),
+  DeviceRow(329243, "NFCS370", 0, .ble, 6, 27),
+  DeviceRow(327964, "ScannerS320", 0, .ble, 1, 28),
+  DeviceRow(393239, "NFCTag", 0, .nfc, 0, 23),
+  DeviceRow(196894, "ScannerM930", 0, .bluetooth, 1, 30),
+  DeviceRow(196895, "ScannerM940", 0, .bluetooth, 1, 31),
+  DeviceRow(196896, "DeviceD761", 0, .bluetooth, 1, 32),
+  DeviceRow(196897, "DeviceD762", 0, .bluetooth, 1, 33),
+  DeviceRow(327970, "DeviceD763", 0, .ble, 1, 34),
+  DeviceRow(196899, "DeviceD764", 0, .bluetooth, 1, 35),
+  DeviceRow(196900, "DeviceD765", 0, .bluetooth, 1, 36),
+  DeviceRow(329253, "DeviceD751", 0, .ble, 6, 37),
+  DeviceRow(327974, "DeviceM942", 0, .ble, 1, 38),
+  DeviceRow(327975, "DeviceM963", 0, .ble, 1, 39),
+  DeviceRow(327976, "DeviceXS663", 0, .ble, 1, 40),
+  DeviceRow(327977, "DeviceS721", 0, .ble, 1, 41),
+  DeviceRow(327978, "DeviceS741", 0, .ble, 1, 42),
+  DeviceRow(196651, "BtUnknown", 0, .bluetooth, 0, 43),
+  DeviceRow(17104897, "DeviceManagerBle", 1, .ble, 0, 1),
+  DeviceRow(329771, "BleUnknown", 0, .ble, 8, 43),
 
 ]
 
@@ -489,7 +510,9 @@ struct DeviceTypeTests {
 // MARK: - Data sources (§6)
 
 struct DataSourceTests {
-  @Test(arguments: ["qr-code", "QRCode", "38", "0x26", "symbology_qr_code", "QR", "qr", "SymbologyQRCode", "QR Code"])
+  @Test(arguments: [
+    "qr-code", "QRCode", "38", "0x26", "symbology_qr_code", "QR", "qr", "SymbologyQRCode", "QR Code",
+  ])
   func qrCodeSpellings(text: String) {
     #expect(DataSource.parse(text) == .qrCode)
     #expect(DataSource.parse(text)?.rawValue == 38)
@@ -498,7 +521,8 @@ struct DataSourceTests {
   static let parsed: [(String, Int32)] = [
     ("ean-13", 19), ("ean13", 19), ("EAN 13", 19), ("upc-e", 43), ("upce", 43), ("upca", 42), ("upc-a", 42),
     ("datamatrix", 16), ("dm", 16), ("data-matrix", 16), ("itf", 27), ("i2of5", 27), ("i25", 27),
-    ("interleaved-2-of-5", 27), ("databar", 24), ("rss14", 24), ("databar-expanded", 26), ("rss-expanded", 26),
+    ("interleaved-2-of-5", 27), ("databar", 24), ("rss14", 24), ("databar-expanded", 26),
+    ("rss-expanded", 26),
     ("pdf417", 33), ("micro-qr", 51), ("code-128", 15), ("Code128", 15), ("isbn", 3), ("felica", 258),
     ("TagTypeFelica", 258), ("iso14443-type-a", 256), ("nfc-forum", 266), ("not-specified", 0), ("0", 0),
     ("268", 268), ("0x10C", 268),
@@ -529,16 +553,19 @@ struct DataSourceTests {
   }
 
   static let names: [(DataSource, String, String, String)] = [
-    (.qrCode, "SymbologyQRCode", "QR Code", "qr-code"), (.dataMatrix, "SymbologyDataMatrix", "Data Matrix", "data-matrix"),
+    (.qrCode, "SymbologyQRCode", "QR Code", "qr-code"),
+    (.dataMatrix, "SymbologyDataMatrix", "Data Matrix", "data-matrix"),
     (.ean13, "SymbologyEan13", "EAN 13", "ean13"), (.ean8, "SymbologyEan8", "EAN 8", "ean8"),
     (.upcA, "SymbologyUpcA", "UPC A", "upc-a"), (.upcE0, "SymbologyUpcE0", "UPC E0", "upc-e0"),
     (.code128, "SymbologyCode128", "Code 128", "code128"), (.code39, "SymbologyCode39", "Code 39", "code39"),
     (.interleaved2of5, "SymbologyInterleaved2of5", "Interleaved 2 of 5", "interleaved2of5"),
-    (.codabar, "SymbologyCodabar", "Codabar", "codabar"), (.gs1Databar, "SymbologyGs1Databar", "GS1 DataBar", "gs1-databar"),
+    (.codabar, "SymbologyCodabar", "Codabar", "codabar"),
+    (.gs1Databar, "SymbologyGs1Databar", "GS1 DataBar", "gs1-databar"),
     (.pdf417, "SymbologyPdf417", "PDF 417", "pdf417"), (.aztec, "SymbologyAztec", "Aztec", "aztec"),
     (.microQRCode, "SymbologyMicroQRCode", "Micro QR Code", "micro-qr-code"),
     (.iso14443TypeA, "TagTypeISO14443TypeA", "ISO 14443 Type A", "iso14443-type-a"),
-    (.felica, "TagTypeFelica", "FeliCa", "felica"), (.notSpecified, "NotSpecified", "Not Specified", "not-specified"),
+    (.felica, "TagTypeFelica", "FeliCa", "felica"),
+    (.notSpecified, "NotSpecified", "Not Specified", "not-specified"),
     (.lastSymbologyID, "LastSymbologyID", "Last Symbology ID", "last-symbology-id"),
   ]
 

@@ -48,7 +48,8 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
       break
     }
     if let alias = aliases[key] { return alias }
-    return catalog.first { lookupKey(strippingPrefix($0.sdkName)) == key || lookupKey($0.display) == key }?.source
+    return catalog.first { lookupKey(strippingPrefix($0.sdkName)) == key || lookupKey($0.display) == key }?
+      .source
   }
 
   /// Names people use that differ from the SDK's; keys are already normalised by `lookupKey`.
@@ -224,8 +225,8 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
   public static let tagTypes: [DataSource] = known.filter(\.isTagType)
 
   static let byRawValue: [Int32: (sdkName: String, display: String)] = Dictionary(
-    catalog.map { ($0.source.rawValue, (sdkName: $0.sdkName, display: $0.display)) }
-  ) { first, _ in first }
+    catalog.map { ($0.source.rawValue, (sdkName: $0.sdkName, display: $0.display)) },
+    uniquingKeysWith: { first, _ in first })
 
   static let catalog: [(source: DataSource, sdkName: String, display: String)] = [
     (.notSpecified, "NotSpecified", "Not Specified"),

@@ -184,8 +184,8 @@ public struct DeviceType: Hashable, Sendable, CustomStringConvertible {
   public static let known: [DeviceType] = catalog.map(\.type)
 
   static let byRawValue: [UInt32: (sdkName: String, model: String)] = Dictionary(
-    catalog.map { ($0.type.rawValue, (sdkName: $0.sdkName, model: $0.model)) }
-  ) { first, _ in first }
+    catalog.map { ($0.type.rawValue, (sdkName: $0.sdkName, model: $0.model)) },
+    uniquingKeysWith: { first, _ in first })
 
   static let catalog: [(type: DeviceType, sdkName: String, model: String)] = [
     (.none, "None", "No device"),

@@ -141,17 +141,20 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
 
   // MARK: Known properties (§2.2)
 
-  /// Abort 0x80100000 (Capture): tell Capture the client is shutting down; removals then Terminate event follow.
+  /// Abort 0x80100000 (Capture): tell Capture the client is shutting down; removals then Terminate event
+  /// follow.
   public static let abort = PropertyID(-2146435072)
   /// Version 0x80010001 (Capture): Capture service version (major/middle/minor/build + build date).
   public static let version = PropertyID(-2147418111)
   /// InterfaceVersion 0x80010000 (Capture): interface version supported by the service.
   public static let interfaceVersion = PropertyID(-2147418112)
-  /// Configuration 0x80550003 (Capture): service configuration string (e.g. "SocketCamSymbologySelector=disabled").
+  /// Configuration 0x80550003 (Capture): service configuration string (e.g.
+  /// "SocketCamSymbologySelector=disabled").
   public static let configuration = PropertyID(-2141913085)
   /// DataConfirmationMode 0x80020004 (Capture): who acknowledges decoded data (DataConfirmationMode enum).
   public static let dataConfirmationMode = PropertyID(-2147352572)
-  /// DataConfirmationAction 0x80030005 (Capture): beep/LED/rumble used when Capture itself acknowledges (packed, see 7.4).
+  /// DataConfirmationAction 0x80030005 (Capture): beep/LED/rumble used when Capture itself acknowledges
+  /// (packed, see 7.4).
   public static let dataConfirmationAction = PropertyID(-2147287035)
   /// MonitorMode 0x80240006 (Capture): debug trace level/channel (debug service builds only).
   public static let monitorMode = PropertyID(-2145124346)
@@ -197,9 +200,11 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   public static let soundConfigDevice = PropertyID(2359559)
   /// TimersDevice 0x00040108 (Device): trigger-lock and auto-off timers (array, see 7.8).
   public static let timersDevice = PropertyID(262408)
-  /// LocalAcknowledgmentDevice 0x00020109 (Device): device acks data itself on/off (DeviceDataAcknowledgment).
+  /// LocalAcknowledgmentDevice 0x00020109 (Device): device acks data itself on/off
+  /// (DeviceDataAcknowledgment).
   public static let localAcknowledgmentDevice = PropertyID(131337)
-  /// DataConfirmationDevice 0x0013010A (Device): send good/bad acknowledgement to device (packed ulong, see 7.4).
+  /// DataConfirmationDevice 0x0013010A (Device): send good/bad acknowledgement to device (packed ulong, see
+  /// 7.4).
   public static let dataConfirmationDevice = PropertyID(1245450)
   /// BatteryLevelDevice 0x0001010B (Device): battery level (packed ulong, see 7.3).
   public static let batteryLevelDevice = PropertyID(65803)
@@ -237,7 +242,8 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   public static let startDiscovery = PropertyID(1245696)
   /// Favorite 0x00050201 (DeviceManager): auto-connect favourites string (device manager).
   public static let favorite = PropertyID(328193)
-  /// UniqueDeviceIdentifier 0x00510202 (DeviceManager): map device GUID -> BLE identifier UUID (get with string arg).
+  /// UniqueDeviceIdentifier 0x00510202 (DeviceManager): map device GUID -> BLE identifier UUID (get with
+  /// string arg).
   public static let uniqueDeviceIdentifier = PropertyID(5308930)
   /// PcScTagTransmit 0x0044011B (Device): send APDU to tag via PC/SC.
   public static let pcScTagTransmit = PropertyID(4456731)
@@ -261,7 +267,8 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   public static let resetSinglePartnershipDevice = PropertyID(292)
   /// ConnectDiscoveredDevice 0x00150203 (DeviceManager): connect a discovered BLE device (device manager).
   public static let connectDiscoveredDevice = PropertyID(1376771)
-  /// DisconnectDiscoveredDevice 0x00150200 (DeviceManager): disconnect a discovered BLE device (device manager).
+  /// DisconnectDiscoveredDevice 0x00150200 (DeviceManager): disconnect a discovered BLE device (device
+  /// manager).
   public static let disconnectDiscoveredDevice = PropertyID(1376768)
   /// AddDevice 0x80120013 (Capture): start Bluetooth add/discovery flow (BluetoothDiscoveryMode byte).
   public static let addDevice = PropertyID(-2146303981)
@@ -269,25 +276,35 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   public static let removeDevice = PropertyID(-2146107372)
   /// ResetDevice 0x00100100 (Device): power-cycle a BLE device when on power, else power off.
   public static let resetDevice = PropertyID(1048832)
-  /// DataEditingProfile 0x80050009 (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingProfile 0x80050009 (Capture, deprecated data editing; value computed in §2.2 from the 2023
+  /// JSON).
   public static let dataEditingProfile = PropertyID(-2147155959)
-  /// DataEditingCurrentProfile 0x8005000A (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingCurrentProfile 0x8005000A (Capture, deprecated data editing; value computed in §2.2 from the
+  /// 2023 JSON).
   public static let dataEditingCurrentProfile = PropertyID(-2147155958)
-  /// DataEditingTriggerSymbologies 0x8055000B (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingTriggerSymbologies 0x8055000B (Capture, deprecated data editing; value computed in §2.2 from
+  /// the 2023 JSON).
   public static let dataEditingTriggerSymbologies = PropertyID(-2141913077)
-  /// DataEditingTriggerMinLength 0x8055000C (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingTriggerMinLength 0x8055000C (Capture, deprecated data editing; value computed in §2.2 from
+  /// the 2023 JSON).
   public static let dataEditingTriggerMinLength = PropertyID(-2141913076)
-  /// DataEditingTriggerMaxLength 0x8055000D (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingTriggerMaxLength 0x8055000D (Capture, deprecated data editing; value computed in §2.2 from
+  /// the 2023 JSON).
   public static let dataEditingTriggerMaxLength = PropertyID(-2141913075)
-  /// DataEditingTriggerStartsBy 0x8055000E (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingTriggerStartsBy 0x8055000E (Capture, deprecated data editing; value computed in §2.2 from the
+  /// 2023 JSON).
   public static let dataEditingTriggerStartsBy = PropertyID(-2141913074)
-  /// DataEditingTriggerEndsWith 0x8055000F (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingTriggerEndsWith 0x8055000F (Capture, deprecated data editing; value computed in §2.2 from the
+  /// 2023 JSON).
   public static let dataEditingTriggerEndsWith = PropertyID(-2141913073)
-  /// DataEditingTriggerContains 0x80550010 (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingTriggerContains 0x80550010 (Capture, deprecated data editing; value computed in §2.2 from the
+  /// 2023 JSON).
   public static let dataEditingTriggerContains = PropertyID(-2141913072)
-  /// DataEditingOperation 0x80550011 (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingOperation 0x80550011 (Capture, deprecated data editing; value computed in §2.2 from the 2023
+  /// JSON).
   public static let dataEditingOperation = PropertyID(-2141913071)
-  /// DataEditingImportExport 0x80550012 (Capture, deprecated data editing; value computed in §2.2 from the 2023 JSON).
+  /// DataEditingImportExport 0x80550012 (Capture, deprecated data editing; value computed in §2.2 from the
+  /// 2023 JSON).
   public static let dataEditingImportExport = PropertyID(-2141913070)
 
   /// Every property of §2.2 in table order, then the deprecated data-editing ones.
@@ -305,7 +322,9 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
     let cliKey: String
     let sdkKey: String
 
-    init(_ id: PropertyID, _ sdkName: String, _ scope: PropertyScope, _ meaning: String, deprecated: Bool = false) {
+    init(
+      _ id: PropertyID, _ sdkName: String, _ scope: PropertyScope, _ meaning: String, deprecated: Bool = false
+    ) {
       self.id = id
       self.sdkName = sdkName
       self.scope = scope
@@ -320,83 +339,159 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
 
   var entry: Entry? { Self.byRawValue[rawValue] }
 
-  static let byRawValue: [Int32: Entry] = Dictionary(catalog.map { ($0.id.rawValue, $0) }) { first, _ in first }
+  static let byRawValue: [Int32: Entry] = Dictionary(
+    catalog.map { ($0.id.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
 
   /// §2.2 rows (name, scope, meaning), then the deprecated data-editing ids.
   static let catalog: [Entry] = [
-    Entry(.abort, "Abort", .capture, "tell Capture the client is shutting down; removals then Terminate event follow"),
+    Entry(
+      .abort, "Abort", .capture,
+      "tell Capture the client is shutting down; removals then Terminate event follow"),
     Entry(.version, "Version", .capture, "Capture service version (major/middle/minor/build + build date)"),
     Entry(.interfaceVersion, "InterfaceVersion", .capture, "interface version supported by the service"),
-    Entry(.configuration, "Configuration", .capture, "service configuration string (e.g. \"SocketCamSymbologySelector=disabled\")"),
-    Entry(.dataConfirmationMode, "DataConfirmationMode", .capture, "who acknowledges decoded data (DataConfirmationMode enum)"),
-    Entry(.dataConfirmationAction, "DataConfirmationAction", .capture, "beep/LED/rumble used when Capture itself acknowledges (packed, see 7.4)"),
+    Entry(
+      .configuration, "Configuration", .capture,
+      "service configuration string (e.g. \"SocketCamSymbologySelector=disabled\")"),
+    Entry(
+      .dataConfirmationMode, "DataConfirmationMode", .capture,
+      "who acknowledges decoded data (DataConfirmationMode enum)"),
+    Entry(
+      .dataConfirmationAction, "DataConfirmationAction", .capture,
+      "beep/LED/rumble used when Capture itself acknowledges (packed, see 7.4)"),
     Entry(.monitorMode, "MonitorMode", .capture, "debug trace level/channel (debug service builds only)"),
     Entry(.socketCamStatus, "SocketCamStatus", .capture, "SocketCam enable/disable (SocketCam enum)"),
     Entry(.versionDevice, "VersionDevice", .device, "device firmware version"),
     Entry(.deviceType, "DeviceType", .device, "device model code (CaptureDeviceType)"),
     Entry(.deviceSpecific, "DeviceSpecific", .device, "raw device-specific command; reply in the get result"),
-    Entry(.dataSourceDevice, "DataSourceDevice", .device, "symbology / NFC tag type status (DataSource struct)"),
+    Entry(
+      .dataSourceDevice, "DataSourceDevice", .device, "symbology / NFC tag type status (DataSource struct)"),
     Entry(.triggerDevice, "TriggerDevice", .device, "start/stop read, enable/disable trigger (Trigger enum)"),
-    Entry(.applyConfigDevice, "ApplyConfigDevice", .device, "apply pending configuration (documented as not enabled)"),
+    Entry(
+      .applyConfigDevice, "ApplyConfigDevice", .device,
+      "apply pending configuration (documented as not enabled)"),
     Entry(.preambleDevice, "PreambleDevice", .device, "prefix string added before decoded data"),
     Entry(.postambleDevice, "PostambleDevice", .device, "suffix string added after decoded data"),
-    Entry(.capabilitiesDevice, "CapabilitiesDevice", .device, "device capabilities (get takes a capability-group byte)"),
+    Entry(
+      .capabilitiesDevice, "CapabilitiesDevice", .device,
+      "device capabilities (get takes a capability-group byte)"),
     Entry(.changeIdDevice, "ChangeIdDevice", .device, "checksum of engine settings, detects config changes"),
-    Entry(.dataFormatDevice, "DataFormatDevice", .device, "decoded data format (DataFormat enum; NFC readers)"),
+    Entry(
+      .dataFormatDevice, "DataFormatDevice", .device, "decoded data format (DataFormat enum; NFC readers)"),
     Entry(.friendlyNameDevice, "FriendlyNameDevice", .device, "Bluetooth friendly name"),
     Entry(.securityModeDevice, "SecurityModeDevice", .device, "Bluetooth security mode (SecurityMode enum)"),
     Entry(.pinCodeDevice, "PinCodeDevice", .device, "set Bluetooth PIN code"),
-    Entry(.deletePairingBondingDevice, "DeletePairingBondingDevice", .device, "erase pairing info (DeletePairing enum)"),
+    Entry(
+      .deletePairingBondingDevice, "DeletePairingBondingDevice", .device,
+      "erase pairing info (DeletePairing enum)"),
     Entry(.restoreFactoryDefaultsDevice, "RestoreFactoryDefaultsDevice", .device, "factory reset"),
     Entry(.setPowerOffDevice, "SetPowerOffDevice", .device, "power the device off"),
-    Entry(.buttonsStatusDevice, "ButtonsStatusDevice", .device, "current button state bitmask (ButtonsState)"),
-    Entry(.soundConfigDevice, "SoundConfigDevice", .device, "beep tones per action (get: action byte; set: array, see 7.9)"),
+    Entry(
+      .buttonsStatusDevice, "ButtonsStatusDevice", .device, "current button state bitmask (ButtonsState)"),
+    Entry(
+      .soundConfigDevice, "SoundConfigDevice", .device,
+      "beep tones per action (get: action byte; set: array, see 7.9)"),
     Entry(.timersDevice, "TimersDevice", .device, "trigger-lock and auto-off timers (array, see 7.8)"),
-    Entry(.localAcknowledgmentDevice, "LocalAcknowledgmentDevice", .device, "device acks data itself on/off (DeviceDataAcknowledgment)"),
-    Entry(.dataConfirmationDevice, "DataConfirmationDevice", .device, "send good/bad acknowledgement to device (packed ulong, see 7.4)"),
+    Entry(
+      .localAcknowledgmentDevice, "LocalAcknowledgmentDevice", .device,
+      "device acks data itself on/off (DeviceDataAcknowledgment)"),
+    Entry(
+      .dataConfirmationDevice, "DataConfirmationDevice", .device,
+      "send good/bad acknowledgement to device (packed ulong, see 7.4)"),
     Entry(.batteryLevelDevice, "BatteryLevelDevice", .device, "battery level (packed ulong, see 7.3)"),
-    Entry(.localDecodeActionDevice, "LocalDecodeActionDevice", .device, "beep/flash/rumble on local decode (LocalDecodeAction bits)"),
+    Entry(
+      .localDecodeActionDevice, "LocalDecodeActionDevice", .device,
+      "beep/flash/rumble on local decode (LocalDecodeAction bits)"),
     Entry(.bluetoothAddressDevice, "BluetoothAddressDevice", .device, "Bluetooth MAC (byte array)"),
     Entry(.statisticCountersDevice, "StatisticCountersDevice", .device, "usage counters (Counter ids)"),
-    Entry(.rumbleConfigDevice, "RumbleConfigDevice", .device, "vibration pattern per action (get: action byte; set: array)"),
-    Entry(.profileConfigDevice, "ProfileConfigDevice", .device, "Bluetooth profile/role configuration (array)"),
+    Entry(
+      .rumbleConfigDevice, "RumbleConfigDevice", .device,
+      "vibration pattern per action (get: action byte; set: array)"),
+    Entry(
+      .profileConfigDevice, "ProfileConfigDevice", .device, "Bluetooth profile/role configuration (array)"),
     Entry(.disconnectDevice, "DisconnectDevice", .device, "ask device to drop the link (Disconnect enum)"),
     Entry(.dataStoreDevice, "DataStoreDevice", .device, "16 user slots x 64 bytes on device"),
-    Entry(.notificationsDevice, "NotificationsDevice", .device, "subscribe to button/power/battery events (Notifications bits)"),
-    Entry(.connectReasonDevice, "ConnectReasonDevice", .device, "why the device connected (ConnectReason enum)"),
+    Entry(
+      .notificationsDevice, "NotificationsDevice", .device,
+      "subscribe to button/power/battery events (Notifications bits)"),
+    Entry(
+      .connectReasonDevice, "ConnectReasonDevice", .device, "why the device connected (ConnectReason enum)"),
     Entry(.powerStateDevice, "PowerStateDevice", .device, "power source state (PowerState, low byte)"),
-    Entry(.startUpRoleSPPDevice, "StartUpRoleSPPDevice", .device, "reconnect-to-last-host behaviour (StartUpRoleSpp)"),
-    Entry(.connectionBeepConfigDevice, "ConnectionBeepConfigDevice", .device, "beep on connect (ConnectBeepConfig)"),
+    Entry(
+      .startUpRoleSPPDevice, "StartUpRoleSPPDevice", .device,
+      "reconnect-to-last-host behaviour (StartUpRoleSpp)"),
+    Entry(
+      .connectionBeepConfigDevice, "ConnectionBeepConfigDevice", .device,
+      "beep on connect (ConnectBeepConfig)"),
     Entry(.flashDevice, "FlashDevice", .device, "SocketCam torch on/off (Flash enum)"),
-    Entry(.overlayViewDevice, "OverlayViewDevice", .device, "SocketCam overlay/view context object (platform UI only)"),
-    Entry(.standConfigDevice, "StandConfigDevice", .device, "stand/presentation behaviour (StandConfig enum)"),
-    Entry(.startDiscovery, "StartDiscovery", .deviceManager, "start BLE discovery with a timeout (device manager)"),
+    Entry(
+      .overlayViewDevice, "OverlayViewDevice", .device,
+      "SocketCam overlay/view context object (platform UI only)"),
+    Entry(
+      .standConfigDevice, "StandConfigDevice", .device, "stand/presentation behaviour (StandConfig enum)"),
+    Entry(
+      .startDiscovery, "StartDiscovery", .deviceManager, "start BLE discovery with a timeout (device manager)"
+    ),
     Entry(.favorite, "Favorite", .deviceManager, "auto-connect favourites string (device manager)"),
-    Entry(.uniqueDeviceIdentifier, "UniqueDeviceIdentifier", .deviceManager, "map device GUID -> BLE identifier UUID (get with string arg)"),
+    Entry(
+      .uniqueDeviceIdentifier, "UniqueDeviceIdentifier", .deviceManager,
+      "map device GUID -> BLE identifier UUID (get with string arg)"),
     Entry(.pcScTagTransmit, "PcScTagTransmit", .device, "send APDU to tag via PC/SC"),
     Entry(.pcScCouplerControl, "PcScCouplerControl", .device, "control PC/SC coupler with APDU"),
-    Entry(.themeSelectionDevice, "ThemeSelectionDevice", .device, "LED/sound theme for ready/read/success/fail"),
-    Entry(.themeSelectionMaskDevice, "ThemeSelectionMaskDevice", .device, "which sub-device(s) the theme applies to"),
+    Entry(
+      .themeSelectionDevice, "ThemeSelectionDevice", .device, "LED/sound theme for ready/read/success/fail"),
+    Entry(
+      .themeSelectionMaskDevice, "ThemeSelectionMaskDevice", .device,
+      "which sub-device(s) the theme applies to"),
     Entry(.lassoStatusDevice, "LassoStatusDevice", .device, "Lasso feature enable/disable"),
     Entry(.lassoIdDevice, "LassoIdDevice", .device, "set Lasso id"),
     Entry(.lassoLifeSpanDevice, "LassoLifeSpanDevice", .device, "Lasso id life span"),
-    Entry(.singlePartnership, "SinglePartnership", .capture, "Single Partnership mode for BLE devices (capture-level)"),
-    Entry(.singlePartnershipStamp, "SinglePartnershipStamp", .capture, "host stamp used for Single Partnership"),
-    Entry(.resetSinglePartnershipDevice, "ResetSinglePartnershipDevice", .device, "clear a device Single Partnership"),
-    Entry(.connectDiscoveredDevice, "ConnectDiscoveredDevice", .deviceManager, "connect a discovered BLE device (device manager)"),
-    Entry(.disconnectDiscoveredDevice, "DisconnectDiscoveredDevice", .deviceManager, "disconnect a discovered BLE device (device manager)"),
-    Entry(.addDevice, "AddDevice", .capture, "start Bluetooth add/discovery flow (BluetoothDiscoveryMode byte)"),
+    Entry(
+      .singlePartnership, "SinglePartnership", .capture,
+      "Single Partnership mode for BLE devices (capture-level)"),
+    Entry(
+      .singlePartnershipStamp, "SinglePartnershipStamp", .capture, "host stamp used for Single Partnership"),
+    Entry(
+      .resetSinglePartnershipDevice, "ResetSinglePartnershipDevice", .device,
+      "clear a device Single Partnership"),
+    Entry(
+      .connectDiscoveredDevice, "ConnectDiscoveredDevice", .deviceManager,
+      "connect a discovered BLE device (device manager)"),
+    Entry(
+      .disconnectDiscoveredDevice, "DisconnectDiscoveredDevice", .deviceManager,
+      "disconnect a discovered BLE device (device manager)"),
+    Entry(
+      .addDevice, "AddDevice", .capture, "start Bluetooth add/discovery flow (BluetoothDiscoveryMode byte)"),
     Entry(.removeDevice, "RemoveDevice", .capture, "remove/unpair a Bluetooth device (string id)"),
     Entry(.resetDevice, "ResetDevice", .device, "power-cycle a BLE device when on power, else power off"),
-    Entry(.dataEditingProfile, "DataEditingProfile", .capture, "(deprecated) data editing: profile", deprecated: true),
-    Entry(.dataEditingCurrentProfile, "DataEditingCurrentProfile", .capture, "(deprecated) data editing: current profile", deprecated: true),
-    Entry(.dataEditingTriggerSymbologies, "DataEditingTriggerSymbologies", .capture, "(deprecated) data editing: trigger symbologies", deprecated: true),
-    Entry(.dataEditingTriggerMinLength, "DataEditingTriggerMinLength", .capture, "(deprecated) data editing: trigger min length", deprecated: true),
-    Entry(.dataEditingTriggerMaxLength, "DataEditingTriggerMaxLength", .capture, "(deprecated) data editing: trigger max length", deprecated: true),
-    Entry(.dataEditingTriggerStartsBy, "DataEditingTriggerStartsBy", .capture, "(deprecated) data editing: trigger starts by", deprecated: true),
-    Entry(.dataEditingTriggerEndsWith, "DataEditingTriggerEndsWith", .capture, "(deprecated) data editing: trigger ends with", deprecated: true),
-    Entry(.dataEditingTriggerContains, "DataEditingTriggerContains", .capture, "(deprecated) data editing: trigger contains", deprecated: true),
-    Entry(.dataEditingOperation, "DataEditingOperation", .capture, "(deprecated) data editing: operation", deprecated: true),
-    Entry(.dataEditingImportExport, "DataEditingImportExport", .capture, "(deprecated) data editing: import export", deprecated: true),
+    Entry(
+      .dataEditingProfile, "DataEditingProfile", .capture, "(deprecated) data editing: profile",
+      deprecated: true),
+    Entry(
+      .dataEditingCurrentProfile, "DataEditingCurrentProfile", .capture,
+      "(deprecated) data editing: current profile", deprecated: true),
+    Entry(
+      .dataEditingTriggerSymbologies, "DataEditingTriggerSymbologies", .capture,
+      "(deprecated) data editing: trigger symbologies", deprecated: true),
+    Entry(
+      .dataEditingTriggerMinLength, "DataEditingTriggerMinLength", .capture,
+      "(deprecated) data editing: trigger min length", deprecated: true),
+    Entry(
+      .dataEditingTriggerMaxLength, "DataEditingTriggerMaxLength", .capture,
+      "(deprecated) data editing: trigger max length", deprecated: true),
+    Entry(
+      .dataEditingTriggerStartsBy, "DataEditingTriggerStartsBy", .capture,
+      "(deprecated) data editing: trigger starts by", deprecated: true),
+    Entry(
+      .dataEditingTriggerEndsWith, "DataEditingTriggerEndsWith", .capture,
+      "(deprecated) data editing: trigger ends with", deprecated: true),
+    Entry(
+      .dataEditingTriggerContains, "DataEditingTriggerContains", .capture,
+      "(deprecated) data editing: trigger contains", deprecated: true),
+    Entry(
+      .dataEditingOperation, "DataEditingOperation", .capture, "(deprecated) data editing: operation",
+      deprecated: true),
+    Entry(
+      .dataEditingImportExport, "DataEditingImportExport", .capture,
+      "(deprecated) data editing: import export", deprecated: true),
   ]
 }

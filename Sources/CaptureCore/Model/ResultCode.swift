@@ -1,5 +1,6 @@
 // SKT result codes (capture-sdk.md §1). Success is `rawValue >= 0` (`SKTSUCCESS`); positive values are
-// warnings, negative values errors. The numbers are the wire values of JSON-RPC error codes and event results.
+// warnings, negative values errors. The numbers are the wire values of JSON-RPC error codes and event
+// results.
 public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
   public let rawValue: Int32
   public init(_ rawValue: Int32) { self.rawValue = rawValue }
@@ -17,7 +18,7 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
   /// Looks a code up by name: `ESKT_NOTSUPPORTED`, `NOTSUPPORTED` or the Swift-style `E_NOTSUPPORTED`
   /// (capture-sdk.md §0 naming table), case-insensitive. Both names of -90 are accepted.
   public static func named(_ text: String) -> ResultCode? {
-    var key = text.uppercased()
+    var key = text.trimmingWhitespace().uppercased()
     if key.hasPrefix("SKTCAPTUREE_") { key = "ESKT_" + key.dropFirst("SKTCAPTUREE_".count) }
     if key.hasPrefix("E_") { key = "ESKT_" + key.dropFirst(2) }
     if !key.hasPrefix("ESKT_") { key = "ESKT_" + key }
@@ -186,10 +187,12 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
   public static let serviceNotCommunicating = ResultCode(-87)
   /// ESKT_LASSOIDEXPIRED (-88): Lasso id expired.
   public static let lassoIdExpired = ResultCode(-88)
-  /// ESKT_LASSOIDTNOTMATCHING (-89): Lasso id mismatch.
+  /// ESKT_LASSOIDTNOTMATCHING (-89): Lasso id mismatch. The stray T is in the SDK's own name (§1); the
+  /// Swift name drops it.
   public static let lassoIdNotMatching = ResultCode(-89)
   /// ESKT_LASSOIDALREADYSET (-90): device already has a Lasso id.
   public static let lassoIdAlreadySet = ResultCode(-90)
+  /// Same value as `lassoIdAlreadySet`: the 2023 JSON, JS 1.3.50 and the 2021 iOS header name it so (§1).
   /// ESKT_OVERLAYVIEWNOTSET (-90): SocketCam overlay view not set (older name for -90).
   public static let overlayViewNotSet = ResultCode(-90)
   /// ESKT_CANCEL (-91): operation cancelled (also: SocketCam view closed without scan).
@@ -238,7 +241,10 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
     (.threadAlreadyCreated, "ESKT_THREADALREADYCREATED", "thread exists already"),
     (.threadStillRunning, "ESKT_THREADSTILLRUNNING", "thread has not stopped"),
     (.notSupported, "ESKT_NOTSUPPORTED", "operation/property not supported (by device or host)"),
-    (.pendingOperationNotCompleted, "ESKT_PENDINGOPERATIONNOTCOMPLETED", "a previous operation is still running"),
+    (
+      .pendingOperationNotCompleted, "ESKT_PENDINGOPERATIONNOTCOMPLETED",
+      "a previous operation is still running"
+    ),
     (.notFound, "ESKT_NOTFOUND", "item not found"),
     (.invalidParameter, "ESKT_INVALIDPARAMETER", "bad argument"),
     (.notInitialized, "ESKT_NOTINITIALIZED", "object used before being opened/initialised"),
@@ -288,8 +294,13 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
     (.unableReadHidInfo, "ESKT_UNABLEREADHIDINFO", "HID info read failed"),
     (.conflictProfile, "ESKT_CONFLICTPROFILE", "(deprecated) data-editing profile conflict"),
     (.deleteCurrentProfile, "ESKT_DELETECURRENTPROFILE", "(deprecated) cannot delete current profile"),
-    (.unableInitializeDataEditing, "ESKT_UNABLEINITIALIZEDATAEDITING", "(deprecated) data editing init failed"),
-    (.unknownDataEditingOperation, "ESKT_UNKNOWNDATAEDITINGOPERATION", "(deprecated) unknown data editing op"),
+    (
+      .unableInitializeDataEditing, "ESKT_UNABLEINITIALIZEDATAEDITING",
+      "(deprecated) data editing init failed"
+    ),
+    (
+      .unknownDataEditingOperation, "ESKT_UNKNOWNDATAEDITINGOPERATION", "(deprecated) unknown data editing op"
+    ),
     (.incorrectNumberOfParameters, "ESKT_INCORRECTNUMBEROFPARAMETERS", "wrong parameter count"),
     (.invalidFormat, "ESKT_INVALIDFORMAT", "bad format (e.g. malformed JSON)"),
     (.invalidVersion, "ESKT_INVALIDVERSION", "bad version"),
@@ -300,7 +311,10 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
     (.overlayViewNotSet, "ESKT_OVERLAYVIEWNOTSET", "SocketCam overlay view not set (older name for -90)"),
     (.cancel, "ESKT_CANCEL", "operation cancelled (also: SocketCam view closed without scan)"),
     (.expired, "ESKT_EXPIRED", "operation/licence expired"),
-    (.invalidAppInfo, "ESKT_INVALIDAPPINFO", "AppInfo (appId/developerId/appKey) rejected - the \"invalid app key\" error"),
+    (
+      .invalidAppInfo, "ESKT_INVALIDAPPINFO",
+      "AppInfo (appId/developerId/appKey) rejected - the \"invalid app key\" error"
+    ),
     (.bleGatt, "ESKT_BLEGATT", "BLE GATT operation failed"),
     (.favoriteNotEmpty, "ESKT_FAVORITENOTEMPTY", "auto-discovery (favorites) in progress"),
     (.locationPermissionMissing, "ESKT_LOCATIONPERMISSIONMISSING", "host location permission missing"),
@@ -311,7 +325,9 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
 
   static let table: [Int32: (name: String, meaning: String)] = {
     var t: [Int32: (name: String, meaning: String)] = [:]
-    for entry in all where t[entry.code.rawValue] == nil { t[entry.code.rawValue] = (entry.name, entry.meaning) }
+    for entry in all where t[entry.code.rawValue] == nil {
+      t[entry.code.rawValue] = (entry.name, entry.meaning)
+    }
     return t
   }()
 }

@@ -221,7 +221,8 @@ public enum DeviceDataAcknowledgment: UInt8, CaptureValueEnum {
   }
 }
 
-/// DataFormatDevice byte (§7.10). The last four are for NFC readers; the S1 docs say only tagTypeAndId and tagTypeAndData are accepted.
+/// DataFormatDevice byte (§7.10). The last four are for NFC readers; the S1 docs say only tagTypeAndId and
+/// tagTypeAndData are accepted.
 public enum DataFormat: UInt8, CaptureValueEnum {
   case raw = 0
   /// The default.
@@ -370,7 +371,8 @@ public enum ConnectBeepConfig: UInt8, CaptureValueEnum {
   }
 }
 
-/// StandConfigDevice ulong (§7.12), current numbering (2026 S1/S2, JS 1.3.50). The 2023 sources numbered MobileMode from 0 without Disabled.
+/// StandConfigDevice ulong (§7.12), current numbering (2026 S1/S2, JS 1.3.50). The 2023 sources numbered
+/// MobileMode from 0 without Disabled.
 public enum StandConfig: UInt32, CaptureValueEnum {
   case disabled = 0
   case mobileMode = 1
@@ -642,7 +644,8 @@ public struct DataConfirmation: Sendable, Hashable, CustomStringConvertible {
   public var reserved: UInt32
 
   public init(
-    led: DataConfirmationLed = .none, beep: DataConfirmationBeep = .none, rumble: DataConfirmationRumble = .none,
+    led: DataConfirmationLed = .none, beep: DataConfirmationBeep = .none,
+    rumble: DataConfirmationRumble = .none,
     reserved: UInt32 = 0
   ) {
     self.led = led
