@@ -4,7 +4,6 @@ import PackageDescription
 // Layers (ARCHITECTURE.md §2): capture → CaptureCLI → CaptureCore → Drivers → transports (Decoders) → C shims.
 let package = Package(
   name: "capture",
-  platforms: [],
   products: [
     .executable(name: "capture", targets: ["capture"]),
     .library(name: "CaptureCLI", targets: ["CaptureCLI"]),

@@ -33,7 +33,7 @@ enum ConnectCommand {
     let device = try await context.open(.socketCam)
     try await device.set(.socketCamStatus, .byte(SocketCamStatus.enable.rawValue))
     await device.close()
-    let arrival = Event(time: now(), device: device.info, payload: .deviceArrival)
+    let arrival = Event(time: .now(), device: device.info, payload: .deviceArrival)
     if context.output.isJSON {
       context.output.json(Render.event(arrival))
     } else {
@@ -157,10 +157,4 @@ enum PartnershipCommand {
     }
     throw DriverRegistry.transportMissing(options.selector)
   }
-}
-
-func now() -> Timestamp {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Timestamp(milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
 }

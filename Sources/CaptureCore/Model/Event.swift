@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Kinds of event the command line streams; the raw values are the published `event` key values
 /// (past-tense facts, camelCase, after the SDK's CaptureEventIds, capture-sdk.md §4.1).
 public enum EventKind: String, Sendable, CaseIterable, Hashable {
@@ -40,6 +44,13 @@ public struct Timestamp: Sendable, Hashable, Comparable {
   public init(milliseconds: Int64) { self.milliseconds = milliseconds }
 
   public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
+
+  /// The wall clock now (CLOCK_REALTIME).
+  public static func now() -> Timestamp {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Timestamp(milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
+  }
 
   /// `2026-11-30T13:50:34.123Z`. Civil-from-days arithmetic (proleptic Gregorian), so no calendar
   /// library or locale is involved.

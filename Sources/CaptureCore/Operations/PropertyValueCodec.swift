@@ -149,7 +149,7 @@ public enum PropertyValueCodec {
     switch (p, value) {
     case (.deviceType, .ulong(let v)): return DeviceType(v).sdkName
     case (.socketCamStatus, .byte(let v)): return SocketCamStatus(rawValue: v)?.cliName
-    case (.powerStateDevice, .ulong(let v)): return PowerState.from(ulong: v)?.cliName
+    case (.powerStateDevice, .ulong(let v)): return PowerState.from(ulong: v).cliName
     case (.dataFormatDevice, .byte(let v)): return DataFormat(rawValue: v)?.cliName
     case (.dataConfirmationMode, .byte(let v)): return DataConfirmationMode(rawValue: v)?.cliName
     case (.localAcknowledgmentDevice, .byte(let v)): return DeviceDataAcknowledgment(rawValue: v)?.cliName

@@ -172,12 +172,3 @@ public final class SocketCam: Device, @unchecked Sendable {
     continuation.finish()
   }
 }
-
-extension Timestamp {
-  /// The wall clock now.
-  static func now() -> Timestamp {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Timestamp(milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
-  }
-}

@@ -1,0 +1,150 @@
+import CaptureCore
+
+/// man(7) pages generated from the command tree: capture.1 and one capture-COMMAND.1 per command.
+/// The date is the release's, not today's, so regenerating gives byte-identical files (diff-tested).
+enum ManPage {
+  static let date = "2026-11-30"
+
+  /// Escapes text for roff: backslashes, leading dots/quotes, and hyphens as minus signs where a
+  /// user would type them.
+  static func roff(_ text: String) -> String {
+    var s = text.replacingAll("\\", with: "\\e").replacingAll("-", with: "\\-")
+    if s.hasPrefix(".") || s.hasPrefix("'") { s = "\\&" + s }
+    return s
+  }
+
+  static func header(_ name: String, _ summary: String) -> String {
+    """
+    .TH \(name.uppercased()) 1 \(date) "capture \(CaptureVersion.string)" "User Commands"
+    .SH NAME
+    \(roff(name)) \\- \(roff(summary))
+
+    """
+  }
+
+  static func optionItems(_ options: [OptionSpec]) -> String {
+    options.filter { !$0.isHidden }.map { option in
+      var tag = option.short.map { "\\fB\\-\($0)\\fR, " } ?? ""
+      tag += "\\fB\\-\\-\(roff(option.long))\\fR"
+      if let v = option.valueName { tag += " \\fI\(roff(v))\\fR" }
+      return ".TP\n\(tag)\n\(roff(option.help))\n"
+    }.joined()
+  }
+
+  static func exitStatus() -> String {
+    var out = ".SH EXIT STATUS\nThe exit status is the absolute value of the SKT result code (0 when it is 0 or positive).\n"
+    for row in ExitStatus.table {
+      out += ".TP\n.B \(row.status)\n\(roff(row.name)): \(roff(row.meaning))\n"
+    }
+    return out
+  }
+
+  static func overview() -> String {
+    var out = header("capture", "barcode scanners and NFC readers from the command line")
+    out += ".SH SYNOPSIS\n.B capture\n[\\fIGLOBAL\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]\n"
+    out += ".SH DESCRIPTION\n"
+    out += roff(
+      "capture brings the CaptureSDK model (devices, typed properties with the SDK's ids, events and SKT result codes) to the Linux command line. SocketCam, the built-in software scanner, decodes barcodes from images and V4L2 cameras.")
+      + "\n"
+    out += ".SH COMMANDS\n"
+    for command in CommandTree.visibleCommands {
+      out += ".TP\n\\fBcapture \(roff(command.name))\\fR \(roff(command.synopsis[0]))\n\(roff(command.abstract)) See \\fBcapture\\-\(roff(command.name))\\fR(1).\n"
+    }
+    out += ".SH GLOBAL OPTIONS\n" + optionItems(CommandTree.globalOptions)
+    out += """
+      .SH DEVICES
+      .TP
+      .B socketcam
+      The built\\-in software scanner (SocketCam C820).
+      .TP
+      .I AA:BB:CC:DD:EE:FF
+      A Bluetooth address.
+      .TP
+      .I NAME
+      A remembered device's alias or friendly name.
+      .TP
+      \\fBtcp://\\fIHOST\\fR[:\\fIPORT\\fR]
+      A Cognex DataMan reader (port 23 by default).
+      .TP
+      \\fBserial:\\fI/dev/PATH\\fR[?baud=\\fIN\\fR]
+      A serial scanner.
+      .TP
+      \\fBhid:\\fI/dev/input/eventN\\fR
+      A keyboard\\-wedge scanner.
+      .SH OUTPUT
+      Plain text by default: a decoded barcode prints as its text alone on a line.
+      With \\fB\\-\\-json\\fR, one JSON document per command and JSON Lines (one event per line, flushed per
+      event) for streams. Keys are camelCase and sorted. Errors go to stderr as
+      \\fBcapture: NAME (code): message\\fR; with \\fB\\-\\-json\\fR an \\fB{"error":{...}}\\fR object goes to stdout as well.
+
+      """
+    out += exitStatus()
+    out += """
+      .SH ENVIRONMENT
+      .TP
+      .B XDG_STATE_HOME
+      Where the state file lives: \\fI$XDG_STATE_HOME/capture/devices.json\\fR (default \\fI~/.local/state/capture\\fR).
+      .TP
+      .B NO_COLOR
+      When set and not empty, no colour is used.
+      .SH FILES
+      .TP
+      .I ~/.local/state/capture/devices.json
+      Remembered devices and SocketCam settings.
+      .SH SEE ALSO
+
+      """
+    out += CommandTree.visibleCommands.map { "\\fBcapture\\-\(roff($0.name))\\fR(1)" }.joined(separator: ",\n") + "\n"
+    return out
+  }
+
+  static func page(_ command: CommandSpec) -> String {
+    var out = header("capture-\(command.name)", command.abstract)
+    out += ".SH SYNOPSIS\n"
+    for line in command.synopsis {
+      out += ".B capture \(roff(command.name))\n" + (line.isEmpty ? "" : roff(line) + "\n") + ".br\n"
+    }
+    out += ".SH DESCRIPTION\n" + roff(command.abstract) + "\n"
+    if !command.discussion.isEmpty { out += ".PP\n" + roff(command.discussion) + "\n" }
+    if !command.operands.isEmpty {
+      out += ".SH ARGUMENTS\n"
+      for operand in command.operands { out += ".TP\n.I \(roff(operand.name))\n\(roff(operand.help))\n" }
+    }
+    if !command.options.isEmpty { out += ".SH OPTIONS\n" + optionItems(command.options) }
+    out += ".SH GLOBAL OPTIONS\n" + optionItems(CommandTree.globalOptions)
+    if !command.examples.isEmpty {
+      out += ".SH EXAMPLES\n"
+      for example in command.examples {
+        out += ".TP\n.B \(roff(example.command))\n\(roff(example.explanation))\n"
+      }
+    }
+    out += exitStatus()
+    out += ".SH SEE ALSO\n\\fBcapture\\fR(1)\n"
+    return out
+  }
+}
+
+extension String {
+  func replacingAll(_ target: String, with replacement: String) -> String {
+    guard !target.isEmpty else { return self }
+    var out = ""
+    var rest = Substring(self)
+    while let range = rest.range(of: target) {
+      out += rest[..<range.lowerBound]
+      out += replacement
+      rest = rest[range.upperBound...]
+    }
+    return out + rest
+  }
+}
+
+extension Substring {
+  func range(of target: String) -> Range<Index>? {
+    var i = startIndex
+    while i < endIndex {
+      if self[i...].hasPrefix(target) { return i..<index(i, offsetBy: target.count) }
+      i = index(after: i)
+    }
+    return nil
+  }
+}
