@@ -357,6 +357,22 @@ extension String {
   fileprivate func replacingUnderscores() -> String { String(map { $0 == "-" ? "_" : $0 }) }
 }
 
+struct NamingTests {
+  @Test func groupsInterfacesAndEventTypes() {
+    #expect(PropertyGroup(id: 0) == .general && PropertyGroup(id: 2) == .managerFunctions)
+    #expect(PropertyGroup(id: 8) == .other(8))
+    #expect(PropertyGroup.localFunctions.description == "LocalFunctions")
+    #expect(PropertyGroup.other(8).id == 8)
+    #expect(DeviceInterface.allCases.map(\.rawValue) == Array(0...6))
+    #expect(
+      DeviceInterface.allCases.map(\.name) == ["None", "SD", "CF", "Bluetooth", "Serial", "Ble", "NFC"])
+    #expect(DeviceType.scannerD740.hex == "0x0003000B")
+    #expect(EventDataType.allCases.map(\.rawValue) == Array(0...8))
+    #expect(EventDataType.decodedData.name == "DecodedData")
+    #expect(PropertyScope.deviceManager.rawValue == "deviceManager")
+  }
+}
+
 // MARK: - kebab-case
 
 struct NameTests {
