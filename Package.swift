@@ -14,7 +14,7 @@ let package = Package(
     .target(name: "CaptureCLI", dependencies: ["CaptureCore", "Drivers"]),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders"]),
-    .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO"]),
+    .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
     .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
     // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (swift-on-linux.md).
     .target(
@@ -27,6 +27,8 @@ let package = Package(
       cSettings: [.unsafeFlags(["-I/usr/include/libpng16"])],
       linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]
     ),
+    // VIDIOC_* and V4L2_PIX_FMT_* are function-like macros Swift cannot import; a fixed-signature ioctl.
+    .target(name: "CV4L2"),
     .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
     .testTarget(name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),

@@ -1,0 +1,177 @@
+import CZBar
+import CZXing
+import Glibc
+
+/// Decodes barcodes with ZBar and zxing-cpp and merges their findings.
+///
+/// Thread-safe: zxing-cpp is stateless per call, and ZBar scanners (configured once, reused) are lent from a
+/// small pool so concurrent `decode` calls never share one. `@unchecked Sendable` because the pool is
+/// guarded by a pthread mutex rather than something the compiler can check.
+public final class BarcodeReader: @unchecked Sendable {
+  public let formats: Set<BarcodeFormat>
+  public let engines: Set<DecoderEngine>
+  /// Run zxing-cpp on a second thread while ZBar scans on the calling one (the two are independent and
+  /// each is single-threaded, so wall time is about the slower of the two instead of their sum).
+  public let concurrentEngines: Bool
+
+  private let zbarSymbologies: [zbar_symbol_type_t]
+  private let zxing: ZXingScanner
+  private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+  private var pool: [ZBarScanner] = []  // guarded by mutex
+
+  public init(
+    formats: Set<BarcodeFormat> = Set(BarcodeFormat.allCases), engines: Set<DecoderEngine> = [.zbar, .zxing],
+    concurrentEngines: Bool = true
+  ) {
+    self.formats = formats
+    self.engines = engines
+    self.concurrentEngines = concurrentEngines
+    zbarSymbologies = engines.contains(.zbar) ? ZBarScanner.symbologies(for: formats) : []
+    zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: formats) : 0)
+    pthread_mutex_init(mutex, nil)
+    // Create the first scanner now so the first decode does not pay for it.
+    if !zbarSymbologies.isEmpty, let scanner = ZBarScanner(symbologies: zbarSymbologies) { pool.append(scanner) }
+  }
+
+  deinit {
+    pool.removeAll()
+    pthread_mutex_destroy(mutex)
+    mutex.deallocate()
+  }
+
+  /// Decodes every symbol in the image. Results are normalized (see Normalizer), limited to `formats`, merged
+  /// across decoders (same format and bytes, centres no farther apart than half the larger symbol's size:
+  /// one result with the union of decoder names), and sorted by first point: top to bottom, then left to
+  /// right.
+  public func decode(_ image: GrayImage) -> [DecodedSymbol] {
+    guard image.width > 0, image.height > 0 else { return [] }
+    let raw = image.pixels.withUnsafeBufferPointer { pixels in
+      scanBoth(pixels, width: image.width, height: image.height)
+    }
+    let normalized = raw.compactMap { Normalizer.normalize($0, enabled: formats) }
+    return Merger.merge(normalized)
+  }
+
+  private func scanBoth(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
+    // zxing-cpp treats an empty format set as "all formats" (DecodeHints::hasFormat), so mask 0 means skip.
+    let useZXing = zxing.mask != 0
+    let useZBar = !zbarSymbologies.isEmpty
+    if useZXing && useZBar && concurrentEngines, let base = pixels.baseAddress {
+      var options = zxing.options
+      // czx_start copies the options; `pixels` stays valid until czx_finish below, as the shim requires.
+      if let job = czx_start(base, Int32(width), Int32(height), Int32(width), &options) {
+        let fromZBar = scanZBar(pixels, width: width, height: height)
+        var results: UnsafeMutablePointer<czx_result>?
+        var count = 0
+        let rc = czx_finish(job, &results, &count, nil, 0)
+        let fromZXing = rc == Int32(CZX_OK) ? ZXingScanner.convert(results, count) : []
+        return fromZBar + fromZXing
+      }
+    }
+    var symbols: [RawSymbol] = []
+    if useZBar { symbols += scanZBar(pixels, width: width, height: height) }
+    if useZXing { symbols += zxing.read(pixels, width: width, height: height) }
+    return symbols
+  }
+
+  private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
+    guard let scanner = borrowScanner() else { return [] }
+    defer { returnScanner(scanner) }
+    return scanner.scan(pixels, width: width, height: height)
+  }
+
+  private func borrowScanner() -> ZBarScanner? {
+    pthread_mutex_lock(mutex)
+    let scanner = pool.popLast()
+    pthread_mutex_unlock(mutex)
+    // Pool empty: another thread is scanning. A second scanner beats waiting for it.
+    return scanner ?? ZBarScanner(symbologies: zbarSymbologies)
+  }
+
+  private func returnScanner(_ scanner: ZBarScanner) {
+    pthread_mutex_lock(mutex)
+    pool.append(scanner)
+    pthread_mutex_unlock(mutex)
+  }
+}
+
+enum Merger {
+  private struct Entry {
+    var symbol: RawSymbol
+    var engines: Set<DecoderEngine>
+  }
+
+  static func merge(_ symbols: [RawSymbol]) -> [DecodedSymbol] {
+    var entries: [Entry] = []
+    for symbol in symbols {
+      // The nearest earlier entry with the same format and bytes, if close enough to be the same symbol.
+      var best: (index: Int, distance: Double)?
+      for (index, entry) in entries.enumerated()
+      where entry.symbol.format == symbol.format && entry.symbol.bytes == symbol.bytes {
+        guard let distance = sameSymbolDistance(entry.symbol.points, symbol.points) else { continue }
+        if best == nil || distance < best!.distance { best = (index, distance) }
+      }
+      guard let best else {
+        entries.append(Entry(symbol: symbol, engines: [symbol.engine]))
+        continue
+      }
+      entries[best.index].engines.insert(symbol.engine)
+      // Keep real corners over ZBar's scan-hit box, and zxing-cpp's corners over ZBar's (zxing's are always
+      // the symbol's own corners, clockwise from its top-left).
+      let current = entries[best.index].symbol
+      if (symbol.hasCorners && !current.hasCorners) || (symbol.hasCorners && symbol.engine == .zxing && current.engine == .zbar) {
+        entries[best.index].symbol.points = symbol.points
+        entries[best.index].symbol.hasCorners = true
+        entries[best.index].symbol.engine = symbol.engine
+      }
+    }
+    let decoded = entries.map {
+      DecodedSymbol(
+        format: $0.symbol.format, bytes: $0.symbol.bytes, points: $0.symbol.points,
+        decoders: Set($0.engines.map(\.rawValue)))
+    }
+    return decoded.sorted(by: ordered)
+  }
+
+  /// Centre distance if the two outlines can be the same symbol: centres no farther apart than half the
+  /// symbol size, the size being the largest side of either bounding box. Two identical codes printed side by
+  /// side are at least one symbol width apart and so stay separate.
+  static func sameSymbolDistance(_ a: [Point], _ b: [Point]) -> Double? {
+    guard let boxA = Box(a), let boxB = Box(b) else { return a.isEmpty && b.isEmpty ? 0 : nil }
+    let size = max(boxA.width, boxA.height, boxB.width, boxB.height, 2)
+    let dx = boxA.centerX - boxB.centerX
+    let dy = boxA.centerY - boxB.centerY
+    let distance = (dx * dx + dy * dy).squareRoot()
+    return distance <= size / 2 ? distance : nil
+  }
+
+  struct Box {
+    let minX: Double, minY: Double, maxX: Double, maxY: Double
+    init?(_ points: [Point]) {
+      guard let first = points.first else { return nil }
+      var minX = first.x, maxX = first.x, minY = first.y, maxY = first.y
+      for point in points.dropFirst() {
+        minX = min(minX, point.x)
+        maxX = max(maxX, point.x)
+        minY = min(minY, point.y)
+        maxY = max(maxY, point.y)
+      }
+      (self.minX, self.minY, self.maxX, self.maxY) = (Double(minX), Double(minY), Double(maxX), Double(maxY))
+    }
+    var width: Double { maxX - minX }
+    var height: Double { maxY - minY }
+    var centerX: Double { (minX + maxX) / 2 }
+    var centerY: Double { (minY + maxY) / 2 }
+  }
+
+  /// Top to bottom, then left to right, by first point; then by format and bytes so equal positions still
+  /// give a stable order.
+  static func ordered(_ a: DecodedSymbol, _ b: DecodedSymbol) -> Bool {
+    let pa = a.points.first ?? Point(x: Int.max, y: Int.max)
+    let pb = b.points.first ?? Point(x: Int.max, y: Int.max)
+    if pa.y != pb.y { return pa.y < pb.y }
+    if pa.x != pb.x { return pa.x < pb.x }
+    if a.format != b.format { return a.format.rawValue < b.format.rawValue }
+    return a.bytes.lexicographicallyPrecedes(b.bytes)
+  }
+}

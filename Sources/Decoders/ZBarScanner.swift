@@ -1,0 +1,133 @@
+import CZBar
+
+/// A symbol as one decoder reported it, before normalization and merging.
+struct RawSymbol {
+  var format: BarcodeFormat
+  var bytes: [UInt8]
+  var points: [Point]
+  var engine: DecoderEngine
+  /// True when `points` are the symbol's corners rather than a bounding box of scan hits.
+  var hasCorners: Bool
+}
+
+/// One ZBar image scanner (zbar.h "mid-level image scanner interface"), configured once. Not thread-safe:
+/// ZBar keeps per-scan state in the scanner, so BarcodeReader lends each instance to one caller at a time.
+final class ZBarScanner {
+  private let scanner: OpaquePointer
+
+  /// ZBar's symbology for each format we enable in it. The EAN/UPC family is always enabled as a whole
+  /// (EAN-13, UPC-A, UPC-E) and sorted out by GTIN normalization: with UPC-E disabled ZBar still reads UPC-E
+  /// symbols but reports them expanded to EAN-13, and with UPC-A disabled it reports UPC-A as EAN-13
+  /// (observed with zbarimg 0.23.92 -S options), which would make results depend on ZBar's config rather
+  /// than on ours. ISBN-10/13 are derived from EAN-13 in Swift, for both decoders alike.
+  static func symbologies(for formats: Set<BarcodeFormat>) -> [zbar_symbol_type_t] {
+    var types: [zbar_symbol_type_t] = []
+    if !formats.isDisjoint(with: GTIN.family) { types += [ZBAR_EAN13, ZBAR_UPCA, ZBAR_UPCE] }
+    let direct: [(BarcodeFormat, zbar_symbol_type_t)] = [
+      (.ean8, ZBAR_EAN8), (.itf, ZBAR_I25), (.dataBar, ZBAR_DATABAR), (.dataBarExpanded, ZBAR_DATABAR_EXP),
+      (.codabar, ZBAR_CODABAR), (.code39, ZBAR_CODE39), (.code93, ZBAR_CODE93), (.code128, ZBAR_CODE128),
+      (.qrCode, ZBAR_QRCODE), (.pdf417, ZBAR_PDF417), (.composite, ZBAR_COMPOSITE),
+    ]
+    for (format, type) in direct where formats.contains(format) { types.append(type) }
+    return types
+  }
+
+  static func format(of type: zbar_symbol_type_t) -> BarcodeFormat? {
+    // zbar_symbol_get_type may carry add-on flags above ZBAR_SYMBOL (zbar.h "mask for base symbol type").
+    switch zbar_symbol_type_t(type.rawValue & ZBAR_SYMBOL.rawValue) {
+    case ZBAR_EAN8: .ean8
+    case ZBAR_UPCE: .upcE
+    case ZBAR_ISBN10: .isbn10
+    case ZBAR_UPCA: .upcA
+    case ZBAR_EAN13: .ean13
+    case ZBAR_ISBN13: .isbn13
+    case ZBAR_COMPOSITE: .composite
+    case ZBAR_I25: .itf
+    case ZBAR_DATABAR: .dataBar
+    case ZBAR_DATABAR_EXP: .dataBarExpanded
+    case ZBAR_CODABAR: .codabar
+    case ZBAR_CODE39: .code39
+    case ZBAR_PDF417: .pdf417
+    case ZBAR_QRCODE: .qrCode
+    case ZBAR_CODE93: .code93
+    case ZBAR_CODE128: .code128
+    default: nil  // SQ code, EAN-2/5 add-ons: no BarcodeFormat
+    }
+  }
+
+  /// "Y800": 8-bit gray, the format zbar_scan_image requires (zbar.h: 'The image format must be "Y800" or
+  /// "GRAY"'). zbar_fourcc is a macro Swift cannot import; this is its little-endian packing.
+  static let y800: UInt = {
+    let bytes: [UInt8] = Array("Y800".utf8)
+    var fourcc: UInt = 0
+    for (index, byte) in bytes.enumerated() { fourcc |= UInt(byte) << (8 * index) }
+    return fourcc
+  }()
+
+  init?(symbologies: [zbar_symbol_type_t]) {
+    guard let scanner = zbar_image_scanner_create() else { return nil }
+    self.scanner = scanner
+    // 0.23 can publish every decode on D-Bus; a library user must not talk to the system bus (zbarimg
+    // prints "Connection Error" when there is none). Returns an error if built without D-Bus: ignored.
+    _ = zbar_image_scanner_request_dbus(scanner, 0)
+    // zbar.h: "set config for indicated symbology (0 for all)": start from nothing, enable what is asked.
+    _ = zbar_image_scanner_set_config(scanner, zbar_symbol_type_t(0), ZBAR_CFG_ENABLE, 0)
+    for type in symbologies { _ = zbar_image_scanner_set_config(scanner, type, ZBAR_CFG_ENABLE, 1) }
+    // ZBAR_CFG_BINARY: "don't convert binary data to text". Without it ZBar guesses the QR text encoding and
+    // converts to UTF-8, which changes binary payloads; with it the bytes arrive as encoded.
+    if symbologies.contains(ZBAR_QRCODE) { _ = zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1) }
+    // Scan positions feed `points`; ZBAR_CFG_POSITION is on by default, set explicitly because we rely on it.
+    _ = zbar_image_scanner_set_config(scanner, zbar_symbol_type_t(0), ZBAR_CFG_POSITION, 1)
+  }
+
+  deinit { zbar_image_scanner_destroy(scanner) }
+
+  /// Scans gray pixels borrowed for the duration of the call (no copy: zbar_image_set_data with a NULL
+  /// cleanup handler only references the buffer, and "application image data will not be modified").
+  func scan(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
+    guard let base = pixels.baseAddress, width > 0, height > 0, let image = zbar_image_create() else { return [] }
+    defer { zbar_image_destroy(image) }
+    zbar_image_set_format(image, Self.y800)
+    zbar_image_set_size(image, UInt32(width), UInt32(height))
+    zbar_image_set_data(image, base, UInt(width * height), nil)
+    guard zbar_scan_image(scanner, image) > 0 else { return [] }
+    var symbols: [RawSymbol] = []
+    var next = zbar_image_first_symbol(image)
+    while let symbol = next {
+      next = zbar_symbol_next(symbol)
+      guard let format = Self.format(of: zbar_symbol_get_type(symbol)) else { continue }
+      // zbar_symbol_get_data is NUL-terminated text, but with the length the bytes are binary-safe.
+      let length = Int(zbar_symbol_get_data_length(symbol))
+      var bytes: [UInt8] = []
+      if length > 0, let data = zbar_symbol_get_data(symbol) {
+        bytes = data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+      }
+      var hits: [Point] = []
+      let count = zbar_symbol_get_loc_size(symbol)
+      hits.reserveCapacity(Int(count))
+      for index in 0..<count {
+        hits.append(Point(x: Int(zbar_symbol_get_loc_x(symbol, index)), y: Int(zbar_symbol_get_loc_y(symbol, index))))
+      }
+      let corners = Self.corners(hits, format: format)
+      symbols.append(RawSymbol(format: format, bytes: bytes, points: corners.points, engine: .zbar, hasCorners: corners.exact))
+    }
+    return symbols
+  }
+
+  /// zbar.h: the location polygon "is currently not a polygon, but the scan locations where the symbol was
+  /// decoded" — except for QR, where ZBar's QR reader stores the four corners of the symbol. Linear symbols
+  /// get the bounding box of their scan hits.
+  static func corners(_ hits: [Point], format: BarcodeFormat) -> (points: [Point], exact: Bool) {
+    guard !hits.isEmpty else { return ([], false) }
+    if format == .qrCode && hits.count == 4 {
+      // ZBar lists QR corners counter-clockwise in image coordinates (top-left, bottom-left,
+      // bottom-right, top-right of the symbol; checked on generated, rotated codes). Reverse the turn so
+      // they match zxing-cpp's clockwise order from the top-left.
+      return ([hits[0], hits[3], hits[2], hits[1]], true)
+    }
+    let xs = hits.map(\.x)
+    let ys = hits.map(\.y)
+    let minX = xs.min()!, maxX = xs.max()!, minY = ys.min()!, maxY = ys.max()!
+    return ([Point(x: minX, y: minY), Point(x: maxX, y: minY), Point(x: maxX, y: maxY), Point(x: minX, y: maxY)], false)
+  }
+}

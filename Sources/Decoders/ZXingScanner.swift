@@ -1,0 +1,85 @@
+import CZXing
+
+/// zxing-cpp through the CZXing shim. Stateless: ReadBarcodes keeps nothing between calls, so one value
+/// serves any number of threads.
+struct ZXingScanner: Sendable {
+  let mask: Int32
+
+  /// zxing-cpp bits for the formats; the EAN/UPC family is enabled as a whole, as in ZBarScanner, and
+  /// narrowed by GTIN normalization. zxing-cpp 1.4.0 has no ISBN, DataBar Limited, MicroPDF417 or composite.
+  static func mask(for formats: Set<BarcodeFormat>) -> Int32 {
+    var mask: Int32 = 0
+    if !formats.isDisjoint(with: GTIN.family) { mask |= Int32(CZX_FORMAT_EAN13 | CZX_FORMAT_UPCA | CZX_FORMAT_UPCE) }
+    let direct: [(BarcodeFormat, Int32)] = [
+      (.aztec, Int32(CZX_FORMAT_AZTEC)), (.codabar, Int32(CZX_FORMAT_CODABAR)), (.code39, Int32(CZX_FORMAT_CODE39)),
+      (.code93, Int32(CZX_FORMAT_CODE93)), (.code128, Int32(CZX_FORMAT_CODE128)), (.dataBar, Int32(CZX_FORMAT_DATABAR)),
+      (.dataBarExpanded, Int32(CZX_FORMAT_DATABAR_EXPANDED)), (.dataMatrix, Int32(CZX_FORMAT_DATAMATRIX)),
+      (.ean8, Int32(CZX_FORMAT_EAN8)), (.itf, Int32(CZX_FORMAT_ITF)), (.maxiCode, Int32(CZX_FORMAT_MAXICODE)),
+      (.pdf417, Int32(CZX_FORMAT_PDF417)), (.qrCode, Int32(CZX_FORMAT_QRCODE)),
+      (.microQRCode, Int32(CZX_FORMAT_MICROQRCODE)),
+    ]
+    for (format, bit) in direct where formats.contains(format) { mask |= bit }
+    return mask
+  }
+
+  static func format(of bit: Int32) -> BarcodeFormat? {
+    switch Int(bit) {
+    case Int(CZX_FORMAT_AZTEC): .aztec
+    case Int(CZX_FORMAT_CODABAR): .codabar
+    case Int(CZX_FORMAT_CODE39): .code39
+    case Int(CZX_FORMAT_CODE93): .code93
+    case Int(CZX_FORMAT_CODE128): .code128
+    case Int(CZX_FORMAT_DATABAR): .dataBar
+    case Int(CZX_FORMAT_DATABAR_EXPANDED): .dataBarExpanded
+    case Int(CZX_FORMAT_DATAMATRIX): .dataMatrix
+    case Int(CZX_FORMAT_EAN8): .ean8
+    case Int(CZX_FORMAT_EAN13): .ean13
+    case Int(CZX_FORMAT_ITF): .itf
+    case Int(CZX_FORMAT_MAXICODE): .maxiCode
+    case Int(CZX_FORMAT_PDF417): .pdf417
+    case Int(CZX_FORMAT_QRCODE): .qrCode
+    case Int(CZX_FORMAT_UPCA): .upcA
+    case Int(CZX_FORMAT_UPCE): .upcE
+    case Int(CZX_FORMAT_MICROQRCODE): .microQRCode
+    default: nil
+    }
+  }
+
+  var options: czx_options {
+    var options = czx_options()
+    czx_options_init(&options)
+    // czx_options_init: try harder, rotate and downscale on (ZXingReader's defaults too), all symbols.
+    options.formats = mask
+    // Keep Codabar's start/stop characters (DecodeHints::setReturnCodabarStartEnd), as ZBar reports them.
+    options.codabar_start_end = 1
+    return options
+  }
+
+  /// Converts the shim's C results (and frees them).
+  static func convert(_ results: UnsafeMutablePointer<czx_result>?, _ count: Int) -> [RawSymbol] {
+    guard let results, count > 0 else { return [] }
+    defer { czx_free_results(results, count) }
+    var symbols: [RawSymbol] = []
+    symbols.reserveCapacity(count)
+    for result in UnsafeBufferPointer(start: results, count: count) {
+      guard let format = format(of: result.format) else { continue }
+      let bytes = result.length > 0 ? Array(UnsafeBufferPointer(start: result.bytes, count: result.length)) : []
+      let p = result.position  // Result::position(): top-left, top-right, bottom-right, bottom-left
+      let points = [p.0, p.1, p.2, p.3].map { Point(x: Int($0.x), y: Int($0.y)) }
+      symbols.append(RawSymbol(format: format, bytes: bytes, points: points, engine: .zxing, hasCorners: true))
+    }
+    return symbols
+  }
+
+  /// Decodes synchronously on the calling thread.
+  func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
+    guard let base = pixels.baseAddress, width > 0, height > 0 else { return [] }
+    var options = self.options
+    var results: UnsafeMutablePointer<czx_result>?
+    var count = 0
+    // Errors (out of memory, a C++ exception) yield no zxing results; ZBar's still count.
+    let rc = czx_read(base, Int32(width), Int32(height), Int32(width), &options, &results, &count, nil, 0)
+    guard rc == Int32(CZX_OK) else { return [] }
+    return Self.convert(results, count)
+  }
+}
