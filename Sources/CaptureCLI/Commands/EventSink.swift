@@ -49,7 +49,9 @@ final class EventSink: Sendable {
       record(error)
       // Errors always reach stderr; the JSON stream also carries them as events.
       output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
-      if output.isJSON && shouldPrint { output.json(Render.event(event)) }
+      // The JSON stream carries it as an event where events are printed (listen), else as the
+      // contract's {"error":{...}} object (trigger prints decoded data only).
+      if output.isJSON { output.json(shouldPrint ? Render.event(event) : Render.error(error)) }
     default:
       if shouldPrint && output.isJSON { output.json(Render.event(event)) }
       output.info(Render.describe(event))

@@ -80,7 +80,7 @@ enum ListenCommand {
         group.addTask { await sink.drain(device.events) }
         if !sources.isEmpty && device.info.id == "socketcam" {
           group.addTask {
-            do { try await device.trigger(.continuousScan) } catch {
+            do throws(CaptureError) { try await device.trigger(.continuousScan) } catch {
               sink.record(error)
               output.error(error)
               await device.close()

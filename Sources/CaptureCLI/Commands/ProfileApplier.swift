@@ -27,7 +27,7 @@ enum ProfileApplier {
       } else {
         argument = .none
       }
-      do {
+      do throws(CaptureError) {
         let current = try await device.get(entry.property, argument: argument)
         if same(current, entry.value) {
           rows.append((entry.label, "unchanged", nil))
@@ -121,7 +121,7 @@ enum ProfileApplier {
     for (index, item) in items.enumerated() {
       let property: PropertyID?
       switch (item["id"], item["name"]) {
-      case (.int(let id)?, _) where Int32(exactly: id) != nil: property = PropertyID(Int32(id))
+      case (.number(let id)?, _) where Int32(exactly: id) != nil: property = PropertyID(Int32(id))
       case (_, .string(let name)?): property = PropertyID.parse(name)
       default: property = nil
       }
@@ -140,8 +140,8 @@ enum ProfileApplier {
         var label = property.cliName
         if case .dataSource(let d) = v { label += " \(d.id.cliName)" }
         entries.append(Entry(property: property, value: v, label: label))
-      case .failure(let message):
-        problems.append("entry \(index + 1) (\(property.cliName)): \(message)")
+      case .failure(let problem):
+        problems.append("entry \(index + 1) (\(property.cliName)): \(problem.message)")
       }
     }
     guard problems.isEmpty else {
@@ -152,25 +152,27 @@ enum ProfileApplier {
 
   struct Problem: Error { var message: String }
 
-  static func value(_ json: JSON, for p: PropertyID) -> Result<PropertyValue, String> {
+  static func value(_ json: JSON, for p: PropertyID) -> Result<PropertyValue, Problem> {
     switch (p.setType, json) {
-    case (.byte?, .int(let i)) where (0...255).contains(i): return .success(.byte(UInt8(i)))
-    case (.ulong?, .int(let i)) where (0...Int64(UInt32.max)).contains(i): return .success(.ulong(UInt32(i)))
+    case (.byte?, .number(let i)) where (0...255).contains(i): return .success(.byte(UInt8(i)))
+    case (.ulong?, .number(let i)) where (0...Int64(UInt32.max)).contains(i): return .success(.ulong(UInt32(i)))
     case (.string?, .string(let s)): return .success(.string(s))
     case (.array?, .array(let a)):
-      let bytes = a.compactMap { v -> UInt8? in if case .int(let i) = v, (0...255).contains(i) { UInt8(i) } else { nil } }
-      return bytes.count == a.count ? .success(.array(bytes)) : .failure("array values must be bytes 0-255")
+      let bytes = a.compactMap { v -> UInt8? in if case .number(let i) = v, (0...255).contains(i) { UInt8(i) } else { nil } }
+      return bytes.count == a.count ? .success(.array(bytes)) : .failure(Problem(message: "array values must be bytes 0-255"))
     case (.dataSource?, .object):
-      guard case .int(let id)? = json["id"], let source = DataSource.parse(String(id)) else {
-        return .failure("data source value needs a known \"id\"")
+      guard case .number(let id)? = json["id"], let source = DataSource.parse(String(id)) else {
+        return .failure(Problem(message: "data source value needs a known \"id\""))
       }
-      guard case .int(let raw)? = json["status"], let status = DataSourceStatus(rawValue: Int8(clamping: raw)),
+      guard case .number(let raw)? = json["status"], let status = DataSourceStatus(rawValue: Int8(clamping: raw)),
         status == .enable || status == .disable
-      else { return .failure("data source \(source.cliName) needs \"status\" 0 (disable) or 1 (enable)") }
+      else {
+        return .failure(Problem(message: "data source \(source.cliName) needs \"status\" 0 (disable) or 1 (enable)"))
+      }
       return .success(.dataSource(DataSourceValue(id: source, status: status)))
     case (.none?, _): return .success(.none)
     default:
-      return .failure("value of the wrong type or out of range for \(p.setType?.name ?? "this property")")
+      return .failure(Problem(message: "value of the wrong type or out of range for \(p.setType?.name ?? "this property")"))
     }
   }
 }

@@ -90,7 +90,7 @@ extension JSON: Decodable {
     } else if let b = try? c.decode(Bool.self) {
       self = .bool(b)
     } else if let i = try? c.decode(Int64.self) {
-      self = .int(i)
+      self = .number(i)
     } else if let s = try? c.decode(String.self) {
       self = .string(s)
     } else if let a = try? c.decode([JSON].self) {

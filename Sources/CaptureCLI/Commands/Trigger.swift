@@ -9,7 +9,8 @@ enum TriggerCommand {
     var sources: [FrameSourceItem]
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
-      try parsed.requireOperands(1...2, parsed.operands.isEmpty ? "DEVICE" : "ACTION (start, stop, continuous, enable or disable)")
+      try parsed.requireOperands(
+        2...2, parsed.operands.isEmpty ? "DEVICE" : "ACTION (start, stop, continuous, enable or disable)")
       selector = try Values.device(parsed.operands[0], command: parsed.commandName)
       let word = parsed.operands[1]
       guard ["start", "stop", "continuous", "enable", "disable"].contains(word.lowercased()),

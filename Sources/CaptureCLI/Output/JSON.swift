@@ -5,12 +5,12 @@
 enum JSON: Sendable, Equatable {
   case null
   case bool(Bool)
-  case int(Int64)
+  case number(Int64)
   case string(String)
   case array([JSON])
   case object([String: JSON])
 
-  static func int<T: BinaryInteger>(_ v: T) -> JSON { .int(Int64(v)) }
+  static func int<T: BinaryInteger>(_ v: T) -> JSON { .number(Int64(v)) }
 
   var serialized: String {
     var out = ""
@@ -22,7 +22,7 @@ enum JSON: Sendable, Equatable {
     switch self {
     case .null: out += "null"
     case .bool(let b): out += b ? "true" : "false"
-    case .int(let i): out += String(i)
+    case .number(let i): out += String(i)
     case .string(let s): JSON.writeString(s, to: &out)
     case .array(let items):
       out += "["

@@ -105,7 +105,7 @@ final class FramePass: Sendable {
   func runFiles(_ inputs: [Input]) async {
     guard !inputs.isEmpty else { return }
     let workers = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), inputs.count))
-    let next = Atomic<Int>(0)
+    let next = Counter()
     let (results, sink) = AsyncStream.makeStream(of: (Int, Result<[DecodedSymbol], CaptureError>).self)
     let formats = self.formats
     await withTaskGroup(of: Void.self) { group in
@@ -113,7 +113,7 @@ final class FramePass: Sendable {
         group.addTask {
           let reader = BarcodeReader(formats: formats)
           while !Task.isCancelled {
-            let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            let i = next.take()
             guard i < inputs.count else { break }
             sink.yield((i, Self.decode(inputs[i], reader)))
           }
@@ -176,12 +176,14 @@ final class FramePass: Sendable {
   /// (-64), anything unreadable or corrupt UNABLEREADFILE (-34); the message names the file.
   static func imageError(_ error: ImageError, name: String) -> CaptureError {
     let shown = name == "-" ? "standard input" : "'\(name)'"
+    // The loader's messages may start with the path already; say it once.
+    func m(_ text: String) -> String { text.hasPrefix(name + ": ") ? String(text.dropFirst(name.count + 2)) : text }
     switch error {
-    case .notFound(let m): return CaptureError(.fileNotFound, "cannot open \(shown): \(m)")
-    case .accessDenied(let m): return CaptureError(.fileAccessDenied, "cannot open \(shown): \(m)")
-    case .corrupt(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(m)")
-    case .unsupportedFormat(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(m)")
-    case .unreadable(let m): return CaptureError(.unableReadFile, "cannot read \(shown): \(m)")
+    case .notFound(let m): return CaptureError(.fileNotFound, "cannot open \(shown): \(m(m))")
+    case .accessDenied(let m): return CaptureError(.fileAccessDenied, "cannot open \(shown): \(m(m))")
+    case .corrupt(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(m(m))")
+    case .unsupportedFormat(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(m(m))")
+    case .unreadable(let m): return CaptureError(.unableReadFile, "cannot read \(shown): \(m(m))")
     }
   }
 
@@ -260,4 +262,10 @@ extension DecodedSymbol {
     var bytes: [UInt8]
   }
   var key: Key { Key(format: format, bytes: bytes) }
+}
+
+/// Hands out input indexes to the decoding workers.
+final class Counter: Sendable {
+  private let value = Atomic<Int>(0)
+  func take() -> Int { value.wrappingAdd(1, ordering: .relaxed).oldValue }
 }
