@@ -177,13 +177,13 @@ final class FramePass: Sendable {
   static func imageError(_ error: ImageError, name: String) -> CaptureError {
     let shown = name == "-" ? "standard input" : "'\(name)'"
     // The loader's messages may start with the path already; say it once.
-    func m(_ text: String) -> String { text.hasPrefix(name + ": ") ? String(text.dropFirst(name.count + 2)) : text }
+    func strip(_ text: String) -> String { text.hasPrefix(name + ": ") ? String(text.dropFirst(name.count + 2)) : text }
     switch error {
-    case .notFound(let m): return CaptureError(.fileNotFound, "cannot open \(shown): \(m(m))")
-    case .accessDenied(let m): return CaptureError(.fileAccessDenied, "cannot open \(shown): \(m(m))")
-    case .corrupt(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(m(m))")
-    case .unsupportedFormat(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(m(m))")
-    case .unreadable(let m): return CaptureError(.unableReadFile, "cannot read \(shown): \(m(m))")
+    case .notFound(let m): return CaptureError(.fileNotFound, "cannot open \(shown): \(strip(m))")
+    case .accessDenied(let m): return CaptureError(.fileAccessDenied, "cannot open \(shown): \(strip(m))")
+    case .corrupt(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(strip(m))")
+    case .unsupportedFormat(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(strip(m))")
+    case .unreadable(let m): return CaptureError(.unableReadFile, "cannot read \(shown): \(strip(m))")
     }
   }
 
