@@ -32,7 +32,7 @@ let package = Package(
     .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
     .testTarget(name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
-    .testTarget(name: "BlackBoxTests", dependencies: []),
+    .testTarget(name: "BlackBoxTests", dependencies: ["capture"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17

@@ -1,0 +1,174 @@
+// Devices other than SocketCam: transports not built yet answer exit 15 naming the transport; a name
+// nobody remembered answers exit 17. list and connect for SocketCam; the corrupt state file.
+
+import Testing
+
+@Suite("Transports, names, list, connect, state file")
+struct DeviceTests {
+  static let bluetooth = "the Bluetooth (BlueZ / libbluetooth) transport is not available in this build of capture"
+
+  /// (arguments, message) — every one exits 15 ESKT_NOTSUPPORTED.
+  static let notSupportedCases: [([String], String)] = [
+    (["get", "AA:BB:CC:DD:EE:FF", "friendly-name"], "AA:BB:CC:DD:EE:FF: " + bluetooth),
+    // Lower case and dashes name the same address, shown normalised.
+    (["get", "aa-bb-cc-dd-ee-ff", "battery-level"], "AA:BB:CC:DD:EE:FF: " + bluetooth),
+    (["connect", "aa:bb:cc:dd:ee:ff"], "AA:BB:CC:DD:EE:FF: " + bluetooth),
+    (["remove", "AA:BB:CC:DD:EE:FF"], "AA:BB:CC:DD:EE:FF: " + bluetooth),
+    (["partnership", "status", "AA:BB:CC:DD:EE:FF"], "AA:BB:CC:DD:EE:FF: " + bluetooth),
+    (["trigger", "AA:BB:CC:DD:EE:FF", "start"], "AA:BB:CC:DD:EE:FF: " + bluetooth),
+    (["listen", "AA:BB:CC:DD:EE:FF"], "AA:BB:CC:DD:EE:FF: " + bluetooth),
+    (
+      ["get", "tcp://10.0.0.5", "version"],
+      "tcp://10.0.0.5:23: the TCP (Cognex DataMan DMCC) transport is not available in this build of capture"
+    ),
+    (
+      ["connect", "tcp://[::1]:4000"],
+      "tcp://[::1]:4000: the TCP (Cognex DataMan DMCC) transport is not available in this build of capture"
+    ),
+    (
+      ["get", "serial:/dev/ttyACM0?baud=9600", "version"],
+      "serial:/dev/ttyACM0?baud=9600: the serial tty transport is not available in this build of capture"
+    ),
+    (
+      ["listen", "hid:/dev/input/event3"],
+      "hid:/dev/input/event3: the keyboard-wedge (evdev) transport is not available in this build of capture"
+    ),
+    (
+      ["discover"],
+      "discover needs the Bluetooth LE (BlueZ over D-Bus) transport, which is not available in this build of capture"
+    ),
+    (
+      ["discover", "--le", "--timeout", "1s"],
+      "discover needs the Bluetooth LE (BlueZ over D-Bus) transport, which is not available in this build of capture"
+    ),
+    (
+      ["discover", "--classic"],
+      "discover needs the Bluetooth Classic (libbluetooth) transport, which is not available in this build of capture"
+    ),
+    // SocketCam has no such thing.
+    (["get", "socketcam", "battery-level"], "SocketCam C820 does not support battery-level (0x0001010B)"),
+    (["get", "socketcam", "0x0001010B"], "SocketCam C820 does not support battery-level (0x0001010B)"),
+    (
+      ["remove", "socketcam"],
+      "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable"
+    ),
+    (["partnership", "status", "socketcam"], "SocketCam is built in; it has no Bluetooth partnership"),
+    (["connect", "socketcam", "--pair"], "SocketCam is built in; it has nothing to pair"),
+    (["trigger", "socketcam", "enable"], "SocketCam has no trigger to enable"),
+    (
+      ["listen", "--confirm", "true", "--image", "x.png"],
+      "--confirm (host acknowledgement) is not available in this build of capture yet"
+    ),
+  ]
+
+  @Test("features not available yet exit 15 and say which", arguments: notSupportedCases)
+  func notSupported(_ arguments: [String], _ message: String) async throws {
+    let sandbox = try Sandbox()
+    Shape.expectFailure(try await sandbox.capture(arguments), status: 15, name: "ESKT_NOTSUPPORTED", message: message)
+    let json = try await sandbox.capture(["--json"] + arguments)
+    #expect(json.status == 15)
+    #expect(json.errLines == ["capture: ESKT_NOTSUPPORTED (-15): \(message)"])
+    if arguments.prefix(2) == ["get", "socketcam"] {
+      // get prints its one document, with what it could read and the error.
+      let error = JSONValue.object([
+        ("code", .number("-15")), ("message", .string(message)), ("name", .string("ESKT_NOTSUPPORTED")),
+      ])
+      let expected = JSONValue.object([("device", Shape.socketCamDevice), ("error", error), ("properties", .array([]))])
+      #expect(Shape.jsonLines(json) == [expected])
+    } else {
+      Shape.expectErrorObject(json, code: -15, name: "ESKT_NOTSUPPORTED", message: message)
+    }
+  }
+
+  static let unknownNameCases: [[String]] = [
+    ["get", "nosuch", "friendly-name"], ["connect", "nosuch"], ["remove", "nosuch"], ["partnership", "status", "nosuch"],
+    ["trigger", "nosuch", "start"], ["listen", "nosuch"], ["set", "Dock 4", "friendly-name", "X"],
+  ]
+
+  @Test("a name nobody remembered exits 17", arguments: unknownNameCases)
+  func unknownName(_ arguments: [String]) async throws {
+    let sandbox = try Sandbox()
+    let name = arguments[arguments[0] == "partnership" ? 2 : 1]
+    let message = "no remembered device is called '\(name)' (see capture list)"
+    Shape.expectFailure(try await sandbox.capture(arguments), status: 17, name: "ESKT_NOTFOUND", message: message)
+    let json = try await sandbox.capture(["--json"] + arguments)
+    #expect(json.status == 17)
+    Shape.expectErrorObject(json, code: -17, name: "ESKT_NOTFOUND", message: message)
+  }
+
+  @Test("list shows SocketCam, plain and JSON")
+  func list() async throws {
+    let sandbox = try Sandbox()
+    let plain = try await sandbox.capture("list")
+    #expect(plain.status == 0)
+    #expect(plain.stderr.isEmpty)
+    #expect(plain.outLines == ["socketcam\tSocketCam C820\tSocketCamC820\tenabled"])
+    let json = try await sandbox.capture("--json", "list")
+    #expect(json.status == 0)
+    #expect(
+      json.outLines == [
+        #"{"devices":[{"id":"socketcam","name":"SocketCam C820","state":"enabled","transport":"socketcam","type":5,"typeName":"SocketCamC820"}]}"#
+      ])
+    // Reading does not create state.
+    #expect(!sandbox.exists(sandbox.stateDirectory))
+
+    #expect(try await sandbox.capture("set", "socketcam", "socket-cam-status", "disable").status == 0)
+    #expect(try await sandbox.capture("set", "socketcam", "friendly-name", "Dock 4").status == 0)
+    let changed = try await sandbox.capture("list")
+    #expect(changed.outLines == ["socketcam\tDock 4\tSocketCamC820\tdisabled"])
+  }
+
+  @Test("connect socketcam prints its arrival and enables it")
+  func connectSocketCam() async throws {
+    let sandbox = try Sandbox()
+    #expect(try await sandbox.capture("set", "socketcam", "socket-cam-status", "disable").status == 0)
+    let plain = try await sandbox.capture("connect", "socketcam")
+    #expect(plain.status == 0, "\(plain)")
+    #expect(plain.outLines == ["socketcam\tSocketCam C820\tSocketCamC820"])
+    #expect(try await sandbox.capture("list").outLines == ["socketcam\tSocketCam C820\tSocketCamC820\tenabled"])
+    let json = try await sandbox.capture("--json", "connect", "SocketCam")
+    #expect(json.status == 0)
+    let events = Shape.jsonLines(json)
+    #expect(events.count == 1)
+    Shape.expectArrivalOrRemoval(events.first, "deviceArrival")
+  }
+
+  @Test("a disabled SocketCam does not read: exit 32")
+  func disabledSocketCam() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    #expect(try await sandbox.capture("set", "socketcam", "socket-cam-status", "disable").status == 0)
+    #expect(try await sandbox.capture("get", "socketcam", "socket-cam-status").outLines == ["1 (disable)"])
+    Shape.expectFailure(
+      try await sandbox.capture("trigger", "socketcam", "start", "--image", images.qr.path), status: 32,
+      name: "ESKT_NOTAVAILABLE",
+      message: "SocketCam is disabled; enable it with: capture set socketcam socket-cam-status enable")
+  }
+
+  static let corruptStateCommands: [[String]] = [
+    ["list"], ["get", "socketcam", "friendly-name"], ["set", "socketcam", "friendly-name", "X"],
+    ["set", "socketcam", "data-source", "qr-code", "disable"], ["connect", "socketcam"],
+    ["trigger", "socketcam", "start", "--image", "qr.png"], ["listen", "--image", "qr.png"],
+  ]
+
+  @Test("a corrupt state file exits 85 naming the file and is left as it was", arguments: corruptStateCommands)
+  func corruptState(_ arguments: [String]) async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    try sandbox.copy(images.qr.path, to: "qr.png")
+    let garbage: [UInt8] = Array("{\"schemaVersion\": 1, \"devices\": [ garbage".utf8) + [0xFF, 0x00, 0x0A]
+    try sandbox.write("state/capture/devices.json", garbage)
+    let outcome = try await sandbox.capture(arguments)
+    #expect(outcome.status == 85, "\(outcome)")
+    #expect(outcome.stdout.isEmpty)
+    #expect(outcome.errLines.count == 1, "\(outcome)")
+    #expect(outcome.err.hasPrefix("capture: ESKT_INVALIDFORMAT (-85): state file \(sandbox.statePath) "), "\(outcome)")
+    #expect(try sandbox.read(sandbox.statePath) == garbage)
+    let json = try await sandbox.capture(["--json"] + arguments)
+    #expect(json.status == 85)
+    let object = Shape.jsonLines(json)
+    #expect(object.first?["error"]?["code"] == .number("-85"))
+    #expect(object.first?["error"]?["name"] == .string("ESKT_INVALIDFORMAT"))
+    #expect(try sandbox.read(sandbox.statePath) == garbage)
+  }
+}

@@ -1,0 +1,136 @@
+// `listen`: a JSON Lines stream of events, arrival → decoded data… → removal.
+
+import Testing
+
+@Suite("listen")
+struct ListenTests {
+  /// scans/ holds three codes in name order and a file that is not an image.
+  static func scans(_ sandbox: Sandbox, _ images: Images) throws -> [Sample] {
+    try sandbox.copy(images.qr.path, to: "scans/1-qr.png")
+    try sandbox.copy(images.ean13.path, to: "scans/2-ean.png")
+    try sandbox.copy(images.dataMatrix.path, to: "scans/3-dm.png")
+    return [images.qr, images.ean13, images.dataMatrix]
+  }
+
+  @Test("--json listen socketcam --dir: arrival, one decodedData per code in name order, removal")
+  func stream() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let samples = try Self.scans(sandbox, images)
+    let outcome = try await sandbox.capture("--json", "listen", "socketcam", "--dir", "scans")
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.stderr.isEmpty, "\(outcome)")
+    let events = Shape.jsonLines(outcome)
+    #expect(events.count == 5, "\(outcome)")
+    #expect(events.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "decodedData", "decodedData", "decodedData", "deviceRemoval"])
+    Shape.expectArrivalOrRemoval(events.first, "deviceArrival")
+    let names = ["scans/1-qr.png", "scans/2-ean.png", "scans/3-dm.png"]
+    for (i, sample) in samples.enumerated() where i + 1 < events.count {
+      Shape.expectDecoded(events[i + 1], text: sample.text, source: sample.source, base64: sample.base64, origin: names[i])
+    }
+    Shape.expectArrivalOrRemoval(events.last, "deviceRemoval")
+    // Times never go backwards along the stream.
+    let times = events.compactMap { $0["time"]?.string }
+    #expect(times == times.sorted())
+  }
+
+  @Test("plain listen prints only the texts, one per line; SOURCE without DEVICE means socketcam")
+  func plain() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let samples = try Self.scans(sandbox, images)
+    try sandbox.write("scans/notes.txt", "hello\n")
+    let outcome = try await sandbox.capture("listen", "--dir", "scans")
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.outLines == samples.map(\.text))
+    #expect(outcome.errLines == ["capture: skipping 'scans/notes.txt': not a PNG, JPEG or PNM image"])
+  }
+
+  @Test("--count N stops after exactly N decoded codes", arguments: [1, 2])
+  func count(_ n: Int) async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    // Enough files that decoding the rest cannot finish before listen has stopped.
+    let samples = [images.qr, images.ean13, images.code128, images.pdf417, images.qrSecond, images.dataMatrix]
+    for (i, sample) in (samples + samples).enumerated() {
+      try sandbox.copy(sample.path, to: "many/\(10 + i).\(sample.path.hasSuffix(".pgm") ? "pgm" : "png")")
+    }
+    let outcome = try await sandbox.capture("--json", "listen", "--count", String(n), "--dir", "many")
+    #expect(outcome.status == 0, "\(outcome)")
+    let events = Shape.jsonLines(outcome)
+    #expect(
+      events.map { $0["event"]?.string ?? "?" }
+        == ["deviceArrival"] + Array(repeating: "decodedData", count: n) + ["deviceRemoval"], "\(outcome)")
+    for i in 0..<n where i + 1 < events.count {
+      Shape.expectDecoded(
+        events[i + 1], text: samples[i].text, source: samples[i].source, base64: samples[i].base64,
+        origin: "many/\(10 + i).png")
+    }
+
+    let plain = try await sandbox.capture("listen", "--count", String(n), "--dir", "many")
+    #expect(plain.status == 0)
+    #expect(plain.outLines == samples.prefix(n).map(\.text), "\(plain)")
+  }
+
+  @Test("--count larger than the source: exhausted source ends the stream with exit 0")
+  func countBeyondSource() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let samples = try Self.scans(sandbox, images)
+    let outcome = try await sandbox.capture("listen", "--count", "10", "--dir", "scans")
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.outLines == samples.map(\.text))
+  }
+
+  @Test("--events decodedData prints only decodedData events")
+  func eventsFilter() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let samples = try Self.scans(sandbox, images)
+    let outcome = try await sandbox.capture("--json", "listen", "socketcam", "--events", "decodedData", "--dir", "scans")
+    #expect(outcome.status == 0, "\(outcome)")
+    let events = Shape.jsonLines(outcome)
+    #expect(events.map { $0["event"]?.string ?? "?" } == ["decodedData", "decodedData", "decodedData"])
+    #expect(events.map { $0["text"]?.string ?? "?" } == samples.map(\.text))
+
+    let lifecycle = try await sandbox.capture(
+      "--json", "listen", "socketcam", "--events", "deviceArrival,deviceRemoval", "--dir", "scans")
+    #expect(lifecycle.status == 0)
+    #expect(Shape.jsonLines(lifecycle).map { $0["event"]?.string ?? "?" } == ["deviceArrival", "deviceRemoval"])
+  }
+
+  @Test("a directory without any barcode exits 17")
+  func noBarcode() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    try sandbox.copy(images.blank, to: "empty/blank.pgm")
+    let outcome = try await sandbox.capture("--json", "listen", "--dir", "empty")
+    #expect(outcome.status == 17, "\(outcome)")
+    #expect(outcome.errLines == ["capture: ESKT_NOTFOUND (-17): no barcode found in 'empty'"])
+    let lines = Shape.jsonLines(outcome)
+    #expect(lines.map { $0["event"]?.string ?? "error" } == ["deviceArrival", "deviceRemoval", "error"])
+    #expect(
+      lines.last
+        == .object([
+          (
+            "error",
+            .object([
+              ("code", .number("-17")), ("message", .string("no barcode found in 'empty'")),
+              ("name", .string("ESKT_NOTFOUND")),
+            ])
+          )
+        ]))
+    _ = try sandbox.makeDirectory("nothing")
+    let plain = try await sandbox.capture("listen", "--dir", "nothing")
+    Shape.expectFailure(plain, status: 17, name: "ESKT_NOTFOUND", message: "no barcode found in 'nothing'")
+  }
+
+  @Test("listen --image - reads stdin")
+  func standardInput() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture(["listen", "--image", "-"], stdin: try sandbox.read(images.code128.path))
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.outLines == [images.code128.text])
+  }
+}

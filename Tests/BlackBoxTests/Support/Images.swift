@@ -1,0 +1,109 @@
+// Barcode images made at test time with qrencode and zint (started with posix_spawn like capture
+// itself), once per test process, in a directory every test reads from and none writes to.
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A generated image and what decoding it must give.
+struct Sample: Sendable {
+  var path: String
+  var text: String
+  var bytes: [UInt8]
+  var base64: String
+  var sourceID: Int
+  var sourceName: String
+  var source: (id: Int, name: String) { (sourceID, sourceName) }
+}
+
+struct Images: Sendable {
+  let directory: String
+  let qr: Sample
+  let qrSecond: Sample
+  let code128: Sample
+  let ean13: Sample
+  let dataMatrix: Sample
+  let pdf417: Sample
+  /// QR Code in byte mode holding bytes that are not UTF-8 (0x00, 0xFF, ...).
+  let binaryQR: Sample
+  /// A white PGM with nothing to find.
+  let blank: String
+
+  static let binaryPayload: [UInt8] = [0x00, 0xFF, 0x01, 0x80] + Array("binary".utf8) + [0xFE, 0x0A, 0x7F]
+
+  /// Generated on first use; a missing tool becomes a failure of every test that needs images.
+  static let shared: Result<Images, HarnessError> = {
+    do { return .success(try make()) } catch let error as HarnessError { return .failure(error) } catch {
+      return .failure(HarnessError(description: "\(error)"))
+    }
+  }()
+
+  static func get() throws -> Images { try shared.get() }
+
+  private static let removeAtExit: Void = {
+    atexit {
+      if let directory = Images.createdDirectory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+  }()
+  nonisolated(unsafe) private static var createdDirectory: String?
+
+  private static func make() throws -> Images {
+    guard let qrencode = Runner.which("qrencode") else {
+      throw HarnessError(description: "qrencode is not installed (apt-get install qrencode)")
+    }
+    guard let zint = Runner.which("zint") else {
+      throw HarnessError(description: "zint is not installed (apt-get install zint)")
+    }
+    var template = Array("/tmp/capture-images.XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw HarnessError(description: "mkdtemp failed") }
+    let dir = String(cString: made)
+    createdDirectory = dir
+    _ = removeAtExit
+
+    func tool(_ path: String, _ arguments: [String], stdin: [UInt8] = []) throws {
+      let outcome = try Runner.runBlocking(
+        path, arguments, environment: ["PATH": "/usr/bin:/bin"], stdin: stdin, directory: nil, timeLimit: 20)
+      guard outcome.status == 0 else {
+        throw HarnessError(description: "\(path) \(arguments.joined(separator: " ")) failed: \(outcome)")
+      }
+    }
+    func sample(_ name: String, _ text: String, _ id: Int, _ sourceName: String, base64: String) -> Sample {
+      Sample(
+        path: "\(dir)/\(name)", text: text, bytes: Array(text.utf8), base64: base64, sourceID: id,
+        sourceName: sourceName)
+    }
+
+    let qr = sample("qr.png", "Hello QR", 38, "QR Code", base64: "SGVsbG8gUVI=")
+    try tool(qrencode, ["-o", qr.path, qr.text])
+    let qrSecond = sample("qr-second.png", "Second code", 38, "QR Code", base64: "U2Vjb25kIGNvZGU=")
+    try tool(qrencode, ["-o", qrSecond.path, qrSecond.text])
+    let code128 = sample("code128.png", "CODE128-TEST", 15, "Code 128", base64: "Q09ERTEyOC1URVNU")
+    try tool(zint, ["-b", "20", "-d", code128.text, "-o", code128.path])
+    // zint checks the 13th digit: 590123412345 has check digit 7.
+    let ean13 = sample("ean13.png", "5901234123457", 19, "EAN 13", base64: "NTkwMTIzNDEyMzQ1Nw==")
+    try tool(zint, ["-b", "13", "-d", ean13.text, "-o", ean13.path])
+    // ISO/IEC 16022 asks for a one-module quiet zone, which zint leaves out unless told.
+    let dataMatrix = sample("datamatrix.png", "DM payload 42", 16, "Data Matrix", base64: "RE0gcGF5bG9hZCA0Mg==")
+    try tool(zint, ["-b", "71", "--scale=2", "--whitesp=2", "--vwhitesp=2", "-d", dataMatrix.text, "-o", dataMatrix.path])
+    let pdf417 = sample("pdf417.png", "PDF417 sample text", 33, "PDF 417", base64: "UERGNDE3IHNhbXBsZSB0ZXh0")
+    try tool(zint, ["-b", "55", "-d", pdf417.text, "-o", pdf417.path])
+
+    let binaryQR = Sample(
+      path: "\(dir)/binary-qr.png", text: "\u{0}\\xFF\u{1}\\x80binary\\xFE\n\u{7F}", bytes: binaryPayload,
+      base64: "AP8BgGJpbmFyef4Kfw==", sourceID: 38, sourceName: "QR Code")
+    // -8: byte mode, data from stdin (a NUL cannot be an argument).
+    try tool(qrencode, ["-8", "-o", binaryQR.path], stdin: binaryPayload)
+
+    let blank = "\(dir)/blank.pgm"
+    let pgm = Array("P5\n64 64\n255\n".utf8) + [UInt8](repeating: 0xFF, count: 64 * 64)
+    guard FileManager.default.createFile(atPath: blank, contents: Data(pgm)) else {
+      throw HarnessError(description: "cannot write \(blank)")
+    }
+    return Images(
+      directory: dir, qr: qr, qrSecond: qrSecond, code128: code128, ean13: ean13, dataMatrix: dataMatrix,
+      pdf417: pdf417, binaryQR: binaryQR, blank: blank)
+  }
+}

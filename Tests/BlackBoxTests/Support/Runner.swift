@@ -1,0 +1,251 @@
+// Runs a program as a child process and collects what it did: stdout, stderr and exit status.
+//
+// Children are started with posix_spawn, never Foundation's Process: a test runs on a Dispatch or
+// Swift-concurrency thread whose signal mask is blocked, and a child inheriting that mask ignores
+// SIGTERM (swift-corelibs-foundation#4772). POSIX_SPAWN_SETSIGMASK gives the child an empty mask and
+// POSIX_SPAWN_SETSIGDEF resets the dispositions the test process may have changed (SIGPIPE).
+
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What a finished child did.
+struct Outcome: Sendable, CustomStringConvertible {
+  var status: Int32
+  /// The signal that ended the child, if a signal did.
+  var signal: Int32?
+  var stdout: [UInt8]
+  var stderr: [UInt8]
+  /// The runner killed the child with SIGKILL because it ran past its time limit.
+  var timedOut: Bool
+
+  var out: String { String(decoding: stdout, as: UTF8.self) }
+  var err: String { String(decoding: stderr, as: UTF8.self) }
+  /// stdout split on "\n", without the empty piece after the final newline.
+  var outLines: [String] { Self.lines(out) }
+  var errLines: [String] { Self.lines(err) }
+
+  static func lines(_ text: String) -> [String] {
+    var pieces = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    if pieces.last == "" { pieces.removeLast() }
+    return pieces
+  }
+
+  var description: String {
+    let how = signal.map { "signal \($0)" } ?? "exit \(status)"
+    return "\(how)\(timedOut ? " (killed after the time limit)" : "")\n--- stdout ---\n\(out)--- stderr ---\n\(err)"
+  }
+}
+
+enum RunnerError: Error, CustomStringConvertible {
+  case spawn(String, Int32)
+  case pipe(Int32)
+
+  var description: String {
+    switch self {
+    case .spawn(let path, let code): "posix_spawn \(path): \(String(cString: strerror(code)))"
+    case .pipe(let code): "pipe2: \(String(cString: strerror(code)))"
+    }
+  }
+}
+
+enum Runner {
+  /// Ignore SIGPIPE once in the test process: a child that exits without reading its stdin must make
+  /// our write fail with EPIPE, not kill the test runner.
+  private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
+
+  private static let queue = DispatchQueue(label: "blackbox.runner", attributes: .concurrent)
+
+  /// Runs `path` off the Swift-concurrency pool (the wait blocks a thread) and returns its outcome.
+  static func run(
+    _ path: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
+    directory: String? = nil, timeLimit: Double = 30
+  ) async throws -> Outcome {
+    try await withCheckedThrowingContinuation { continuation in
+      queue.async {
+        continuation.resume(
+          with: Result {
+            try runBlocking(
+              path, arguments, environment: environment, stdin: stdin, directory: directory, timeLimit: timeLimit)
+          })
+      }
+    }
+  }
+
+  static func runBlocking(
+    _ path: String, _ arguments: [String], environment: [String: String], stdin input: [UInt8],
+    directory: String?, timeLimit: Double
+  ) throws -> Outcome {
+    _ = ignoreSIGPIPE
+    // Every pipe end is close-on-exec, so a child started concurrently by another test never holds
+    // our pipes open (which would keep us waiting for an EOF that never comes).
+    func makePipe() throws -> (read: Int32, write: Int32) {
+      var fds: [Int32] = [-1, -1]
+      guard GNU.pipe2(&fds, O_CLOEXEC) == 0 else { throw RunnerError.pipe(errno) }
+      return (fds[0], fds[1])
+    }
+    let inPipe = try makePipe()
+    let outPipe = try makePipe()
+    let errPipe = try makePipe()
+
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    // dup2 onto 0/1/2 clears close-on-exec on the copies the child keeps.
+    posix_spawn_file_actions_adddup2(&actions, inPipe.read, 0)
+    posix_spawn_file_actions_adddup2(&actions, outPipe.write, 1)
+    posix_spawn_file_actions_adddup2(&actions, errPipe.write, 2)
+    if let directory { _ = GNU.addchdir(&actions, directory) }
+
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2] { sigaddset(&defaults, s) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      for p in argv { free(p) }
+      for p in envp { free(p) }
+    }
+
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+    close(inPipe.read)
+    close(outPipe.write)
+    close(errPipe.write)
+    guard spawned == 0 else {
+      close(inPipe.write)
+      close(outPipe.read)
+      close(errPipe.read)
+      throw RunnerError.spawn(path, spawned)
+    }
+
+    // One poll loop feeds stdin and drains stdout and stderr together, so a child filling one pipe
+    // while we wait on another never deadlocks.
+    var stdinFD: Int32 = inPipe.write
+    var written = 0
+    if input.isEmpty {
+      close(stdinFD)
+      stdinFD = -1
+    } else {
+      _ = fcntl(stdinFD, F_SETFL, fcntl(stdinFD, F_GETFL) | O_NONBLOCK)
+    }
+    var outFD: Int32 = outPipe.read
+    var errFD: Int32 = errPipe.read
+    var stdout: [UInt8] = []
+    var stderr: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    let deadline = monotonicSeconds() + timeLimit
+    var timedOut = false
+
+    while outFD >= 0 || errFD >= 0 {
+      var fds: [pollfd] = []
+      if stdinFD >= 0 { fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)) }
+      if outFD >= 0 { fds.append(pollfd(fd: outFD, events: Int16(POLLIN), revents: 0)) }
+      if errFD >= 0 { fds.append(pollfd(fd: errFD, events: Int16(POLLIN), revents: 0)) }
+      let remaining = deadline - monotonicSeconds()
+      if remaining <= 0 && !timedOut {
+        kill(pid, SIGKILL)
+        timedOut = true
+      }
+      // After the kill, keep draining: the pipes reach EOF once the child is gone.
+      let wait = timedOut ? 1000 : Int32(max(1, min(remaining * 1000, 1000)))
+      let ready = poll(&fds, nfds_t(fds.count), wait)
+      if ready < 0 {
+        if errno == EINTR { continue }
+        break
+      }
+      for entry in fds where entry.revents != 0 {
+        if entry.fd == stdinFD {
+          let n = input.withUnsafeBytes { raw in write(stdinFD, raw.baseAddress! + written, raw.count - written) }
+          if n > 0 { written += n }
+          if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+          if n < 0 || written == input.count {
+            close(stdinFD)
+            stdinFD = -1
+          }
+        } else {
+          let n = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
+          if n > 0 {
+            if entry.fd == outFD { stdout += buffer[0..<n] } else { stderr += buffer[0..<n] }
+          } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+            close(entry.fd)
+            if entry.fd == outFD { outFD = -1 } else { errFD = -1 }
+          }
+        }
+      }
+      if timedOut && ready == 0 { break }
+    }
+    if stdinFD >= 0 { close(stdinFD) }
+    if outFD >= 0 { close(outFD) }
+    if errFD >= 0 { close(errFD) }
+
+    // The child may close its output and live on: poll for its end so the time limit still holds.
+    var raw: Int32 = 0
+    while true {
+      let reaped = waitpid(pid, &raw, WNOHANG)
+      if reaped == pid { break }
+      if reaped < 0 && errno != EINTR { break }
+      if !timedOut && monotonicSeconds() > deadline {
+        kill(pid, SIGKILL)
+        timedOut = true
+      }
+      usleep(1000)
+    }
+    // The W* macros do not import into Swift: low 7 bits = terminating signal, next byte = exit code.
+    let signalNumber = raw & 0x7F
+    return Outcome(
+      status: signalNumber == 0 ? (raw >> 8) & 0xFF : 128 + signalNumber,
+      signal: signalNumber == 0 ? nil : signalNumber, stdout: stdout, stderr: stderr, timedOut: timedOut)
+  }
+
+  static func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }
+
+  /// An executable found on PATH, or nil.
+  static func which(_ name: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+    for dir in path.split(separator: ":") {
+      let candidate = "\(dir)/\(name)"
+      if access(candidate, X_OK) == 0 { return candidate }
+    }
+    return nil
+  }
+}
+
+/// glibc functions Swift's Glibc module hides (they are declared only under _GNU_SOURCE), looked up
+/// at run time.
+enum GNU {
+  typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+  typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+
+  private static func symbol<T>(_ name: String, as type: T.Type) -> T {
+    // RTLD_DEFAULT is the null handle on glibc.
+    guard let address = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else {
+      fatalError("glibc lacks \(name)")
+    }
+    return unsafeBitCast(address, to: type)
+  }
+
+  nonisolated(unsafe) private static let pipe2Function = symbol("pipe2", as: Pipe2.self)
+  nonisolated(unsafe) private static let addChdirFunction = symbol(
+    "posix_spawn_file_actions_addchdir_np", as: AddChdir.self)
+
+  static func pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32 { pipe2Function(fds, flags) }
+  static func addchdir(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ path: String) -> Int32 {
+    addChdirFunction(actions, path)
+  }
+}
