@@ -101,8 +101,9 @@ enum ManPage {
   static func page(_ command: CommandSpec) -> String {
     var out = header("capture-\(command.name)", command.abstract)
     out += ".SH SYNOPSIS\n"
-    for line in command.synopsis {
-      out += ".B capture \(roff(command.name))\n" + (line.isEmpty ? "" : roff(line) + "\n") + ".br\n"
+    for (i, line) in command.synopsis.enumerated() {
+      if i > 0 { out += ".br\n" }
+      out += ".B capture \(roff(command.name))\n" + (line.isEmpty ? "" : roff(line) + "\n")
     }
     out += ".SH DESCRIPTION\n" + roff(command.abstract) + "\n"
     if !command.discussion.isEmpty { out += ".PP\n" + roff(command.discussion) + "\n" }
