@@ -40,7 +40,8 @@ public enum CaptureCLI {
     if parsed.wantsHelp {
       if let operandCommand = parsed.command == nil ? parsed.operands.first : nil {
         guard let spec = CommandTree.command(named: operandCommand) else {
-          return usageFailure(UsageError(message: ArgumentParser.unknownCommandMessage(operandCommand)), json: globals.json)
+          return usageFailure(
+            UsageError(message: ArgumentParser.unknownCommandMessage(operandCommand)), json: globals.json)
         }
         output.raw(stdout: Help.command(spec))
         return 0
@@ -68,7 +69,8 @@ public enum CaptureCLI {
       case "get": result = try await GetCommand.run(try GetCommand.Options(parsed), context)
       case "set": result = try await SetCommand.run(try SetCommand.Options(parsed), context)
       case "listen": result = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
-      case "partnership": result = try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context)
+      case "partnership":
+        result = try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context)
       case "__generate-docs": result = try GenerateDocsCommand.run(parsed, context)
       default: throw UsageError(message: ArgumentParser.unknownCommandMessage(command.name))
       }
@@ -104,7 +106,8 @@ public enum CaptureCLI {
     }
     if let adapter = parsed.value("adapter") {
       guard adapter.hasPrefix("hci"), let n = Int(adapter.dropFirst(3)), n >= 0 else {
-        throw UsageError(message: "--adapter must be hciN (e.g. hci0), not '\(adapter)'", command: parsed.command?.name)
+        throw UsageError(
+          message: "--adapter must be hciN (e.g. hci0), not '\(adapter)'", command: parsed.command?.name)
       }
       globals.adapter = adapter
     }

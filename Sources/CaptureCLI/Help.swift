@@ -54,7 +54,9 @@ enum Help {
       """
     let width = (CommandTree.visibleCommands.map { $0.name.count }.max() ?? 0) + 3
     for command in CommandTree.visibleCommands {
-      out += "  " + command.name + String(repeating: " ", count: width - command.name.count) + command.abstract + "\n"
+      out +=
+        "  " + command.name + String(repeating: " ", count: width - command.name.count) + command.abstract
+        + "\n"
     }
     out += "\nGlobal options:\n" + optionRows(CommandTree.globalOptions) + "\n"
     out += """
@@ -78,7 +80,9 @@ enum Help {
       out += "\nArguments:\n"
       let width = (command.operands.map { $0.name.count }.max() ?? 0) + 2
       for operand in command.operands {
-        out += "  " + operand.name + String(repeating: " ", count: width - operand.name.count) + operand.help + "\n"
+        out +=
+          "  " + operand.name + String(repeating: " ", count: width - operand.name.count) + operand.help
+          + "\n"
       }
     }
     if !command.options.isEmpty { out += "\nOptions:\n" + optionRows(command.options) + "\n" }

@@ -17,7 +17,8 @@ public struct DriverRegistry: DeviceOpener {
       var resolved = request
       resolved.selector = try DeviceSelector.parse(remembered.id)
       if case .name = resolved.selector {
-        throw CaptureError(.invalidFormat, "remembered device '\(name)' has an unusable id '\(remembered.id)'")
+        throw CaptureError(
+          .invalidFormat, "remembered device '\(name)' has an unusable id '\(remembered.id)'")
       }
       return try await open(resolved, state: state)
     case .bluetooth, .tcp, .serial, .hid:
@@ -26,6 +27,7 @@ public struct DriverRegistry: DeviceOpener {
   }
 
   public static func transportMissing(_ selector: DeviceSelector) -> CaptureError {
-    .notSupported("\(selector): the \(selector.transportName) transport is not available in this build of capture")
+    .notSupported(
+      "\(selector): the \(selector.transportName) transport is not available in this build of capture")
   }
 }

@@ -27,7 +27,9 @@ enum CommandTree {
       long: "dir", valueName: "DIR", kind: .directory,
       help: "Decode every image in DIR in name order; other files are skipped with a warning.",
       isRepeatable: true),
-    OptionSpec(long: "camera", valueName: "DEV", kind: .file, help: "Decode frames from a V4L2 camera, e.g. /dev/video0."),
+    OptionSpec(
+      long: "camera", valueName: "DEV", kind: .file,
+      help: "Decode frames from a V4L2 camera, e.g. /dev/video0."),
   ]
 
   static let timeoutOption = OptionSpec(
@@ -47,7 +49,8 @@ enum CommandTree {
     options: [
       OptionSpec(long: "le", help: "Bluetooth Low Energy devices only."),
       OptionSpec(long: "classic", help: "Bluetooth Classic devices only."),
-      OptionSpec(long: "name", valueName: "GLOB", help: "Only devices whose name matches the shell pattern GLOB."),
+      OptionSpec(
+        long: "name", valueName: "GLOB", help: "Only devices whose name matches the shell pattern GLOB."),
       timeoutOption,
       OptionSpec(long: "all", help: "Show every device found, not only Socket Mobile ones."),
     ],
@@ -102,11 +105,14 @@ enum CommandTree {
       "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15.",
     operands: [
       deviceOperand,
-      OperandSpec(name: "PROPERTY", kind: .property, help: "Property name or id.", isOptional: true, isRepeating: true),
+      OperandSpec(
+        name: "PROPERTY", kind: .property, help: "Property name or id.", isOptional: true, isRepeating: true),
     ],
     options: [
-      OptionSpec(long: "all", help: "Read every property the device supports (a provisioning profile with --json)."),
-      OptionSpec(long: "list", help: "List the properties (of DEVICE, or all known ones) with id, types and access."),
+      OptionSpec(
+        long: "all", help: "Read every property the device supports (a provisioning profile with --json)."),
+      OptionSpec(
+        long: "list", help: "List the properties (of DEVICE, or all known ones) with id, types and access."),
     ],
     examples: [
       ("capture get socketcam friendly-name", "Print the friendly name."),
@@ -122,10 +128,12 @@ enum CommandTree {
     operands: [
       deviceOperand,
       OperandSpec(
-        name: "PROPERTY VALUE", kind: .property, help: "Property and value pairs.", isOptional: true, isRepeating: true),
+        name: "PROPERTY VALUE", kind: .property, help: "Property and value pairs.", isOptional: true,
+        isRepeating: true),
     ],
     options: [
-      OptionSpec(long: "from", valueName: "FILE", kind: .file, help: "Apply the profile in FILE (\"-\" = stdin)."),
+      OptionSpec(
+        long: "from", valueName: "FILE", kind: .file, help: "Apply the profile in FILE (\"-\" = stdin)."),
       OptionSpec(long: "dry-run", help: "With --from: show what would change and write nothing."),
     ],
     examples: [
@@ -139,7 +147,8 @@ enum CommandTree {
     discussion:
       "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam.",
     operands: [
-      OperandSpec(name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)
+      OperandSpec(
+        name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)
     ],
     options: [
       OptionSpec(long: "count", valueName: "N", kind: .count, help: "Stop after N decoded codes."),
@@ -172,7 +181,9 @@ enum CommandTree {
   /// Generates man pages and completions from this tree (make docs); not part of the user contract.
   static let generateDocs = CommandSpec(
     name: "__generate-docs", abstract: "Write man pages and shell completions.", synopsis: ["DIR"],
-    operands: [OperandSpec(name: "DIR", kind: .directory, help: "Output directory (gets man/ and completions/).")],
+    operands: [
+      OperandSpec(name: "DIR", kind: .directory, help: "Output directory (gets man/ and completions/).")
+    ],
     isHidden: true)
 
   static let commands: [CommandSpec] = [

@@ -65,7 +65,8 @@ enum ArgumentParser {
           name = String(body)
         }
         guard let spec = options().first(where: { $0.long == name }) else {
-          throw UsageError(message: unknownOptionMessage("--" + name, among: options()), command: result.command?.name)
+          throw UsageError(
+            message: unknownOptionMessage("--" + name, among: options()), command: result.command?.name)
         }
         if spec.takesValue {
           let value: String
@@ -73,7 +74,8 @@ enum ArgumentParser {
             value = inlineValue
           } else {
             guard index < arguments.count else {
-              throw UsageError(message: "--\(name) needs a value (\(spec.valueName!))", command: result.command?.name)
+              throw UsageError(
+                message: "--\(name) needs a value (\(spec.valueName!))", command: result.command?.name)
             }
             value = arguments[index]
             index += 1
@@ -102,7 +104,8 @@ enum ArgumentParser {
     return result
   }
 
-  private static func store(_ value: String, for spec: OptionSpec, in result: inout ParsedArguments) throws(UsageError)
+  private static func store(_ value: String, for spec: OptionSpec, in result: inout ParsedArguments)
+    throws(UsageError)
   {
     if !spec.isRepeatable, let previous = result.values[spec.long], !previous.isEmpty {
       throw UsageError(message: "--\(spec.long) given more than once", command: result.command?.name)

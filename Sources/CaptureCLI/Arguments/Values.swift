@@ -12,10 +12,12 @@ enum Values {
       scale = unit.millis
       break
     }
-    guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }), number.filter({ $0 == "." }).count <= 1,
+    guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }),
+      number.filter({ $0 == "." }).count <= 1,
       let value = Double(number), value.isFinite
     else {
-      throw UsageError(message: "\(option): '\(text)' is not a duration (e.g. 500ms, 10s, 2m)", command: command)
+      throw UsageError(
+        message: "\(option): '\(text)' is not a duration (e.g. 500ms, 10s, 2m)", command: command)
     }
     let millis = value * scale
     guard millis <= 365 * 86_400_000 else {
@@ -46,7 +48,9 @@ enum Values {
       }
       kinds.insert(kind)
     }
-    guard !kinds.isEmpty else { throw UsageError(message: "--events needs at least one event kind", command: command) }
+    guard !kinds.isEmpty else {
+      throw UsageError(message: "--events needs at least one event kind", command: command)
+    }
     return kinds
   }
 
@@ -58,26 +62,34 @@ enum Values {
       switch option {
       case "image":
         if value == "-" {
-          guard !stdinUsed else { throw UsageError(message: "--image - can be given once", command: parsed.command?.name) }
+          guard !stdinUsed else {
+            throw UsageError(message: "--image - can be given once", command: parsed.command?.name)
+          }
           stdinUsed = true
           items.append(.standardInput)
         } else {
-          guard !value.isEmpty else { throw UsageError(message: "--image needs a file name", command: parsed.command?.name) }
+          guard !value.isEmpty else {
+            throw UsageError(message: "--image needs a file name", command: parsed.command?.name)
+          }
           items.append(.image(value))
         }
       case "dir":
-        guard !value.isEmpty else { throw UsageError(message: "--dir needs a directory", command: parsed.command?.name) }
+        guard !value.isEmpty else {
+          throw UsageError(message: "--dir needs a directory", command: parsed.command?.name)
+        }
         items.append(.directory(value))
       case "camera":
         guard value.hasPrefix("/") else {
-          throw UsageError(message: "--camera needs a device path like /dev/video0", command: parsed.command?.name)
+          throw UsageError(
+            message: "--camera needs a device path like /dev/video0", command: parsed.command?.name)
         }
         items.append(.camera(value))
       default: continue
       }
     }
     if items.contains(where: { if case .camera = $0 { true } else { false } }) && items.count > 1 {
-      throw UsageError(message: "--camera cannot be combined with --image or --dir", command: parsed.command?.name)
+      throw UsageError(
+        message: "--camera cannot be combined with --image or --dir", command: parsed.command?.name)
     }
     return items
   }

@@ -24,7 +24,9 @@ extension ParsedArguments {
 }
 
 extension Context {
-  func open(_ selector: DeviceSelector, sources: [FrameSourceItem] = []) async throws(CaptureError) -> any Device {
+  func open(_ selector: DeviceSelector, sources: [FrameSourceItem] = []) async throws(CaptureError)
+    -> any Device
+  {
     let output = self.output
     return try await opener.open(
       OpenRequest(

@@ -16,7 +16,10 @@ enum ConnectCommand {
       selector = try Values.device(parsed.operands[0], command: parsed.commandName)
       pair = parsed.flag("pair")
       alias = parsed.value("alias")
-      if let alias, alias.isEmpty || (try? DeviceSelector.parse(alias)).map({ if case .name = $0 { false } else { true } }) == true {
+      if let alias,
+        alias.isEmpty
+          || (try? DeviceSelector.parse(alias)).map({ if case .name = $0 { false } else { true } }) == true
+      {
         throw parsed.usage("--alias '\(alias)' is empty or looks like a device selector; pick a plain name")
       }
     }
@@ -56,7 +59,8 @@ enum RemoveCommand {
     switch options.selector {
     case .socketCam:
       throw .notSupported(
-        "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable")
+        "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable"
+      )
     case .name:
       _ = try await context.open(options.selector)  // NOTFOUND for an unknown name
       throw DriverRegistry.transportMissing(options.selector)
@@ -76,13 +80,22 @@ enum ListCommand {
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     let state = try context.state.load()
     let socketCamEnabled = state.socketCam.status == SocketCamStatus.enable.rawValue
-    var rows: [(id: String, name: String, type: DeviceType, transport: String, state: String, alias: String?,
-      lastSeen: String?)] = [
-      ("socketcam", state.socketCam.friendlyName ?? "SocketCam C820", .socketCamC820, "socketcam",
-        socketCamEnabled ? "enabled" : "disabled", nil, nil)
-    ]
+    var rows:
+      [(
+        id: String, name: String, type: DeviceType, transport: String, state: String, alias: String?,
+        lastSeen: String?
+      )] = [
+        (
+          "socketcam", state.socketCam.friendlyName ?? "SocketCam C820", .socketCamC820, "socketcam",
+          socketCamEnabled ? "enabled" : "disabled", nil, nil
+        )
+      ]
     for device in state.devices {
-      rows.append((device.id, device.name, DeviceType(device.type), device.transport, "remembered", device.alias, device.lastSeen))
+      rows.append(
+        (
+          device.id, device.name, DeviceType(device.type), device.transport, "remembered", device.alias,
+          device.lastSeen
+        ))
     }
     let output = context.output
     if output.isJSON {
@@ -92,7 +105,8 @@ enum ListCommand {
             rows.map { row in
               var m: [String: JSON] = [
                 "id": .string(row.id), "name": .string(row.name), "type": .int(row.type.rawValue),
-                "typeName": .string(row.type.typeName), "transport": .string(row.transport), "state": .string(row.state),
+                "typeName": .string(row.type.typeName), "transport": .string(row.transport),
+                "state": .string(row.state),
               ]
               if let alias = row.alias { m["alias"] = .string(alias) }
               if let seen = row.lastSeen { m["lastSeen"] = .string(seen) }
@@ -128,7 +142,8 @@ enum DiscoverCommand {
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     let transport = options.classic ? "Bluetooth Classic (libbluetooth)" : "Bluetooth LE (BlueZ over D-Bus)"
-    throw .notSupported("discover needs the \(transport) transport, which is not available in this build of capture")
+    throw .notSupported(
+      "discover needs the \(transport) transport, which is not available in this build of capture")
   }
 }
 
@@ -138,7 +153,9 @@ enum PartnershipCommand {
     var selector: DeviceSelector
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
-      guard let action = parsed.operands.first else { throw parsed.usage("missing ACTION (status, set or reset)") }
+      guard let action = parsed.operands.first else {
+        throw parsed.usage("missing ACTION (status, set or reset)")
+      }
       guard ["status", "set", "reset"].contains(action) else {
         throw parsed.usage("unknown partnership action '\(action)'; use status, set or reset")
       }

@@ -36,7 +36,9 @@ final class EventSink: Sendable {
     switch event.payload {
     case .decodedData:
       if shouldPrint {
-        if output.isJSON { output.json(Render.event(event)) } else if let text = Render.plain(event) {
+        if output.isJSON {
+          output.json(Render.event(event))
+        } else if let text = Render.plain(event) {
           output.line(text)
         }
       }

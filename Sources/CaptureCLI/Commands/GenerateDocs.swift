@@ -9,7 +9,9 @@ import CaptureCore
 enum GenerateDocsCommand {
   static func files() -> [(path: String, text: String)] {
     var files: [(String, String)] = [("man/capture.1", ManPage.overview())]
-    for command in CommandTree.visibleCommands { files.append(("man/capture-\(command.name).1", ManPage.page(command))) }
+    for command in CommandTree.visibleCommands {
+      files.append(("man/capture-\(command.name).1", ManPage.page(command)))
+    }
     files.append(("completions/capture.bash", Completions.bash()))
     files.append(("completions/_capture", Completions.zsh()))
     files.append(("completions/capture.fish", Completions.fish()))
@@ -23,7 +25,9 @@ enum GenerateDocsCommand {
     for (path, text) in files() {
       let full = dir + "/" + path
       let fd = open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-      guard fd >= 0 else { throw CaptureError(.unableWriteFile, "cannot write \(full): \(String(cString: strerror(errno)))") }
+      guard fd >= 0 else {
+        throw CaptureError(.unableWriteFile, "cannot write \(full): \(String(cString: strerror(errno)))")
+      }
       var bytes = Array(text.utf8)
       let written = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress, $0.count) }
       close(fd)

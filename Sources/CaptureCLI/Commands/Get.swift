@@ -46,7 +46,8 @@ enum GetCommand {
         }
         let arity = PropertyValueCodec.getArity(property)
         guard i + arity < words.count || arity == 0 else {
-          throw parsed.usage("\(property.cliName) needs \(property == .dataSourceDevice ? "a data source" : "an argument")")
+          throw parsed.usage(
+            "\(property.cliName) needs \(property == .dataSourceDevice ? "a data source" : "an argument")")
         }
         let args = Array(words[(i + 1)..<(i + 1 + arity)])
         do {
@@ -92,7 +93,9 @@ enum GetCommand {
     } else if requests.count == 1 && !options.all {
       if let (request, value) = results.first { output.line(Render.plainValue(request.property, value)) }
     } else {
-      for (request, value) in results { output.line("\(request.label)\t\(Render.plainValue(request.property, value))") }
+      for (request, value) in results {
+        output.line("\(request.label)\t\(Render.plainValue(request.property, value))")
+      }
     }
     return firstError?.code ?? .noError
   }
@@ -116,7 +119,8 @@ enum GetCommand {
     return requests
   }
 
-  static func listProperties(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+  static func listProperties(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode
+  {
     var properties = PropertyID.known.filter { !$0.isDeprecated }
     var readable = Set(properties.filter(\.isReadable))
     var writable = Set(properties.filter(\.isWritable))
@@ -164,7 +168,9 @@ enum PropertyArguments {
     if let property = PropertyID.parse(word, preferring: .device) { return property }
     var message = "unknown property '\(word)'"
     let names = PropertyID.known.filter { !$0.isDeprecated }.map(\.cliName)
-    if let near = ArgumentParser.closest(to: word.lowercased(), in: names) { message += "; did you mean '\(near)'?" }
+    if let near = ArgumentParser.closest(to: word.lowercased(), in: names) {
+      message += "; did you mean '\(near)'?"
+    }
     throw parsed.usage(message + " (capture get --list shows them)")
   }
 }

@@ -46,7 +46,8 @@ enum ListenCommand {
       selectors = try context.state.load().devices.compactMap { try? DeviceSelector.parse($0.id) }
       guard !selectors.isEmpty else {
         throw .invalidParameter(
-          "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)")
+          "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
+        )
       }
     }
 
@@ -100,9 +101,11 @@ enum ListenCommand {
         CaptureError(.requestTimedOut, "--timeout ran out after \(result.decoded) decoded code(s)"))
       return .requestTimedOut
     }
-    let finite = !options.sources.isEmpty && !options.sources.contains { if case .camera = $0 { true } else { false } }
+    let finite =
+      !options.sources.isEmpty && !options.sources.contains { if case .camera = $0 { true } else { false } }
     if finite && result.decoded == 0 {
-      context.output.error(CaptureError(.notFound, "no barcode found in \(TriggerCommand.describe(options.sources))"))
+      context.output.error(
+        CaptureError(.notFound, "no barcode found in \(TriggerCommand.describe(options.sources))"))
       return .notFound
     }
     return .noError

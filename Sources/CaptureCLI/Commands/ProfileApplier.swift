@@ -14,7 +14,8 @@ enum ProfileApplier {
     var label: String
   }
 
-  static func run(path: String, dryRun: Bool, _ selector: DeviceSelector, _ context: Context) async throws(CaptureError)
+  static func run(path: String, dryRun: Bool, _ selector: DeviceSelector, _ context: Context)
+    async throws(CaptureError)
     -> ResultCode
   {
     let entries = try parse(try readProfile(path), path: path)
@@ -81,7 +82,9 @@ enum ProfileApplier {
   }
 
   static func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
-    if case .dataSource(let x) = a, case .dataSource(let y) = b { return x.id == y.id && x.status == y.status }
+    if case .dataSource(let x) = a, case .dataSource(let y) = b {
+      return x.id == y.id && x.status == y.status
+    }
     return a == b
   }
 
@@ -99,7 +102,8 @@ enum ProfileApplier {
       let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if n < 0 {
         if errno == EINTR { continue }
-        throw CaptureError(.unableReadFile, "cannot read profile '\(path)': \(String(cString: strerror(errno)))")
+        throw CaptureError(
+          .unableReadFile, "cannot read profile '\(path)': \(String(cString: strerror(errno)))")
       }
       if n == 0 { break }
       bytes += buffer[0..<n]
@@ -114,7 +118,9 @@ enum ProfileApplier {
       throw CaptureError(.invalidFormat, "profile '\(path)' is not valid JSON")
     }
     guard case .array(let items)? = document["properties"] else {
-      throw CaptureError(.invalidFormat, "profile '\(path)' has no \"properties\" array (write one with capture --json get DEVICE --all)")
+      throw CaptureError(
+        .invalidFormat,
+        "profile '\(path)' has no \"properties\" array (write one with capture --json get DEVICE --all)")
     }
     var entries: [Entry] = []
     var problems: [String] = []
@@ -155,24 +161,31 @@ enum ProfileApplier {
   static func value(_ json: JSON, for p: PropertyID) -> Result<PropertyValue, Problem> {
     switch (p.setType, json) {
     case (.byte?, .number(let i)) where (0...255).contains(i): return .success(.byte(UInt8(i)))
-    case (.ulong?, .number(let i)) where (0...Int64(UInt32.max)).contains(i): return .success(.ulong(UInt32(i)))
+    case (.ulong?, .number(let i)) where (0...Int64(UInt32.max)).contains(i):
+      return .success(.ulong(UInt32(i)))
     case (.string?, .string(let s)): return .success(.string(s))
     case (.array?, .array(let a)):
-      let bytes = a.compactMap { v -> UInt8? in if case .number(let i) = v, (0...255).contains(i) { UInt8(i) } else { nil } }
-      return bytes.count == a.count ? .success(.array(bytes)) : .failure(Problem(message: "array values must be bytes 0-255"))
+      let bytes = a.compactMap { v -> UInt8? in
+        if case .number(let i) = v, (0...255).contains(i) { UInt8(i) } else { nil }
+      }
+      return bytes.count == a.count
+        ? .success(.array(bytes)) : .failure(Problem(message: "array values must be bytes 0-255"))
     case (.dataSource?, .object):
       guard case .number(let id)? = json["id"], let source = DataSource.parse(String(id)) else {
         return .failure(Problem(message: "data source value needs a known \"id\""))
       }
-      guard case .number(let raw)? = json["status"], let status = DataSourceStatus(rawValue: Int8(clamping: raw)),
+      guard case .number(let raw)? = json["status"],
+        let status = DataSourceStatus(rawValue: Int8(clamping: raw)),
         status == .enable || status == .disable
       else {
-        return .failure(Problem(message: "data source \(source.cliName) needs \"status\" 0 (disable) or 1 (enable)"))
+        return .failure(
+          Problem(message: "data source \(source.cliName) needs \"status\" 0 (disable) or 1 (enable)"))
       }
       return .success(.dataSource(DataSourceValue(id: source, status: status)))
     case (.none?, _): return .success(.none)
     default:
-      return .failure(Problem(message: "value of the wrong type or out of range for \(p.setType?.name ?? "this property")"))
+      return .failure(
+        Problem(message: "value of the wrong type or out of range for \(p.setType?.name ?? "this property")"))
     }
   }
 }

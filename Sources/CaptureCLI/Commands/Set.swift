@@ -24,7 +24,9 @@ enum SetCommand {
       dryRun = parsed.flag("dry-run")
       let words = Array(parsed.operands.dropFirst())
       if profilePath != nil {
-        if let extra = words.first { throw parsed.usage("--from applies a whole profile; unexpected '\(extra)'") }
+        if let extra = words.first {
+          throw parsed.usage("--from applies a whole profile; unexpected '\(extra)'")
+        }
         return
       }
       if dryRun { throw parsed.usage("--dry-run works with --from FILE") }
@@ -34,7 +36,8 @@ enum SetCommand {
         let property = try PropertyArguments.property(words[i], parsed)
         let arity = PropertyValueCodec.setArity(property)
         guard i + arity < words.count + (arity == 0 ? 1 : 0) else {
-          throw parsed.usage("\(property.cliName) needs \(arity == 2 ? "a data source and enable or disable" : "a value")")
+          throw parsed.usage(
+            "\(property.cliName) needs \(arity == 2 ? "a data source and enable or disable" : "a value")")
         }
         let args = Array(words[(i + 1)..<min(words.count, i + 1 + arity)])
         assignments.append(try Self.assignment(property, args, parsed))
@@ -42,13 +45,16 @@ enum SetCommand {
       }
     }
 
-    static func assignment(_ p: PropertyID, _ args: [String], _ parsed: ParsedArguments) throws(UsageError) -> Assignment {
+    static func assignment(_ p: PropertyID, _ args: [String], _ parsed: ParsedArguments) throws(UsageError)
+      -> Assignment
+    {
       guard p.isWritable else {
         throw parsed.usage("\(p.cliName) is read-only")
       }
       do {
         return Assignment(
-          property: p, value: try PropertyValueCodec.parse(p, args), label: ([p.cliName] + args.prefix(1)).joined(separator: " "))
+          property: p, value: try PropertyValueCodec.parse(p, args),
+          label: ([p.cliName] + args.prefix(1)).joined(separator: " "))
       } catch {
         throw parsed.usage(error.message)
       }

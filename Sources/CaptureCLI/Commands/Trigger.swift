@@ -61,10 +61,13 @@ enum TriggerCommand {
     if let failure, !result.timedOut && !result.interrupted { throw failure }
     if result.interrupted { return .cancel }
     if let error = result.firstError { return error.code }
-    guard action == .start || action == .continuousScan || action == .continuousScanUntilRead else { return .noError }
+    guard action == .start || action == .continuousScan || action == .continuousScanUntilRead else {
+      return .noError
+    }
     if result.decoded > 0 { return .noError }
     if result.timedOut && options.timeout != nil {
-      context.output.error(CaptureError(.requestTimedOut, "no code was read within \(describe(options.timeout!))"))
+      context.output.error(
+        CaptureError(.requestTimedOut, "no code was read within \(describe(options.timeout!))"))
       return .requestTimedOut
     }
     context.output.error(CaptureError(.notFound, "no barcode found in \(describe(options.sources))"))

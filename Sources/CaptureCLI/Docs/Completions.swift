@@ -138,7 +138,8 @@ enum Completions {
       var operand = "'*:device:(socketcam)'"
       switch command.name {
       case "trigger": operand = "'1:device:(socketcam)' '2:action:(start stop continuous enable disable)'"
-      case "get", "set": operand = "'1:device:(socketcam)' '*:property:(\(words(propertyNames)) \(words(dataSourceNames)))'"
+      case "get", "set":
+        operand = "'1:device:(socketcam)' '*:property:(\(words(propertyNames)) \(words(dataSourceNames)))'"
       case "partnership": operand = "'1:action:(status set reset)' '2:device:(socketcam)'"
       case "list", "discover": operand = ""
       default: break
@@ -170,7 +171,8 @@ enum Completions {
     let all = words(commandNames)
     out += "complete -c capture -f\n"
     for command in CommandTree.visibleCommands {
-      out += "complete -c capture -n 'not __fish_seen_subcommand_from \(all)' -a \(command.name) -d '\(fishEscape(command.abstract))'\n"
+      out +=
+        "complete -c capture -n 'not __fish_seen_subcommand_from \(all)' -a \(command.name) -d '\(fishEscape(command.abstract))'\n"
     }
     func line(_ o: OptionSpec, condition: String) -> String {
       var s = "complete -c capture -n '\(condition)' -l \(o.long)"
@@ -196,7 +198,8 @@ enum Completions {
         out += "complete -c capture -n '\(condition)' -a 'socketcam start stop continuous enable disable'\n"
       case "get", "set":
         out += "complete -c capture -n '\(condition)' -a 'socketcam \(words(propertyNames))'\n"
-        out += "complete -c capture -n '\(condition); and __fish_prev_arg_in data-source' -a '\(words(dataSourceNames))'\n"
+        out +=
+          "complete -c capture -n '\(condition); and __fish_prev_arg_in data-source' -a '\(words(dataSourceNames))'\n"
       case "partnership":
         out += "complete -c capture -n '\(condition)' -a 'status set reset socketcam'\n"
       case "list", "discover": break

@@ -32,7 +32,8 @@ enum ManPage {
   }
 
   static func exitStatus() -> String {
-    var out = ".SH EXIT STATUS\nThe exit status is the absolute value of the SKT result code (0 when it is 0 or positive).\n"
+    var out =
+      ".SH EXIT STATUS\nThe exit status is the absolute value of the SKT result code (0 when it is 0 or positive).\n"
     for row in ExitStatus.table {
       out += ".TP\n.B \(row.status)\n\(roff(row.name)): \(roff(row.meaning))\n"
     }
@@ -43,12 +44,15 @@ enum ManPage {
     var out = header("capture", "barcode scanners and NFC readers from the command line")
     out += ".SH SYNOPSIS\n.B capture\n[\\fIGLOBAL\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]\n"
     out += ".SH DESCRIPTION\n"
-    out += roff(
-      "capture brings the CaptureSDK model (devices, typed properties with the SDK's ids, events and SKT result codes) to the Linux command line. SocketCam, the built-in software scanner, decodes barcodes from images and V4L2 cameras.")
+    out +=
+      roff(
+        "capture brings the CaptureSDK model (devices, typed properties with the SDK's ids, events and SKT result codes) to the Linux command line. SocketCam, the built-in software scanner, decodes barcodes from images and V4L2 cameras."
+      )
       + "\n"
     out += ".SH COMMANDS\n"
     for command in CommandTree.visibleCommands {
-      out += ".TP\n\\fBcapture \(roff(command.name))\\fR \(roff(command.synopsis[0]))\n\(roff(command.abstract)) See \\fBcapture\\-\(roff(command.name))\\fR(1).\n"
+      out +=
+        ".TP\n\\fBcapture \(roff(command.name))\\fR \(roff(command.synopsis[0]))\n\(roff(command.abstract)) See \\fBcapture\\-\(roff(command.name))\\fR(1).\n"
     }
     out += ".SH GLOBAL OPTIONS\n" + optionItems(CommandTree.globalOptions)
     out += """
@@ -94,15 +98,18 @@ enum ManPage {
       .SH SEE ALSO
 
       """
-    out += CommandTree.visibleCommands.map { "\\fBcapture\\-\(roff($0.name))\\fR(1)" }.joined(separator: ",\n") + "\n"
+    out +=
+      CommandTree.visibleCommands.map { "\\fBcapture\\-\(roff($0.name))\\fR(1)" }.joined(separator: ",\n")
+      + "\n"
     return out
   }
 
   static func page(_ command: CommandSpec) -> String {
     var out = header("capture-\(command.name)", command.abstract)
     out += ".SH SYNOPSIS\n"
-    for line in command.synopsis {
-      out += ".B capture \(roff(command.name))\n" + (line.isEmpty ? "" : roff(line) + "\n") + ".br\n"
+    for (i, line) in command.synopsis.enumerated() {
+      if i > 0 { out += ".br\n" }
+      out += ".B capture \(roff(command.name))\n" + (line.isEmpty ? "" : roff(line) + "\n")
     }
     out += ".SH DESCRIPTION\n" + roff(command.abstract) + "\n"
     if !command.discussion.isEmpty { out += ".PP\n" + roff(command.discussion) + "\n" }

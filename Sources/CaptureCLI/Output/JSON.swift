@@ -34,9 +34,10 @@ enum JSON: Sendable, Equatable {
     case .object(let members):
       out += "{"
       // Keys sort by Unicode code point so the order never changes between runs.
-      for (i, key) in members.keys.sorted(by: { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) })
-        .enumerated()
-      {
+      for (i, key) in members.keys.sorted(by: {
+        $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars)
+      })
+      .enumerated() {
         if i > 0 { out += "," }
         JSON.writeString(key, to: &out)
         out += ":"
@@ -57,7 +58,8 @@ enum JSON: Sendable, Equatable {
       case "\t": out += "\\t"
       case "\u{08}": out += "\\b"
       case "\u{0C}": out += "\\f"
-      case _ where scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029:
+      case _
+      where scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029:
         let hex = String(scalar.value, radix: 16, uppercase: false)
         out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
       default: out.unicodeScalars.append(scalar)
@@ -76,7 +78,10 @@ enum Base64 {
     var i = 0
     while i + 3 <= bytes.count {
       let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-      out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)], alphabet[Int(v & 63)]]
+      out += [
+        alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)],
+        alphabet[Int(v & 63)],
+      ]
       i += 3
     }
     let rest = bytes.count - i
@@ -85,7 +90,9 @@ enum Base64 {
       out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], UInt8(ascii: "="), UInt8(ascii: "=")]
     } else if rest == 2 {
       let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-      out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)], UInt8(ascii: "=")]
+      out += [
+        alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)], UInt8(ascii: "="),
+      ]
     }
     return String(decoding: out, as: UTF8.self)
   }

@@ -12,7 +12,8 @@ enum Render {
   static func error(_ error: CaptureError) -> JSON {
     .object([
       "error": .object([
-        "code": .int(error.code.rawValue), "name": .string(error.code.name), "message": .string(error.message),
+        "code": .int(error.code.rawValue), "name": .string(error.code.name),
+        "message": .string(error.message),
       ])
     ])
   }
@@ -23,7 +24,8 @@ enum Render {
 
   static func event(_ event: Event) -> JSON {
     var members: [String: JSON] = [
-      "event": .string(event.kind.rawValue), "time": .string(event.time.iso8601), "device": device(event.device),
+      "event": .string(event.kind.rawValue), "time": .string(event.time.iso8601),
+      "device": device(event.device),
     ]
     switch event.payload {
     case .deviceArrival, .deviceRemoval: break
@@ -49,7 +51,8 @@ enum Render {
       members["value"] = .int(buttons.rawValue)
     case .error(let error):
       members["error"] = .object([
-        "code": .int(error.code.rawValue), "name": .string(error.code.name), "message": .string(error.message),
+        "code": .int(error.code.rawValue), "name": .string(error.code.name),
+        "message": .string(error.message),
       ])
     }
     return .object(members)

@@ -20,7 +20,8 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     case .serial(let path, let parameters):
       parameters.isEmpty
         ? "serial:\(path)"
-        : "serial:\(path)?" + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
+        : "serial:\(path)?"
+          + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
     case .hid(let path): "hid:\(path)"
     case .name(let n): n
     }
@@ -52,8 +53,12 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
       }
       return .hid(path: path)
     }
-    if text.contains("://") { throw .invalidParameter("'\(text)': unknown device scheme; use tcp://, serial: or hid:") }
-    if looksLikeBadAddress(text) { throw .invalidParameter("'\(text)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)") }
+    if text.contains("://") {
+      throw .invalidParameter("'\(text)': unknown device scheme; use tcp://, serial: or hid:")
+    }
+    if looksLikeBadAddress(text) {
+      throw .invalidParameter("'\(text)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
+    }
     return .name(text)
   }
 
@@ -62,7 +67,9 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     let parts = s.split(separator: ":", omittingEmptySubsequences: false)
     let dashed = s.split(separator: "-", omittingEmptySubsequences: false)
     let groups = parts.count == 6 ? parts : (dashed.count == 6 ? dashed : [])
-    guard groups.count == 6, groups.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
+    guard groups.count == 6, groups.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else {
+      return nil
+    }
     return groups.map { $0.uppercased() }.joined(separator: ":")
   }
 
@@ -74,16 +81,22 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
   static func parseTCP(_ rest: String, original: String) throws(CaptureError) -> DeviceSelector {
     var hostPart = Substring(rest)
     if let slash = hostPart.firstIndex(of: "/") {
-      guard hostPart[slash...] == "/" else { throw .invalidParameter("'\(original)': a tcp:// selector has no path") }
+      guard hostPart[slash...] == "/" else {
+        throw .invalidParameter("'\(original)': a tcp:// selector has no path")
+      }
       hostPart = hostPart[..<slash]
     }
     var host: Substring
     var portText: Substring?
     if hostPart.hasPrefix("[") {
-      guard let close = hostPart.firstIndex(of: "]") else { throw .invalidParameter("'\(original)': unclosed [") }
+      guard let close = hostPart.firstIndex(of: "]") else {
+        throw .invalidParameter("'\(original)': unclosed [")
+      }
       host = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
       let after = hostPart[hostPart.index(after: close)...]
-      if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+      if after.hasPrefix(":") {
+        portText = after.dropFirst()
+      } else if !after.isEmpty {
         throw .invalidParameter("'\(original)': expected tcp://HOST[:PORT]")
       }
     } else if let colon = hostPart.lastIndex(of: ":") {
@@ -103,7 +116,9 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     return .tcp(host: String(host), port: port)
   }
 
-  static let serialParameters: Set<String> = ["baud", "parity", "framing", "protocol", "databits", "stopbits"]
+  static let serialParameters: Set<String> = [
+    "baud", "parity", "framing", "protocol", "databits", "stopbits",
+  ]
 
   static func parseSerial(_ rest: String, original: String) throws(CaptureError) -> DeviceSelector {
     let pieces = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
@@ -115,7 +130,8 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
         let kv = pair.split(separator: "=", maxSplits: 1)
         guard kv.count == 2, serialParameters.contains(String(kv[0])) else {
           throw .invalidParameter(
-            "'\(original)': unknown serial parameter '\(pair)' (use \(serialParameters.sorted().joined(separator: ", ")))")
+            "'\(original)': unknown serial parameter '\(pair)' (use \(serialParameters.sorted().joined(separator: ", ")))"
+          )
         }
         parameters[String(kv[0])] = String(kv[1])
       }

@@ -12,5 +12,7 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
   public var description: String { "\(code.name) (\(code.rawValue)): \(message)" }
 
   public static func notSupported(_ message: String) -> CaptureError { CaptureError(.notSupported, message) }
-  public static func invalidParameter(_ message: String) -> CaptureError { CaptureError(.invalidParameter, message) }
+  public static func invalidParameter(_ message: String) -> CaptureError {
+    CaptureError(.invalidParameter, message)
+  }
 }

@@ -20,7 +20,8 @@ public struct DecodedData: Sendable, Hashable {
   public var origin: String?
 
   public init(
-    dataSource: DataSource, bytes: [UInt8], tagID: [UInt8]? = nil, points: [Point]? = nil, origin: String? = nil
+    dataSource: DataSource, bytes: [UInt8], tagID: [UInt8]? = nil, points: [Point]? = nil,
+    origin: String? = nil
   ) {
     self.dataSource = dataSource
     self.bytes = bytes

@@ -76,7 +76,8 @@ public struct Timestamp: Sendable, Hashable, Comparable {
     let m = (msOfDay / 60_000) % 60
     let s = (msOfDay / 1000) % 60
     let f = msOfDay % 1000
-    return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(h, 2)):\(pad(m, 2)):\(pad(s, 2)).\(pad(f, 3))Z"
+    return
+      "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(h, 2)):\(pad(m, 2)):\(pad(s, 2)).\(pad(f, 3))Z"
   }
 }
 

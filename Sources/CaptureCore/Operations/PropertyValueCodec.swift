@@ -20,7 +20,9 @@ public enum PropertyValueCodec {
   }
 
   /// The value to send with a get (capture-sdk.md §2.2 "Get" column, §6.3 for data sources).
-  public static func getArgument(_ property: PropertyID, _ words: [String]) throws(CaptureError) -> PropertyValue {
+  public static func getArgument(_ property: PropertyID, _ words: [String]) throws(CaptureError)
+    -> PropertyValue
+  {
     switch property.getType {
     case .dataSource?:
       let source = try dataSource(words.first, for: property)
@@ -44,7 +46,8 @@ public enum PropertyValueCodec {
     guard words.count == setArity(property) else {
       let expected = setArity(property)
       throw .invalidParameter(
-        "\(property.cliName) takes \(expected == 0 ? "no value" : expected == 1 ? "one value" : "\(expected) values")")
+        "\(property.cliName) takes \(expected == 0 ? "no value" : expected == 1 ? "one value" : "\(expected) values")"
+      )
     }
     if let named = try namedValue(property, words.first ?? "") { return named }
     switch setType {
@@ -67,7 +70,9 @@ public enum PropertyValueCodec {
   /// Values of properties the SDK gives an enum or flag set for (capture-sdk.md §7).
   static func namedValue(_ p: PropertyID, _ word: String) throws(CaptureError) -> PropertyValue? {
     func need<T>(_ value: T?, _ what: String) throws(CaptureError) -> T {
-      guard let value else { throw .invalidParameter("'\(word)' is not a valid \(p.cliName) value (\(what))") }
+      guard let value else {
+        throw .invalidParameter("'\(word)' is not a valid \(p.cliName) value (\(what))")
+      }
       return value
     }
     switch p {
@@ -76,14 +81,20 @@ public enum PropertyValueCodec {
     case .dataConfirmationDevice, .dataConfirmationAction:
       return .ulong(try need(DataConfirmation.parse(word), "good, bad or led=…,beep=…,rumble=…").packed)
     case .dataConfirmationMode:
-      return .byte(try need(DataConfirmationMode.parse(word), names(DataConfirmationMode.allCases.map(\.cliName))).rawValue)
+      return .byte(
+        try need(DataConfirmationMode.parse(word), names(DataConfirmationMode.allCases.map(\.cliName)))
+          .rawValue)
     case .localAcknowledgmentDevice:
       return .byte(
-        try need(DeviceDataAcknowledgment.parse(word), names(DeviceDataAcknowledgment.allCases.map(\.cliName))).rawValue)
+        try need(
+          DeviceDataAcknowledgment.parse(word), names(DeviceDataAcknowledgment.allCases.map(\.cliName))
+        ).rawValue)
     case .localDecodeActionDevice:
-      return .byte(try need(LocalDecodeAction.parse(word), "none or a comma list of beep, flash, rumble").rawValue)
+      return .byte(
+        try need(LocalDecodeAction.parse(word), "none or a comma list of beep, flash, rumble").rawValue)
     case .notificationsDevice:
-      return .ulong(try need(Notifications.parse(word), "none, all or a comma list of notification names").rawValue)
+      return .ulong(
+        try need(Notifications.parse(word), "none, all or a comma list of notification names").rawValue)
     case .dataFormatDevice:
       return .byte(try need(DataFormat.parse(word), names(DataFormat.allCases.map(\.cliName))).rawValue)
     case .socketCamStatus:
@@ -100,7 +111,9 @@ public enum PropertyValueCodec {
   static func names(_ list: [String]) -> String { list.joined(separator: ", ") }
 
   static func dataSource(_ word: String?, for p: PropertyID) throws(CaptureError) -> DataSource {
-    guard let word else { throw .invalidParameter("\(p.cliName) needs a data source (e.g. qr-code, ean13, 38)") }
+    guard let word else {
+      throw .invalidParameter("\(p.cliName) needs a data source (e.g. qr-code, ean13, 38)")
+    }
     guard let source = DataSource.parse(word) else {
       throw .invalidParameter("unknown data source '\(word)'")
     }

@@ -96,7 +96,8 @@ public struct StateStore: Sendable {
     guard version <= StateFile.currentSchemaVersion else {
       throw CaptureError(
         .invalidVersion,
-        "state file \(path) has schema version \(version), newer than this capture (\(StateFile.currentSchemaVersion))")
+        "state file \(path) has schema version \(version), newer than this capture (\(StateFile.currentSchemaVersion))"
+      )
     }
     do { return try JSONDecoder().decode(StateFile.self, from: data) } catch {
       throw CaptureError(.invalidFormat, "state file \(path) is corrupt (\(error)); fix or move it away")

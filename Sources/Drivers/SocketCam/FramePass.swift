@@ -25,7 +25,8 @@ final class FramePass: Sendable {
 
   init(
     sources: [FrameSourceItem], formats: Set<BarcodeFormat>, device: DeviceInfo,
-    warn: @escaping @Sendable (String) -> Void, untilFirstRead: Bool, emit: @escaping @Sendable (Event) -> Void
+    warn: @escaping @Sendable (String) -> Void, untilFirstRead: Bool,
+    emit: @escaping @Sendable (Event) -> Void
   ) {
     self.sources = sources
     self.formats = formats
@@ -149,7 +150,9 @@ final class FramePass: Sendable {
       emit(Event(time: .now(), device: device, payload: .error(error)))
     case .success(let symbols):
       for symbol in symbols {
-        emit(Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: origin))))
+        emit(
+          Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: origin)))
+        )
       }
     }
   }
@@ -177,12 +180,15 @@ final class FramePass: Sendable {
   static func imageError(_ error: ImageError, name: String) -> CaptureError {
     let shown = name == "-" ? "standard input" : "'\(name)'"
     // The loader's messages may start with the path already; say it once.
-    func strip(_ text: String) -> String { text.hasPrefix(name + ": ") ? String(text.dropFirst(name.count + 2)) : text }
+    func strip(_ text: String) -> String {
+      text.hasPrefix(name + ": ") ? String(text.dropFirst(name.count + 2)) : text
+    }
     switch error {
     case .notFound(let m): return CaptureError(.fileNotFound, "cannot open \(shown): \(strip(m))")
     case .accessDenied(let m): return CaptureError(.fileAccessDenied, "cannot open \(shown): \(strip(m))")
     case .corrupt(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(strip(m))")
-    case .unsupportedFormat(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(strip(m))")
+    case .unsupportedFormat(let m):
+      return CaptureError(.unableReadFile, "cannot decode \(shown): \(strip(m))")
     case .unreadable(let m): return CaptureError(.unableReadFile, "cannot read \(shown): \(strip(m))")
     }
   }
@@ -238,7 +244,8 @@ final class FramePass: Sendable {
         let key = symbol.key
         defer { lastSeen[key] = now }
         if let seen = lastSeen[key], now - seen < Self.repeatAfter { continue }
-        emit(Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: path))))
+        emit(
+          Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: path))))
         reported += 1
       }
       if untilFirstRead && reported > 0 { return }

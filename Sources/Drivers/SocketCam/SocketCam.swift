@@ -38,7 +38,8 @@ public final class SocketCam: Device, @unchecked Sendable {
     self.store = store
     self.request = request
     self.settings = Mutex(stored)
-    self.info = DeviceInfo(id: "socketcam", name: stored.friendlyName ?? Self.defaultName, type: .socketCamC820)
+    self.info = DeviceInfo(
+      id: "socketcam", name: stored.friendlyName ?? Self.defaultName, type: .socketCamC820)
     (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
   }
@@ -47,7 +48,8 @@ public final class SocketCam: Device, @unchecked Sendable {
 
   // MARK: properties
 
-  public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+  public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue
+  {
     let current = settings.withLock { $0 }
     switch property {
     case .deviceType:
@@ -65,7 +67,8 @@ public final class SocketCam: Device, @unchecked Sendable {
       guard case .dataSource(let requested) = argument else {
         throw .invalidParameter("data-source needs a data source to read")
       }
-      return .dataSource(DataSourceValue(id: requested.id, status: Self.status(of: requested.id, in: current)))
+      return .dataSource(
+        DataSourceValue(id: requested.id, status: Self.status(of: requested.id, in: current)))
     default:
       throw unsupported(property)
     }
@@ -100,7 +103,9 @@ public final class SocketCam: Device, @unchecked Sendable {
       }
       try persist { $0.dataSources[String(requested.id.rawValue)] = requested.status.rawValue }
     case (.triggerDevice, .byte(let raw)):
-      guard let action = Trigger(rawValue: raw) else { throw .invalidParameter("unknown trigger value \(raw)") }
+      guard let action = Trigger(rawValue: raw) else {
+        throw .invalidParameter("unknown trigger value \(raw)")
+      }
       try await trigger(action)
     case (.friendlyNameDevice, _), (.socketCamStatus, _), (.dataSourceDevice, _), (.triggerDevice, _):
       throw .invalidParameter("wrong value type \(value.type.name) for \(property.cliName)")
@@ -144,12 +149,16 @@ public final class SocketCam: Device, @unchecked Sendable {
     }
     guard isEnabled else {
       throw CaptureError(
-        .notAvailable, "SocketCam is disabled; enable it with: capture set socketcam socket-cam-status enable")
+        .notAvailable, "SocketCam is disabled; enable it with: capture set socketcam socket-cam-status enable"
+      )
     }
     guard !request.frameSources.isEmpty else {
-      throw .invalidParameter("SocketCam needs a frame source: --image FILE, --dir DIR or --camera /dev/videoN")
+      throw .invalidParameter(
+        "SocketCam needs a frame source: --image FILE, --dir DIR or --camera /dev/videoN")
     }
-    guard !isClosed.load(ordering: .acquiring) else { throw CaptureError(.deviceNotOpen, "SocketCam is closed") }
+    guard !isClosed.load(ordering: .acquiring) else {
+      throw CaptureError(.deviceNotOpen, "SocketCam is closed")
+    }
     let pass = FramePass(
       sources: request.frameSources, formats: enabledFormats, device: info, warn: request.warn,
       untilFirstRead: action != .continuousScan, emit: { [continuation] in continuation.yield($0) })

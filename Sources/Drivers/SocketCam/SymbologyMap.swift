@@ -6,7 +6,8 @@ enum SymbologyMap {
   static let pairs: [(BarcodeFormat, DataSource)] = [
     (.aztec, .aztec), (.codabar, .codabar), (.code39, .code39), (.code93, .code93), (.code128, .code128),
     (.dataBar, .gs1Databar), (.dataBarExpanded, .gs1DatabarExpanded), (.dataBarLimited, .gs1DatabarLimited),
-    (.dataMatrix, .dataMatrix), (.ean8, .ean8), (.ean13, .ean13), (.itf, .interleaved2of5), (.maxiCode, .maxicode),
+    (.dataMatrix, .dataMatrix), (.ean8, .ean8), (.ean13, .ean13), (.itf, .interleaved2of5),
+    (.maxiCode, .maxicode),
     (.pdf417, .pdf417), (.microPDF417, .pdf417Micro), (.qrCode, .qrCode), (.microQRCode, .microQRCode),
     (.upcA, .upcA), (.upcE, .upcE0), (.isbn10, .booklandEan), (.isbn13, .booklandEan),
     (.composite, .eanUccCompositeAB),

@@ -1,0 +1,73 @@
+# capture — build, test, demo, docs, install. Run as root on a fresh Debian 12 and missing packages
+# are installed with apt-get; otherwise the apt-get line is printed.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SWIFT ?= swift
+CONFIG ?= release
+BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path 2>/dev/null)/capture
+
+# Build: the C libraries behind SocketCam. Test: image generators, man page linter.
+# Bench: the peers measured side by side.
+BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev
+TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs
+BENCH_PACKAGES = zbar-tools zxing-cpp-tools
+
+.PHONY: all build deps test-deps bench-deps demo test docs check-docs lint install uninstall bench clean
+
+all: build
+
+deps:
+	@./scripts/ensure-packages $(BUILD_PACKAGES)
+
+test-deps:
+	@./scripts/ensure-packages $(BUILD_PACKAGES) $(TEST_PACKAGES)
+
+bench-deps:
+	@./scripts/ensure-packages $(BUILD_PACKAGES) $(TEST_PACKAGES) $(BENCH_PACKAGES)
+
+build: deps
+	$(SWIFT) build -c $(CONFIG)
+
+# The main job on the embedded default: SocketCam decodes the sample images as a stream.
+demo: build
+	XDG_STATE_HOME=$${XDG_STATE_HOME:-$$(mktemp -d)} $(BIN) listen socketcam --dir samples/
+
+test: test-deps
+	$(SWIFT) build
+	$(SWIFT) test --parallel
+	$(MAKE) --no-print-directory check-docs CONFIG=debug
+
+# man/ and completions/ are generated from the command tree; they must match what is checked in.
+docs: build
+	$(BIN) __generate-docs .
+
+check-docs:
+	@tmp=$$(mktemp -d) && $(BIN) __generate-docs $$tmp && \
+	  diff -r man $$tmp/man && diff -r completions $$tmp/completions && \
+	  out=$$(mandoc -T lint -W warning man/*.1 2>&1); rc=$$?; rm -rf $$tmp; \
+	  if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; echo "docs: up to date, mandoc lint clean"
+
+lint:
+	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/capture
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 completions/capture.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/capture
+	install -D -m 0644 completions/_capture $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_capture
+	install -D -m 0644 completions/capture.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/capture.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/capture $(DESTDIR)$(PREFIX)/share/man/man1/capture.1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man1/capture-*.1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/capture \
+	  $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_capture \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/capture.fish
+
+bench: bench-deps build
+	bench/socketcam.sh $(BIN)
+
+clean:
+	rm -rf .build
