@@ -2,6 +2,10 @@
 
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 @Suite("listen")
 struct ListenTests {
   /// scans/ holds three codes in name order and a file that is not an image.
@@ -123,6 +127,32 @@ struct ListenTests {
     _ = try sandbox.makeDirectory("nothing")
     let plain = try await sandbox.capture("listen", "--dir", "nothing")
     Shape.expectFailure(plain, status: 17, name: "ESKT_NOTFOUND", message: "no barcode found in 'nothing'")
+  }
+
+  @Test("--timeout ends a listen whose source has not ended: exit 42 on time")
+  func timeout() async throws {
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "--image", "-", "--timeout", "1s"], timeLimit: 6,
+      interaction: Interaction(holdStdinOpen: true))
+    #expect(outcome.status == 42, "\(outcome)")
+    #expect(outcome.errLines == ["capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 0 decoded code(s)"])
+    let lines = Shape.jsonLines(outcome)
+    #expect(lines.map { $0["event"]?.string ?? "error" } == ["deviceArrival", "deviceRemoval", "error"])
+    #expect(outcome.elapsed < 4, "a 1 s timeout took \(outcome.elapsed) s")
+  }
+
+  @Test("SIGTERM stops listen: removal flushed, exit 0, promptly", arguments: [SIGTERM, SIGINT])
+  func signal(_ number: Int32) async throws {
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "--image", "-"], timeLimit: 6,
+      interaction: Interaction(holdStdinOpen: true, signal: (number, 1.0)))
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.signal == nil)
+    let lines = Shape.jsonLines(outcome)
+    #expect(lines.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "deviceRemoval"])
+    #expect(outcome.elapsed < 4, "stopping took \(outcome.elapsed) s after the signal at 1 s")
   }
 
   @Test("listen --image - reads stdin")

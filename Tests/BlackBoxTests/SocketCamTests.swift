@@ -258,6 +258,62 @@ struct SocketCamTests {
     #expect(outcome.stdout.isEmpty)
   }
 
+  @Test("two codes in one image: one decodedData each")
+  func twoCodesInOneImage() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let plain = try await sandbox.capture("trigger", "socketcam", "start", "--image", images.twoCodes)
+    #expect(plain.status == 0, "\(plain)")
+    #expect(plain.outLines.sorted() == ["Left code", "Right code"])
+    let json = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.twoCodes)
+    let events = Shape.jsonLines(json)
+    #expect(events.count == 2)
+    for event in events {
+      let text = event["text"]?.string ?? "?"
+      Shape.expectDecoded(
+        event, text: text, source: (38, "QR Code"), base64: Data(text.utf8).base64EncodedString(),
+        origin: images.twoCodes)
+    }
+    #expect(Set(events.compactMap { $0["text"]?.string }) == ["Left code", "Right code"])
+  }
+
+  @Test("PNM images: binary PPM in colour and plain-text PGM")
+  func pnm() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture(
+      "trigger", "socketcam", "start", "--image", images.ppm, "--image", images.plainPGM)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.outLines == ["Colour PPM", "Plain PGM"])
+  }
+
+  @Test("formats SocketCam does not read (GIF, BMP, SVG) exit 34 naming the file", arguments: ["gif", "bmp", "svg"])
+  func unsupportedFormat(_ suffix: String) async throws {
+    let zint = try #require(Runner.which("zint"), "zint is not installed")
+    let sandbox = try Sandbox()
+    let file = sandbox.path("label.\(suffix)")
+    let made = try await Runner.run(zint, ["-b", "58", "-d", "hello", "-o", file], environment: ["PATH": "/usr/bin:/bin"])
+    #expect(made.status == 0, "\(made)")
+    let outcome = try await sandbox.capture("trigger", "socketcam", "start", "--image", file)
+    #expect(outcome.status == 34, "\(outcome)")
+    #expect(outcome.stdout.isEmpty)
+    #expect(outcome.errLines.count == 1)
+    #expect(
+      outcome.err.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(file)': not a PNG, JPEG or PNM image"),
+      "\(outcome)")
+  }
+
+  @Test("trigger --timeout gives up on a source that never ends: exit 42 on time")
+  func triggerTimeout() async throws {
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture(
+      ["trigger", "socketcam", "start", "--image", "-", "--timeout", "1s"], timeLimit: 6,
+      interaction: Interaction(holdStdinOpen: true))
+    Shape.expectFailure(
+      outcome, status: 42, name: "ESKT_REQUESTTIMEDOUT", message: "no code was read within 1s")
+    #expect(outcome.elapsed < 4, "a 1 s timeout took \(outcome.elapsed) s")
+  }
+
   @Test("trigger stop has nothing to stop and succeeds quietly")
   func stop() async throws {
     let sandbox = try Sandbox()

@@ -73,9 +73,12 @@ final class Sandbox: @unchecked Sendable {
   }
 
   /// Runs capture with `arguments` in this sandbox (working directory = the sandbox root).
-  func capture(_ arguments: [String], stdin: [UInt8] = [], timeLimit: Double = 30) async throws -> Outcome {
+  func capture(
+    _ arguments: [String], stdin: [UInt8] = [], timeLimit: Double = 30, interaction: Interaction = Interaction()
+  ) async throws -> Outcome {
     let outcome = try await Runner.run(
-      try Product.path(), arguments, environment: environment, stdin: stdin, directory: root, timeLimit: timeLimit)
+      try Product.path(), arguments, environment: environment, stdin: stdin, directory: root, timeLimit: timeLimit,
+      interaction: interaction)
     if outcome.timedOut { Issue.record("capture \(arguments.joined(separator: " ")) was killed after \(timeLimit) s") }
     return outcome
   }

@@ -31,6 +31,12 @@ struct Images: Sendable {
   let binaryQR: Sample
   /// A white PGM with nothing to find.
   let blank: String
+  /// One binary PGM holding two QR Codes side by side: "Left code" and "Right code".
+  let twoCodes: String
+  /// A QR Code as a binary PPM (P6), dark blue on light yellow: "Colour PPM".
+  let ppm: String
+  /// A QR Code as a plain-text PGM (P2): "Plain PGM".
+  let plainPGM: String
 
   static let binaryPayload: [UInt8] = [0x00, 0xFF, 0x01, 0x80] + Array("binary".utf8) + [0xFE, 0x0A, 0x7F]
 
@@ -70,6 +76,35 @@ struct Images: Sendable {
         throw HarnessError(description: "\(path) \(arguments.joined(separator: " ")) failed: \(outcome)")
       }
     }
+    /// The modules of a QR Code, from qrencode's text output (two characters a module, no margin).
+    func modules(_ text: String) throws -> [[Bool]] {
+      let outcome = try Runner.runBlocking(
+        qrencode, ["-t", "ASCII", "-m", "0", "-o", "-", text], environment: ["PATH": "/usr/bin:/bin"], stdin: [],
+        directory: nil, timeLimit: 20)
+      guard outcome.status == 0 else { throw HarnessError(description: "qrencode -t ASCII failed: \(outcome)") }
+      return outcome.outLines.filter { !$0.isEmpty }.map { line in
+        stride(from: 0, to: line.count, by: 2).map { line[line.index(line.startIndex, offsetBy: $0)] == "#" }
+      }
+    }
+    /// Symbols placed left to right on a white page with a 4-module quiet zone, `scale` pixels a module.
+    func page(_ symbols: [[[Bool]]], scale: Int = 4) -> (width: Int, height: Int, dark: (Int, Int) -> Bool) {
+      let quiet = 4
+      let height = (symbols.map(\.count).max() ?? 0) + 2 * quiet
+      let width = symbols.reduce(quiet) { $0 + $1.count + quiet }
+      var grid = [[Bool]](repeating: [Bool](repeating: false, count: width), count: height)
+      var x0 = quiet
+      for symbol in symbols {
+        for (y, row) in symbol.enumerated() { for (x, dark) in row.enumerated() { grid[quiet + y][x0 + x] = dark } }
+        x0 += symbol.count + quiet
+      }
+      return (width * scale, height * scale, { x, y in grid[y / scale][x / scale] })
+    }
+    func save(_ path: String, _ bytes: [UInt8]) throws {
+      guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+        throw HarnessError(description: "cannot write \(path)")
+      }
+    }
+
     func sample(_ name: String, _ text: String, _ id: Int, _ sourceName: String, base64: String) -> Sample {
       Sample(
         path: "\(dir)/\(name)", text: text, bytes: Array(text.utf8), base64: base64, sourceID: id,
@@ -102,8 +137,31 @@ struct Images: Sendable {
     guard FileManager.default.createFile(atPath: blank, contents: Data(pgm)) else {
       throw HarnessError(description: "cannot write \(blank)")
     }
+
+    let two = page([try modules("Left code"), try modules("Right code")])
+    var pgm5 = Array("P5\n# two codes\n\(two.width) \(two.height)\n255\n".utf8)
+    for y in 0..<two.height { for x in 0..<two.width { pgm5.append(two.dark(x, y) ? 0 : 255) } }
+    let twoCodes = "\(dir)/two-codes.pgm"
+    try save(twoCodes, pgm5)
+
+    let colour = page([try modules("Colour PPM")])
+    var ppm6 = Array("P6\n\(colour.width) \(colour.height)\n255\n".utf8)
+    for y in 0..<colour.height {
+      for x in 0..<colour.width { ppm6 += colour.dark(x, y) ? [0x10, 0x20, 0x80] : [0xFF, 0xF8, 0xC0] }
+    }
+    let ppm = "\(dir)/colour.ppm"
+    try save(ppm, ppm6)
+
+    let plain = page([try modules("Plain PGM")], scale: 3)
+    var pgm2 = "P2\n\(plain.width) \(plain.height)\n15\n"
+    for y in 0..<plain.height {
+      pgm2 += (0..<plain.width).map { plain.dark($0, y) ? "0" : "15" }.joined(separator: " ") + "\n"
+    }
+    let plainPGM = "\(dir)/plain.pgm"
+    try save(plainPGM, Array(pgm2.utf8))
+
     return Images(
       directory: dir, qr: qr, qrSecond: qrSecond, code128: code128, ean13: ean13, dataMatrix: dataMatrix,
-      pdf417: pdf417, binaryQR: binaryQR, blank: blank)
+      pdf417: pdf417, binaryQR: binaryQR, blank: blank, twoCodes: twoCodes, ppm: ppm, plainPGM: plainPGM)
   }
 }

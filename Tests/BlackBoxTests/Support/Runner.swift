@@ -11,6 +11,15 @@ import Foundation
   import Glibc
 #endif
 
+/// Extra things to do to a running child.
+struct Interaction: Sendable {
+  /// Keep the child's stdin open (after writing the input) until it exits, like a pipe from a
+  /// producer that has not finished.
+  var holdStdinOpen = false
+  /// Send this signal this many seconds after the spawn.
+  var signal: (number: Int32, after: Double)? = nil
+}
+
 /// What a finished child did.
 struct Outcome: Sendable, CustomStringConvertible {
   var status: Int32
@@ -20,6 +29,8 @@ struct Outcome: Sendable, CustomStringConvertible {
   var stderr: [UInt8]
   /// The runner killed the child with SIGKILL because it ran past its time limit.
   var timedOut: Bool
+  /// Seconds from spawn to exit.
+  var elapsed: Double = 0
 
   var out: String { String(decoding: stdout, as: UTF8.self) }
   var err: String { String(decoding: stderr, as: UTF8.self) }
@@ -35,7 +46,8 @@ struct Outcome: Sendable, CustomStringConvertible {
 
   var description: String {
     let how = signal.map { "signal \($0)" } ?? "exit \(status)"
-    return "\(how)\(timedOut ? " (killed after the time limit)" : "")\n--- stdout ---\n\(out)--- stderr ---\n\(err)"
+    let after = String(format: "%.2f", elapsed)
+    return "\(how) after \(after) s\(timedOut ? " (killed at the time limit)" : "")\n--- stdout ---\n\(out)--- stderr ---\n\(err)"
   }
 }
 
@@ -61,14 +73,15 @@ enum Runner {
   /// Runs `path` off the Swift-concurrency pool (the wait blocks a thread) and returns its outcome.
   static func run(
     _ path: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
-    directory: String? = nil, timeLimit: Double = 30
+    directory: String? = nil, timeLimit: Double = 30, interaction: Interaction = Interaction()
   ) async throws -> Outcome {
     try await withCheckedThrowingContinuation { continuation in
       queue.async {
         continuation.resume(
           with: Result {
             try runBlocking(
-              path, arguments, environment: environment, stdin: stdin, directory: directory, timeLimit: timeLimit)
+              path, arguments, environment: environment, stdin: stdin, directory: directory, timeLimit: timeLimit,
+              interaction: interaction)
           })
       }
     }
@@ -76,7 +89,7 @@ enum Runner {
 
   static func runBlocking(
     _ path: String, _ arguments: [String], environment: [String: String], stdin input: [UInt8],
-    directory: String?, timeLimit: Double
+    directory: String?, timeLimit: Double, interaction: Interaction = Interaction()
   ) throws -> Outcome {
     _ = ignoreSIGPIPE
     // Every pipe end is close-on-exec, so a child started concurrently by another test never holds
@@ -119,6 +132,7 @@ enum Runner {
     }
 
     var pid: pid_t = 0
+    let start = monotonicSeconds()
     let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
     close(inPipe.read)
     close(outPipe.write)
@@ -133,10 +147,15 @@ enum Runner {
     // One poll loop feeds stdin and drains stdout and stderr together, so a child filling one pipe
     // while we wait on another never deadlocks.
     var stdinFD: Int32 = inPipe.write
+    // Held open after the input is written; closed when the child is gone.
+    var heldStdinFD: Int32 = -1
     var written = 0
-    if input.isEmpty {
-      close(stdinFD)
+    func finishStdin() {
+      if interaction.holdStdinOpen { heldStdinFD = stdinFD } else { close(stdinFD) }
       stdinFD = -1
+    }
+    if input.isEmpty {
+      finishStdin()
     } else {
       _ = fcntl(stdinFD, F_SETFL, fcntl(stdinFD, F_GETFL) | O_NONBLOCK)
     }
@@ -145,21 +164,30 @@ enum Runner {
     var stdout: [UInt8] = []
     var stderr: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
-    let deadline = monotonicSeconds() + timeLimit
+    let deadline = start + timeLimit
     var timedOut = false
+    var signalled = interaction.signal == nil
 
     while outFD >= 0 || errFD >= 0 {
       var fds: [pollfd] = []
       if stdinFD >= 0 { fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)) }
       if outFD >= 0 { fds.append(pollfd(fd: outFD, events: Int16(POLLIN), revents: 0)) }
       if errFD >= 0 { fds.append(pollfd(fd: errFD, events: Int16(POLLIN), revents: 0)) }
-      let remaining = deadline - monotonicSeconds()
+      let now = monotonicSeconds()
+      let remaining = deadline - now
       if remaining <= 0 && !timedOut {
         kill(pid, SIGKILL)
         timedOut = true
       }
+      if !signalled, let (number, after) = interaction.signal, now - start >= after {
+        kill(pid, number)
+        signalled = true
+      }
       // After the kill, keep draining: the pipes reach EOF once the child is gone.
-      let wait = timedOut ? 1000 : Int32(max(1, min(remaining * 1000, 1000)))
+      var wait = timedOut ? 1000 : Int32(max(1, min(remaining * 1000, 1000)))
+      if !signalled, let after = interaction.signal?.after {
+        wait = min(wait, Int32(max(1, (start + after - now) * 1000)))
+      }
       let ready = poll(&fds, nfds_t(fds.count), wait)
       if ready < 0 {
         if errno == EINTR { continue }
@@ -170,10 +198,7 @@ enum Runner {
           let n = input.withUnsafeBytes { raw in write(stdinFD, raw.baseAddress! + written, raw.count - written) }
           if n > 0 { written += n }
           if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-          if n < 0 || written == input.count {
-            close(stdinFD)
-            stdinFD = -1
-          }
+          if n < 0 || written == input.count { finishStdin() }
         } else {
           let n = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
           if n > 0 {
@@ -187,6 +212,7 @@ enum Runner {
       if timedOut && ready == 0 { break }
     }
     if stdinFD >= 0 { close(stdinFD) }
+    if heldStdinFD >= 0 { close(heldStdinFD) }
     if outFD >= 0 { close(outFD) }
     if errFD >= 0 { close(errFD) }
 
@@ -206,7 +232,8 @@ enum Runner {
     let signalNumber = raw & 0x7F
     return Outcome(
       status: signalNumber == 0 ? (raw >> 8) & 0xFF : 128 + signalNumber,
-      signal: signalNumber == 0 ? nil : signalNumber, stdout: stdout, stderr: stderr, timedOut: timedOut)
+      signal: signalNumber == 0 ? nil : signalNumber, stdout: stdout, stderr: stderr, timedOut: timedOut,
+      elapsed: monotonicSeconds() - start)
   }
 
   static func monotonicSeconds() -> Double {
