@@ -55,6 +55,7 @@ struct DeviceTests {
     (["partnership", "status", "socketcam"], "SocketCam is built in; it has no Bluetooth partnership"),
     (["connect", "socketcam", "--pair"], "SocketCam is built in; it has nothing to pair"),
     (["trigger", "socketcam", "enable"], "SocketCam has no trigger to enable"),
+    (["set", "socketcam", "data-source", "nfc-forum", "enable"], "SocketCam cannot decode NFC Forum (266)"),
     (
       ["listen", "--confirm", "true", "--image", "x.png"],
       "--confirm (host acknowledgement) is not available in this build of capture yet"
@@ -170,5 +171,39 @@ struct DeviceTests {
     #expect(object.first?["error"]?["code"] == .number("-85"))
     #expect(object.first?["error"]?["name"] == .string("ESKT_INVALIDFORMAT"))
     #expect(try sandbox.read(sandbox.statePath) == garbage)
+  }
+
+  @Test("a state file from a newer capture exits 86 and is left as it was")
+  func newerSchema() async throws {
+    let sandbox = try Sandbox()
+    let newer = Array(#"{"schemaVersion": 2, "devices": [], "future": true}"#.utf8)
+    try sandbox.write("state/capture/devices.json", newer)
+    for arguments in [["list"], ["set", "socketcam", "friendly-name", "X"]] {
+      Shape.expectFailure(
+        try await sandbox.capture(arguments), status: 86, name: "ESKT_INVALIDVERSION",
+        message: "state file \(sandbox.statePath) has schema version 2, newer than this capture (1)")
+    }
+    #expect(try sandbox.read(sandbox.statePath) == newer)
+  }
+
+  @Test("concurrent sets from many processes all persist; concurrent readers never see a broken file")
+  func concurrentWriters() async throws {
+    let sandbox = try Sandbox()
+    let sources = [
+      "aztec", "codabar", "code39", "code93", "code128", "data-matrix", "ean8", "ean13", "gs1-databar", "maxicode",
+      "pdf417", "qr-code",
+    ]
+    try await withThrowingTaskGroup(of: (String, Outcome).self) { group in
+      for source in sources {
+        group.addTask { (source, try await sandbox.capture("set", "socketcam", "data-source", source, "disable")) }
+        group.addTask { ("reader", try await sandbox.capture("get", "socketcam", "friendly-name")) }
+      }
+      for try await (what, outcome) in group {
+        #expect(outcome.status == 0, "\(what): \(outcome)")
+        if what == "reader" { #expect(outcome.outLines == ["SocketCam C820"]) }
+      }
+    }
+    let all = try await sandbox.capture(["get", "socketcam"] + sources.flatMap { ["data-source", $0] })
+    #expect(all.outLines == sources.map { "data-source \($0)\tdisable" })
   }
 }

@@ -277,4 +277,24 @@ struct PropertyTests {
           ])
         ]))
   }
+
+  @Test("a friendly name with a newline or tab cannot break the line-oriented list output")
+  func controlCharactersInName() async throws {
+    let sandbox = try Sandbox()
+    for name in ["line1\nline2", "tab\there", "cr\rname"] {
+      let set = try await sandbox.capture("set", "socketcam", "friendly-name", name)
+      // Either the name is refused as a usage error, or plain output keeps one device per line and four
+      // tab-separated columns.
+      if set.status == 0 {
+        let list = try await sandbox.capture("list")
+        #expect(list.outLines.count == 1, "\(name.debugDescription): \(list)")
+        #expect(list.outLines.first?.split(separator: "\t", omittingEmptySubsequences: false).count == 4, "\(list)")
+        #expect(!list.out.dropLast().contains("\r"), "\(list)")
+        let get = try await sandbox.capture("get", "socketcam", "friendly-name")
+        #expect(get.outLines.count == 1, "\(name.debugDescription): \(get)")
+      } else {
+        #expect(set.status == 18, "\(set)")
+      }
+    }
+  }
 }

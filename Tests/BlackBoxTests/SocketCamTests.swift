@@ -194,6 +194,18 @@ struct SocketCamTests {
     #expect(quiet.stderr.isEmpty)
   }
 
+  @Test("--dir does not recurse: a subdirectory is skipped with a warning")
+  func subdirectory() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    try sandbox.copy(images.qr.path, to: "top/a.png")
+    try sandbox.copy(images.ean13.path, to: "top/sub/b.png")
+    let outcome = try await sandbox.capture("trigger", "socketcam", "start", "--dir", "top/")
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.outLines == [images.qr.text])
+    #expect(outcome.errLines == ["capture: skipping directory 'top/sub' (--dir does not recurse)"])
+  }
+
   @Test("a missing --dir exits 63")
   func missingDirectory() async throws {
     let sandbox = try Sandbox()

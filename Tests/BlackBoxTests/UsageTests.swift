@@ -134,6 +134,17 @@ struct UsageTests {
       "unknown property 'frendly-name'; did you mean 'friendly-name'? (capture get --list shows them)"
     ),
     (["get", "socketcam", "data-source"], "get", "data-source needs a data source"),
+    (["get", "socketcam", "data-source", "bogus"], "get", "unknown data source 'bogus'"),
+    (["get", "socketcam", "trigger"], "get", "trigger cannot be read (it is write-only)"),
+    (
+      ["set", "socketcam", "data-source", "aztec", "maybe"], "set",
+      "data source status must be enable or disable, not 'maybe'"
+    ),
+    (["set", "socketcam", "device-type", "3"], "set", "device-type is read-only"),
+    (
+      ["set", "socketcam", "socket-cam-status", "bogus"], "set",
+      "'bogus' is not a valid socket-cam-status value (enable or disable)"
+    ),
     (["get", "socketcam", "--all", "friendly-name"], "get", "--all reads every property; unexpected 'friendly-name'"),
     (["get", "--list", "--all"], "get", "--list and --all cannot be combined"),
     (["set"], "set", "missing DEVICE"),
