@@ -206,4 +206,46 @@ struct DeviceTests {
     let all = try await sandbox.capture(["get", "socketcam"] + sources.flatMap { ["data-source", $0] })
     #expect(all.outLines == sources.map { "data-source \($0)\tdisable" })
   }
+
+  static let rememberedState = #"""
+    {"schemaVersion":1,"devices":[
+      {"id":"AA:BB:CC:DD:EE:FF","alias":"front","name":"Socket S740 [E2ABCD]","type":196624,"transport":"bluetooth-le","lastSeen":"2025-01-01T00:00:00.000Z"},
+      {"id":"tcp://10.0.0.5:23","name":"DataMan 8050","type":0,"transport":"tcp"}
+    ],"socketCam":{"status":0,"dataSources":{}}}
+    """#
+
+  @Test("remembered devices are listed and found by alias, friendly name or id")
+  func remembered() async throws {
+    let sandbox = try Sandbox()
+    try sandbox.write("state/capture/devices.json", Self.rememberedState)
+    let list = try await sandbox.capture("list")
+    #expect(list.status == 0)
+    #expect(
+      list.outLines == [
+        "socketcam\tSocketCam C820\tSocketCamC820\tenabled",
+        "AA:BB:CC:DD:EE:FF\tSocket S740 [E2ABCD]\tScannerS740\tremembered",
+        "tcp://10.0.0.5:23\tDataMan 8050\tNone\tremembered",
+      ])
+    let json = try await sandbox.capture("--json", "list")
+    let devices = Shape.jsonLines(json).first?["devices"]?.array ?? []
+    #expect(devices.count == 3)
+    #expect(
+      devices.dropFirst().first
+        == .object([
+          ("alias", .string("front")), ("id", .string("AA:BB:CC:DD:EE:FF")), ("lastSeen", .string("2025-01-01T00:00:00.000Z")),
+          ("name", .string("Socket S740 [E2ABCD]")), ("state", .string("remembered")), ("transport", .string("bluetooth-le")),
+          ("type", .number("196624")), ("typeName", .string("ScannerS740")),
+        ]))
+    let ble = "AA:BB:CC:DD:EE:FF: " + Self.bluetooth
+    let tcp = "tcp://10.0.0.5:23: the TCP (Cognex DataMan DMCC) transport is not available in this build of capture"
+    for (arguments, message) in [
+      (["get", "front", "friendly-name"], ble), (["get", "Socket S740 [E2ABCD]", "battery-level"], ble),
+      (["connect", "front"], ble), (["partnership", "status", "front"], ble), (["get", "DataMan 8050", "version"], tcp),
+      // listen without DEVICE listens to the remembered devices.
+      (["listen"], ble),
+    ] {
+      Shape.expectFailure(try await sandbox.capture(arguments), status: 15, name: "ESKT_NOTSUPPORTED", message: message)
+    }
+    #expect(try sandbox.read(sandbox.statePath) == Array(Self.rememberedState.utf8))
+  }
 }
