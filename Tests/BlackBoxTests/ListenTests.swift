@@ -155,6 +155,37 @@ struct ListenTests {
     #expect(outcome.elapsed < 4, "stopping took \(outcome.elapsed) s after the signal at 1 s")
   }
 
+  @Test("a missing file mid-stream is an error event; the stream goes on; exit 63")
+  func errorEventInStream() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let missing = sandbox.path("missing.png")
+    let message = "cannot open '\(missing)': No such file or directory"
+    let arguments = ["listen", "--image", images.qr.path, "--image", missing, "--image", images.ean13.path]
+    let outcome = try await sandbox.capture(["--json"] + arguments)
+    #expect(outcome.status == 63, "\(outcome)")
+    #expect(outcome.errLines == ["capture: ESKT_FILENOTFOUND (-63): \(message)"])
+    let events = Shape.jsonLines(outcome)
+    #expect(
+      events.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "decodedData", "error", "decodedData", "deviceRemoval"])
+    if events.count == 5 {
+      Shape.expectDecoded(events[1], text: images.qr.text, source: images.qr.source, base64: images.qr.base64, origin: images.qr.path)
+      #expect(events[2].keys == ["device", "error", "event", "time"])
+      #expect(events[2]["device"] == Shape.socketCamDevice)
+      #expect(
+        events[2]["error"]
+          == .object([("code", .number("-63")), ("message", .string(message)), ("name", .string("ESKT_FILENOTFOUND"))]))
+      #expect(Shape.isTime(events[2]["time"]))
+      Shape.expectDecoded(
+        events[3], text: images.ean13.text, source: images.ean13.source, base64: images.ean13.base64,
+        origin: images.ean13.path)
+    }
+    let plain = try await sandbox.capture(arguments)
+    #expect(plain.status == 63)
+    #expect(plain.outLines == [images.qr.text, images.ean13.text])
+    #expect(plain.errLines == ["capture: ESKT_FILENOTFOUND (-63): \(message)"])
+  }
+
   @Test("listen --image - reads stdin")
   func standardInput() async throws {
     let images = try Images.get()

@@ -326,6 +326,19 @@ struct SocketCamTests {
     #expect(outcome.elapsed < 4, "a 1 s timeout took \(outcome.elapsed) s")
   }
 
+  @Test("trigger continuous and start --wait read a finite source like start")
+  func continuousAndWait() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let continuous = try await sandbox.capture(
+      "trigger", "socketcam", "continuous", "--image", images.qr.path, "--image", images.code128.path)
+    #expect(continuous.status == 0, "\(continuous)")
+    #expect(continuous.outLines == [images.qr.text, images.code128.text])
+    let wait = try await sandbox.capture("trigger", "socketcam", "start", "--wait", "--image", images.pdf417.path)
+    #expect(wait.status == 0, "\(wait)")
+    #expect(wait.outLines == [images.pdf417.text])
+  }
+
   @Test("trigger stop has nothing to stop and succeeds quietly")
   func stop() async throws {
     let sandbox = try Sandbox()
