@@ -71,15 +71,17 @@ struct ZXingScanner: Sendable {
     return symbols
   }
 
-  /// Decodes synchronously on the calling thread.
-  func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
-    guard let base = pixels.baseAddress, width > 0, height > 0 else { return [] }
+  /// Decodes synchronously on the calling thread. Also returns how many zxing-cpp assertions the shim
+  /// caught (see czxing.h).
+  func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (symbols: [RawSymbol], aborts: Int) {
+    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], 0) }
     var options = self.options
     var results: UnsafeMutablePointer<czx_result>?
     var count = 0
+    var aborts: Int32 = 0
     // Errors (out of memory, a C++ exception) yield no zxing results; ZBar's still count.
-    let rc = czx_read(base, Int32(width), Int32(height), Int32(width), &options, &results, &count, nil, 0)
-    guard rc == Int32(CZX_OK) else { return [] }
-    return Self.convert(results, count)
+    let rc = czx_read(base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &aborts, nil, 0)
+    guard rc == Int32(CZX_OK) else { return ([], Int(aborts)) }
+    return (Self.convert(results, count), Int(aborts))
   }
 }
