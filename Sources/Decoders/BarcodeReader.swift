@@ -31,7 +31,9 @@ public final class BarcodeReader: @unchecked Sendable {
     zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: formats) : 0)
     pthread_mutex_init(mutex, nil)
     // Create the first scanner now so the first decode does not pay for it.
-    if !zbarSymbologies.isEmpty, let scanner = ZBarScanner(symbologies: zbarSymbologies) { pool.append(scanner) }
+    if !zbarSymbologies.isEmpty, let scanner = ZBarScanner(symbologies: zbarSymbologies) {
+      pool.append(scanner)
+    }
   }
 
   /// How many failed zxing-cpp assertions were caught and survived so far (Debian's zxing-cpp 1.4.0 asserts
@@ -141,7 +143,9 @@ enum Merger {
       // Keep real corners over ZBar's scan-hit box, and zxing-cpp's corners over ZBar's (zxing's are always
       // the symbol's own corners, clockwise from its top-left).
       let current = entries[best.index].symbol
-      if (symbol.hasCorners && !current.hasCorners) || (symbol.hasCorners && symbol.engine == .zxing && current.engine == .zbar) {
+      if (symbol.hasCorners && !current.hasCorners)
+        || (symbol.hasCorners && symbol.engine == .zxing && current.engine == .zbar)
+      {
         entries[best.index].symbol.points = symbol.points
         entries[best.index].symbol.hasCorners = true
         entries[best.index].symbol.engine = symbol.engine

@@ -21,7 +21,8 @@ import Testing
     let path = try dir.write("page.pgm", pgm(page))
     let found = everything.decode(try ImageLoader.load(path: path))
     #expect(found.map(\.format) == [.qrCode, .pdf417, .ean13, .code128])
-    #expect(found.map(\.text) == ["first row, left", "first row, right", "5901234123457", "second row, right"])
+    #expect(
+      found.map(\.text) == ["first row, left", "first row, right", "5901234123457", "second row, right"])
     #expect(found.map(\.decoders) == [both, zxingOnly, both, both])
   }
 
@@ -131,7 +132,9 @@ import Testing
 
   @Test func concurrentDecodesShareOneReader() async throws {
     let dir = TempDir()
-    let image = hstack([try zint(dir, "qr", "QRCODE", "concurrent"), try zint(dir, "ean", "EANX", "400638133393")])
+    let image = hstack([
+      try zint(dir, "qr", "QRCODE", "concurrent"), try zint(dir, "ean", "EANX", "400638133393"),
+    ])
     let reader = BarcodeReader()
     let expected = reader.decode(image)
     #expect(expected.count == 2)

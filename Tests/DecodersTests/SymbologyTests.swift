@@ -23,25 +23,45 @@ let zxingOnly: Set<String> = ["zxing"]
 /// (0x1D) after variable-length fields. DataMatrix, Aztec, PDF417, MicroQR and MaxiCode are zxing-cpp only
 /// (Debian's ZBar lacks them).
 let symbolCases: [SymbolCase] = [
-  SymbolCase(zintType: "QRCODE", data: "Hello, QR from zint", format: .qrCode, expected: bytes("Hello, QR from zint"), decoders: both),
-  SymbolCase(zintType: "DATAMATRIX", data: "DataMatrix 123", format: .dataMatrix, expected: bytes("DataMatrix 123"), decoders: zxingOnly),
-  SymbolCase(zintType: "AZTEC", data: "Aztec Code 2D", format: .aztec, expected: bytes("Aztec Code 2D"), decoders: zxingOnly),
-  SymbolCase(zintType: "PDF417", data: "PDF417 stacked", format: .pdf417, expected: bytes("PDF417 stacked"), decoders: zxingOnly),
-  SymbolCase(zintType: "MICROQR", data: "MICRO1", format: .microQRCode, expected: bytes("MICRO1"), decoders: zxingOnly),
-  SymbolCase(zintType: "CODE128", data: "Code128-Test", format: .code128, expected: bytes("Code128-Test"), decoders: both),
+  SymbolCase(
+    zintType: "QRCODE", data: "Hello, QR from zint", format: .qrCode, expected: bytes("Hello, QR from zint"),
+    decoders: both),
+  SymbolCase(
+    zintType: "DATAMATRIX", data: "DataMatrix 123", format: .dataMatrix, expected: bytes("DataMatrix 123"),
+    decoders: zxingOnly),
+  SymbolCase(
+    zintType: "AZTEC", data: "Aztec Code 2D", format: .aztec, expected: bytes("Aztec Code 2D"),
+    decoders: zxingOnly),
+  SymbolCase(
+    zintType: "PDF417", data: "PDF417 stacked", format: .pdf417, expected: bytes("PDF417 stacked"),
+    decoders: zxingOnly),
+  SymbolCase(
+    zintType: "MICROQR", data: "MICRO1", format: .microQRCode, expected: bytes("MICRO1"), decoders: zxingOnly),
+  SymbolCase(
+    zintType: "CODE128", data: "Code128-Test", format: .code128, expected: bytes("Code128-Test"),
+    decoders: both),
   SymbolCase(
     zintType: "GS1_128", data: "[01]98898765432106[10]ABC[15]991231", format: .code128,
     expected: bytes("019889876543210610ABC") + [0x1D] + bytes("15991231"), decoders: both),
-  SymbolCase(zintType: "CODE39", data: "CODE39 TEST", format: .code39, expected: bytes("CODE39 TEST"), decoders: both),
+  SymbolCase(
+    zintType: "CODE39", data: "CODE39 TEST", format: .code39, expected: bytes("CODE39 TEST"), decoders: both),
   SymbolCase(zintType: "CODE93", data: "CODE93", format: .code93, expected: bytes("CODE93"), decoders: both),
-  SymbolCase(zintType: "EANX", data: "400638133393", format: .ean13, expected: bytes("4006381333931"), decoders: both),
+  SymbolCase(
+    zintType: "EANX", data: "400638133393", format: .ean13, expected: bytes("4006381333931"), decoders: both),
   SymbolCase(zintType: "EANX", data: "9638507", format: .ean8, expected: bytes("96385074"), decoders: both),
-  SymbolCase(zintType: "UPCA", data: "03600029145", format: .upcA, expected: bytes("036000291452"), decoders: both),
+  SymbolCase(
+    zintType: "UPCA", data: "03600029145", format: .upcA, expected: bytes("036000291452"), decoders: both),
   SymbolCase(zintType: "UPCE", data: "0123456", format: .upcE, expected: bytes("01234565"), decoders: both),
-  SymbolCase(zintType: "ISBNX", data: "9780306406157", format: .isbn13, expected: bytes("9780306406157"), decoders: both),
-  SymbolCase(zintType: "C25INTER", data: "1234567890", format: .itf, expected: bytes("1234567890"), decoders: both),
-  SymbolCase(zintType: "CODABAR", data: "A40156B", format: .codabar, expected: bytes("A40156B"), decoders: both),
-  SymbolCase(zintType: "DBAR_OMN", data: "0950110153001", format: .dataBar, expected: bytes("0109501101530010"), decoders: both),
+  SymbolCase(
+    zintType: "ISBNX", data: "9780306406157", format: .isbn13, expected: bytes("9780306406157"),
+    decoders: both),
+  SymbolCase(
+    zintType: "C25INTER", data: "1234567890", format: .itf, expected: bytes("1234567890"), decoders: both),
+  SymbolCase(
+    zintType: "CODABAR", data: "A40156B", format: .codabar, expected: bytes("A40156B"), decoders: both),
+  SymbolCase(
+    zintType: "DBAR_OMN", data: "0950110153001", format: .dataBar, expected: bytes("0109501101530010"),
+    decoders: both),
   SymbolCase(
     zintType: "DBAR_EXP", data: "[01]98898765432106[3202]012345[15]991231", format: .dataBarExpanded,
     expected: bytes("0198898765432106320201234515991231"), decoders: both),
