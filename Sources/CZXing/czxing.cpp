@@ -4,6 +4,7 @@
 
 #include "ReadBarcode.h"
 
+#include <algorithm>
 #include <csetjmp>
 #include <csignal>
 #include <cstdlib>
@@ -198,21 +199,37 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
 
     ZXing::Results found;
     int caught = 0;
+    // Downscaled layers only exist from downscaleThreshold on ("Image size ( min(width, height) ) threshold
+    // at which to start downscaled scanning", DecodeHints.h). Below it, one call over all formats shares a
+    // single binarization; above it, matrix formats keep downscaling in a call of their own and linear
+    // ones are read without. Whenever linear formats take part, downscaling is off, so this choice only
+    // affects speed, never the assertion.
+    const bool pyramid = o.try_downscale != 0 && std::min(width, height) >= hints.downscaleThreshold();
+    if (matrix.empty() || linear.empty() || !pyramid) {
+      ZXing::DecodeHints allHints = hints;
+      allHints.setFormats(all);
+      if (!linear.empty()) allHints.setTryDownscale(false);
+      if (readTrapped(view, allHints, found)) {
+        linear = ZXing::BarcodeFormats();  // done
+        matrix = ZXing::BarcodeFormats();
+      } else {
+        ++caught;  // two identical linear codes: fall through to the separate, safer reads
+      }
+    }
     // Matrix codes compare by position (IsInside), never reaching the assertion: full settings.
     if (!matrix.empty()) {
       ZXing::DecodeHints matrixHints = hints;
       matrixHints.setFormats(matrix);
       if (!readTrapped(view, matrixHints, found)) ++caught;
     }
-    // Linear codes: no downscaled layers (they abort on every linear code, see above). If the image still
-    // holds two identical linear codes, retry for a single linear symbol, which cannot be compared with
-    // another one.
+    // Linear codes: no downscaled layers (they abort on every linear code, see above). If the image holds
+    // two identical linear codes, read a single linear symbol, which cannot be compared with another one.
     if (!linear.empty()) {
       ZXing::DecodeHints linearHints = hints;
       linearHints.setFormats(linear);
       linearHints.setTryDownscale(false);
-      if (!readTrapped(view, linearHints, found)) {
-        ++caught;
+      if (caught > 0 || !readTrapped(view, linearHints, found)) {
+        if (caught == 0) ++caught;
         linearHints.setMaxNumberOfSymbols(1);
         if (!readTrapped(view, linearHints, found)) ++caught;
       }
