@@ -5,7 +5,9 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 SWIFT ?= swift
 CONFIG ?= release
-BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path 2>/dev/null)/capture
+# A static Swift runtime: fewer shared objects to load makes every one-shot command start faster.
+BUILD_FLAGS = -c $(CONFIG) $(if $(filter release,$(CONFIG)),--static-swift-stdlib)
+BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 
 # Build: the C libraries behind SocketCam. Test: image generators, man page linter.
 # Bench: the peers measured side by side.
@@ -27,7 +29,7 @@ bench-deps:
 	@./scripts/ensure-packages $(BUILD_PACKAGES) $(TEST_PACKAGES) $(BENCH_PACKAGES)
 
 build: deps
-	$(SWIFT) build -c $(CONFIG)
+	$(SWIFT) build $(BUILD_FLAGS)
 
 # The main job on the embedded default: SocketCam decodes the sample images as a stream.
 demo: build

@@ -4,13 +4,20 @@
 
 #include "ReadBarcode.h"
 
+#include <algorithm>
+#include <csetjmp>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <signal.h>  // sigaction, siginfo_t (POSIX; <csignal> only promises signal/raise)
 
 using ZXing::BarcodeFormat;
 
@@ -83,8 +90,79 @@ int exportResults(const ZXing::Results &found, czx_result **results, size_t *cou
   return CZX_OK;
 }
 
+// --- Surviving zxing-cpp's assertions -----------------------------------------------------------------
+// Debian builds zxing-cpp 1.4.0 with assertions enabled, and 1.4.0 asserts `lineCount() == 1` in
+// Result::operator== whenever two linear results with equal bytes are compared (zxing-cpp issues #516,
+// #740, the latter reported against Debian's 1.4.0-3+b1). ReadBarcodes compares results:
+//  - across the downscaled pyramid layers (DecodeHints::tryDownscale, images whose smaller side is at
+//    least downscaleThreshold = 500 px): ANY linear code in such an image aborts the process;
+//  - when de-duplicating: two identical linear codes in one image abort the process.
+// Debian's own ZXingReader dies the same way on such images. assert() ends in abort(), which raises
+// SIGABRT in the calling thread; glibc's abort() (2.36) releases its lock and resets its stage before
+// raise(), so a handler that siglongjmps back out leaves libc usable. Only the zxing-cpp call on this thread
+// is abandoned: its heap objects leak (a few bitmaps), which is the price of not terminating.
+
+thread_local sigjmp_buf *tAbortJump = nullptr;
+std::mutex gHandlerMutex;
+struct sigaction gPreviousAbortAction;  // written under gHandlerMutex before our handler is installed
+
+void onAbort(int signal, siginfo_t *info, void *context) {
+  sigjmp_buf *jump = tAbortJump;
+  if (jump != nullptr) {
+    tAbortJump = nullptr;
+    siglongjmp(*jump, 1);  // back into runTrapped; restores the signal mask saved by sigsetjmp(…, 1)
+  }
+  // Not inside zxing-cpp: behave as whoever was installed before us.
+  const struct sigaction &previous = gPreviousAbortAction;
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (previous.sa_handler == SIG_IGN) return;
+  if (previous.sa_handler == SIG_DFL) {
+    // Restore the default action and re-raise: it is delivered once this handler returns, so an external
+    // `kill -ABRT` still terminates the process (abort() would re-raise by itself, kill does not).
+    struct sigaction fallback;
+    std::memset(&fallback, 0, sizeof fallback);
+    fallback.sa_handler = SIG_DFL;
+    sigaction(SIGABRT, &fallback, nullptr);
+    raise(SIGABRT);
+    return;
+  }
+  previous.sa_handler(signal);
+}
+
+// Installs onAbort unless it is already the SIGABRT action; re-checked on every call because another
+// component (e.g. a crash reporter) may have replaced it since.
+void ensureAbortHandler() {
+  std::lock_guard<std::mutex> lock(gHandlerMutex);
+  struct sigaction current;
+  if (sigaction(SIGABRT, nullptr, &current) != 0) return;
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == onAbort) return;
+  struct sigaction ours;
+  std::memset(&ours, 0, sizeof ours);
+  ours.sa_sigaction = onAbort;
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&ours.sa_mask);
+  gPreviousAbortAction = current;
+  sigaction(SIGABRT, &ours, nullptr);
+}
+
+// Runs ReadBarcodes; returns false if it aborted (then `out` is left untouched).
+bool readTrapped(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, ZXing::Results &out) {
+  ensureAbortHandler();
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) return false;  // tAbortJump was cleared by the handler
+  tAbortJump = &jump;
+  ZXing::Results found = ZXing::ReadBarcodes(view, hints);
+  tAbortJump = nullptr;
+  out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  return true;
+}
+
 int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx_options *options,
-             czx_result **results, size_t *count, char *err, size_t errSize) {
+             czx_result **results, size_t *count, int *aborts, char *err, size_t errSize) {
+  if (aborts != nullptr) *aborts = 0;
   if (results == nullptr || count == nullptr) {
     setError(err, errSize, "czx_read: NULL output pointer");
     return CZX_ERR_ARGUMENT;
@@ -99,20 +177,64 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
   czx_options_init(&defaults);
   const czx_options &o = options != nullptr ? *options : defaults;
   try {
+    // BarcodeFormats is a Flags<BarcodeFormat> over the same bits (ZX_DECLARE_FLAGS in BarcodeFormat.h); an
+    // empty set means "all" to DecodeHints::hasFormat.
+    auto all = ZXing::BarcodeFormats(static_cast<BarcodeFormat>(o.formats));
+    if (all.empty()) all = BarcodeFormat::Any;
+    auto matrix = all & ZXing::BarcodeFormats(BarcodeFormat::MatrixCodes);
+    auto linear = all & ZXing::BarcodeFormats(BarcodeFormat::LinearCodes);
+
     ZXing::DecodeHints hints;
-    // BarcodeFormats is a Flags<BarcodeFormat> over the same bits (ZX_DECLARE_FLAGS in BarcodeFormat.h).
-    hints.setFormats(ZXing::BarcodeFormats(static_cast<BarcodeFormat>(o.formats)));
     hints.setTryHarder(o.try_harder != 0);
     hints.setTryRotate(o.try_rotate != 0);
     hints.setTryDownscale(o.try_downscale != 0);
     hints.setIsPure(o.is_pure != 0);
     hints.setBinarizer(static_cast<ZXing::Binarizer>(o.binarizer & 3));
-    hints.setMaxNumberOfSymbols(static_cast<uint8_t>(o.max_symbols <= 0 || o.max_symbols > 255 ? 255 : o.max_symbols));
+    const uint8_t maxSymbols = static_cast<uint8_t>(o.max_symbols <= 0 || o.max_symbols > 255 ? 255 : o.max_symbols);
+    hints.setMaxNumberOfSymbols(maxSymbols);
     hints.setReturnCodabarStartEnd(o.codabar_start_end != 0);
     hints.setReturnErrors(false);  // only results whose checksums/ECC verified
     hints.setEanAddOnSymbol(ZXing::EanAddOnSymbol::Ignore);
     ZXing::ImageView view(lum, width, height, ZXing::ImageFormat::Lum, rowStride);
-    ZXing::Results found = ZXing::ReadBarcodes(view, hints);
+
+    ZXing::Results found;
+    int caught = 0;
+    // Downscaled layers only exist from downscaleThreshold on ("Image size ( min(width, height) ) threshold
+    // at which to start downscaled scanning", DecodeHints.h). Below it, one call over all formats shares a
+    // single binarization; above it, matrix formats keep downscaling in a call of their own and linear
+    // ones are read without. Whenever linear formats take part, downscaling is off, so this choice only
+    // affects speed, never the assertion.
+    const bool pyramid = o.try_downscale != 0 && std::min(width, height) >= hints.downscaleThreshold();
+    if (matrix.empty() || linear.empty() || !pyramid) {
+      ZXing::DecodeHints allHints = hints;
+      allHints.setFormats(all);
+      if (!linear.empty()) allHints.setTryDownscale(false);
+      if (readTrapped(view, allHints, found)) {
+        linear = ZXing::BarcodeFormats();  // done
+        matrix = ZXing::BarcodeFormats();
+      } else {
+        ++caught;  // two identical linear codes: fall through to the separate, safer reads
+      }
+    }
+    // Matrix codes compare by position (IsInside), never reaching the assertion: full settings.
+    if (!matrix.empty()) {
+      ZXing::DecodeHints matrixHints = hints;
+      matrixHints.setFormats(matrix);
+      if (!readTrapped(view, matrixHints, found)) ++caught;
+    }
+    // Linear codes: no downscaled layers (they abort on every linear code, see above). If the image holds
+    // two identical linear codes, read a single linear symbol, which cannot be compared with another one.
+    if (!linear.empty()) {
+      ZXing::DecodeHints linearHints = hints;
+      linearHints.setFormats(linear);
+      linearHints.setTryDownscale(false);
+      if (caught > 0 || !readTrapped(view, linearHints, found)) {
+        if (caught == 0) ++caught;
+        linearHints.setMaxNumberOfSymbols(1);
+        if (!readTrapped(view, linearHints, found)) ++caught;
+      }
+    }
+    if (aborts != nullptr) *aborts = caught;
     int rc = exportResults(found, results, count);
     if (rc == CZX_ERR_NOMEM) setError(err, errSize, "czx_read: out of memory");
     return rc;
@@ -137,10 +259,11 @@ struct czx_job {
   czx_result *results = nullptr;
   size_t count = 0;
   int rc = CZX_OK;
+  int aborts = 0;
   char err[256] = {0};
   std::thread thread;
 
-  void run() { rc = readImpl(lum, width, height, rowStride, &options, &results, &count, err, sizeof err); }
+  void run() { rc = readImpl(lum, width, height, rowStride, &options, &results, &count, &aborts, err, sizeof err); }
 };
 
 extern "C" {
@@ -158,8 +281,8 @@ void czx_options_init(czx_options *options) {
 }
 
 int czx_read(const uint8_t *lum, int width, int height, int row_stride, const czx_options *options,
-             czx_result **results, size_t *count, char *err, size_t err_size) {
-  return readImpl(lum, width, height, row_stride, options, results, count, err, err_size);
+             czx_result **results, size_t *count, int *aborts, char *err, size_t err_size) {
+  return readImpl(lum, width, height, row_stride, options, results, count, aborts, err, err_size);
 }
 
 void czx_free_results(czx_result *results, size_t count) {
@@ -189,7 +312,7 @@ czx_job *czx_start(const uint8_t *lum, int width, int height, int row_stride, co
   return job;
 }
 
-int czx_finish(czx_job *job, czx_result **results, size_t *count, char *err, size_t err_size) {
+int czx_finish(czx_job *job, czx_result **results, size_t *count, int *aborts, char *err, size_t err_size) {
   if (job == nullptr) {
     setError(err, err_size, "czx_finish: NULL job");
     return CZX_ERR_ARGUMENT;
@@ -202,6 +325,7 @@ int czx_finish(czx_job *job, czx_result **results, size_t *count, char *err, siz
     }
   }
   int rc = job->rc;
+  if (aborts != nullptr) *aborts = job->aborts;
   if (results != nullptr && count != nullptr) {
     *results = job->results;
     *count = job->count;

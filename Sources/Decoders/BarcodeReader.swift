@@ -18,6 +18,7 @@ public final class BarcodeReader: @unchecked Sendable {
   private let zxing: ZXingScanner
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
   private var pool: [ZBarScanner] = []  // guarded by mutex
+  private var aborts = 0  // guarded by mutex
 
   public init(
     formats: Set<BarcodeFormat> = Set(BarcodeFormat.allCases), engines: Set<DecoderEngine> = [.zbar, .zxing],
@@ -30,7 +31,17 @@ public final class BarcodeReader: @unchecked Sendable {
     zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: formats) : 0)
     pthread_mutex_init(mutex, nil)
     // Create the first scanner now so the first decode does not pay for it.
-    if !zbarSymbologies.isEmpty, let scanner = ZBarScanner(symbologies: zbarSymbologies) { pool.append(scanner) }
+    if !zbarSymbologies.isEmpty, let scanner = ZBarScanner(symbologies: zbarSymbologies) {
+      pool.append(scanner)
+    }
+  }
+
+  /// How many failed zxing-cpp assertions were caught and survived so far (Debian's zxing-cpp 1.4.0 asserts
+  /// on ordinary images; czxing.h). Each printed an "Assertion … failed" line to stderr.
+  public var zxingAssertionsCaught: Int {
+    pthread_mutex_lock(mutex)
+    defer { pthread_mutex_unlock(mutex) }
+    return aborts
   }
 
   deinit {
@@ -41,8 +52,8 @@ public final class BarcodeReader: @unchecked Sendable {
 
   /// Decodes every symbol in the image. Results are normalized (see Normalizer), limited to `formats`, merged
   /// across decoders (same format and bytes, centres no farther apart than half the larger symbol's size:
-  /// one result with the union of decoder names), and sorted by first point: top to bottom, then left to
-  /// right.
+  /// one result with the union of decoder names), and put in reading order: rows top to bottom, each row
+  /// left to right (see Merger.readingOrder).
   public func decode(_ image: GrayImage) -> [DecodedSymbol] {
     guard image.width > 0, image.height > 0 else { return [] }
     let raw = image.pixels.withUnsafeBufferPointer { pixels in
@@ -63,15 +74,28 @@ public final class BarcodeReader: @unchecked Sendable {
         let fromZBar = scanZBar(pixels, width: width, height: height)
         var results: UnsafeMutablePointer<czx_result>?
         var count = 0
-        let rc = czx_finish(job, &results, &count, nil, 0)
+        var aborts: Int32 = 0
+        let rc = czx_finish(job, &results, &count, &aborts, nil, 0)
         let fromZXing = rc == Int32(CZX_OK) ? ZXingScanner.convert(results, count) : []
+        countAborts(Int(aborts))
         return fromZBar + fromZXing
       }
     }
     var symbols: [RawSymbol] = []
     if useZBar { symbols += scanZBar(pixels, width: width, height: height) }
-    if useZXing { symbols += zxing.read(pixels, width: width, height: height) }
+    if useZXing {
+      let found = zxing.read(pixels, width: width, height: height)
+      countAborts(found.aborts)
+      symbols += found.symbols
+    }
     return symbols
+  }
+
+  private func countAborts(_ count: Int) {
+    guard count > 0 else { return }
+    pthread_mutex_lock(mutex)
+    aborts += count
+    pthread_mutex_unlock(mutex)
   }
 
   private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
@@ -119,7 +143,9 @@ enum Merger {
       // Keep real corners over ZBar's scan-hit box, and zxing-cpp's corners over ZBar's (zxing's are always
       // the symbol's own corners, clockwise from its top-left).
       let current = entries[best.index].symbol
-      if (symbol.hasCorners && !current.hasCorners) || (symbol.hasCorners && symbol.engine == .zxing && current.engine == .zbar) {
+      if (symbol.hasCorners && !current.hasCorners)
+        || (symbol.hasCorners && symbol.engine == .zxing && current.engine == .zbar)
+      {
         entries[best.index].symbol.points = symbol.points
         entries[best.index].symbol.hasCorners = true
         entries[best.index].symbol.engine = symbol.engine
@@ -130,7 +156,41 @@ enum Merger {
         format: $0.symbol.format, bytes: $0.symbol.bytes, points: $0.symbol.points,
         decoders: Set($0.engines.map(\.rawValue)))
     }
-    return decoded.sorted(by: ordered)
+    return readingOrder(decoded)
+  }
+
+  /// Top to bottom, then left to right. Comparing first points alone would put a symbol whose top edge is a
+  /// pixel higher before one further left on the same line, so symbols are grouped into rows first: sorted by
+  /// their top edge, a symbol joins the current row when its top lies above the vertical centre of the row's
+  /// first symbol. Within a row, left edge decides; format and bytes break ties so equal input gives equal
+  /// output.
+  static func readingOrder(_ symbols: [DecodedSymbol]) -> [DecodedSymbol] {
+    let boxed = symbols.map { (symbol: $0, box: Box($0.points)) }
+    let byTop = boxed.sorted { a, b in
+      let ta = a.box?.minY ?? .infinity, tb = b.box?.minY ?? .infinity
+      return ta != tb ? ta < tb : tieBreak(a.symbol, b.symbol)
+    }
+    var rows: [[(symbol: DecodedSymbol, box: Box?)]] = []
+    var rowCentre = -Double.infinity
+    for item in byTop {
+      if let box = item.box, !rows.isEmpty, box.minY <= rowCentre {
+        rows[rows.count - 1].append(item)
+      } else {
+        rows.append([item])
+        rowCentre = item.box?.centerY ?? .infinity
+      }
+    }
+    return rows.flatMap { row in
+      row.sorted { a, b in
+        let la = a.box?.minX ?? .infinity, lb = b.box?.minX ?? .infinity
+        return la != lb ? la < lb : tieBreak(a.symbol, b.symbol)
+      }.map(\.symbol)
+    }
+  }
+
+  static func tieBreak(_ a: DecodedSymbol, _ b: DecodedSymbol) -> Bool {
+    if a.format != b.format { return a.format.rawValue < b.format.rawValue }
+    return a.bytes.lexicographicallyPrecedes(b.bytes)
   }
 
   /// Centre distance if the two outlines can be the same symbol: centres no farther apart than half the
@@ -162,16 +222,5 @@ enum Merger {
     var height: Double { maxY - minY }
     var centerX: Double { (minX + maxX) / 2 }
     var centerY: Double { (minY + maxY) / 2 }
-  }
-
-  /// Top to bottom, then left to right, by first point; then by format and bytes so equal positions still
-  /// give a stable order.
-  static func ordered(_ a: DecodedSymbol, _ b: DecodedSymbol) -> Bool {
-    let pa = a.points.first ?? Point(x: Int.max, y: Int.max)
-    let pb = b.points.first ?? Point(x: Int.max, y: Int.max)
-    if pa.y != pb.y { return pa.y < pb.y }
-    if pa.x != pb.x { return pa.x < pb.x }
-    if a.format != b.format { return a.format.rawValue < b.format.rawValue }
-    return a.bytes.lexicographicallyPrecedes(b.bytes)
   }
 }

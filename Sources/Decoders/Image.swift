@@ -56,7 +56,8 @@ public enum ImageFormat: Sendable, Equatable {
     let head = Array(header.prefix(8))
     if head.count == 8 && head == pngSignature { return .png }
     if head.count >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF { return .jpeg }
-    if head.count >= 3 && head[0] == UInt8(ascii: "P") && (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(head[1])
+    if head.count >= 3 && head[0] == UInt8(ascii: "P")
+      && (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(head[1])
       && (PNMParser.isWhitespace(head[2]) || head[2] == UInt8(ascii: "#"))
     {
       return .pnm
@@ -69,7 +70,8 @@ public enum ImageFormat: Sendable, Equatable {
     guard !bytes.isEmpty else { return false }
     if bytes.count < 8 && Array(pngSignature.prefix(bytes.count)) == bytes { return true }
     if bytes.count < 3 && Array([0xFF, 0xD8, 0xFF].prefix(bytes.count)) == bytes { return true }
-    if bytes.count == 2 && bytes[0] == UInt8(ascii: "P") && (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(bytes[1])
+    if bytes.count == 2 && bytes[0] == UInt8(ascii: "P")
+      && (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(bytes[1])
     {
       return true
     }

@@ -59,10 +59,14 @@ public enum ImageLoader {
     var gray = cimageio_gray(pixels: nil, width: 0, height: 0)
     var message = [CChar](repeating: 0, count: 256)
     let rc = bytes.withUnsafeBufferPointer { data in
-      message.withUnsafeMutableBufferPointer { decoder(data.baseAddress!, data.count, &gray, $0.baseAddress!, $0.count) }
+      message.withUnsafeMutableBufferPointer {
+        decoder(data.baseAddress!, data.count, &gray, $0.baseAddress!, $0.count)
+      }
     }
     guard rc == Int32(CIMAGEIO_OK), let pixels = gray.pixels else {
-      let text = "\(name): " + String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      let text =
+        "\(name): "
+        + String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
       switch Int(rc) {
       case Int(CIMAGEIO_UNSUPPORTED), Int(CIMAGEIO_TOO_LARGE): throw .unsupportedFormat(text)
       case Int(CIMAGEIO_NOMEM): throw .unreadable(text)
@@ -72,7 +76,8 @@ public enum ImageLoader {
     defer { cimageio_free(pixels) }
     let width = Int(gray.width)
     let height = Int(gray.height)
-    return GrayImage(width: width, height: height, pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height)))
+    return GrayImage(
+      width: width, height: height, pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height)))
   }
 
   static func readFile(path: String) throws(ImageError) -> [UInt8] {
@@ -116,7 +121,9 @@ public enum ImageLoader {
 extension GrayImage {
   /// Encodes as baseline grayscale JPEG (libjpeg-turbo), e.g. to save a camera frame.
   public func jpegData(quality: Int = 90) throws(ImageError) -> [UInt8] {
-    try encode("JPEG") { cimageio_encode_jpeg_gray($0, Int32(width), Int32(height), Int32(quality), $1, $2, $3, $4) }
+    try encode("JPEG") {
+      cimageio_encode_jpeg_gray($0, Int32(width), Int32(height), Int32(quality), $1, $2, $3, $4)
+    }
   }
 
   /// Encodes as 8-bit grayscale PNG (libpng).
@@ -136,7 +143,9 @@ extension GrayImage {
     var size = 0
     var message = [CChar](repeating: 0, count: 256)
     let rc = pixels.withUnsafeBufferPointer { data in
-      message.withUnsafeMutableBufferPointer { encoder(data.baseAddress!, &out, &size, $0.baseAddress!, $0.count) }
+      message.withUnsafeMutableBufferPointer {
+        encoder(data.baseAddress!, &out, &size, $0.baseAddress!, $0.count)
+      }
     }
     guard rc == Int32(CIMAGEIO_OK), let out else {
       let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -20,7 +20,9 @@ enum Normalizer {
       symbol.bytes = chosen.bytes
     case .dataBar:
       // GS1 DataBar Omnidirectional carries a GTIN-14 under the implied AI (01).
-      if symbol.bytes.count == 14 && symbol.bytes.allSatisfy(GTIN.isDigit) { symbol.bytes = Array("01".utf8) + symbol.bytes }
+      if symbol.bytes.count == 14 && symbol.bytes.allSatisfy(GTIN.isDigit) {
+        symbol.bytes = Array("01".utf8) + symbol.bytes
+      }
     case .dataBarExpanded:
       if symbol.bytes.first == UInt8(ascii: "(") { symbol.bytes = GS1.elementString(fromHRI: symbol.bytes) }
     default:
@@ -60,9 +62,13 @@ enum GTIN {
   /// symbol as EAN-13 (UPC-A with its leading 0), as both libraries do; one enabling just UPC-A gets only
   /// the number-system-0 symbols. When EAN-13 and UPC-A are both enabled a leading-0 symbol is UPC-A
   /// (12 digits), matching zxing-cpp and ZBar with both enabled.
-  static func choose(_ digits: [UInt8], enabled: Set<BarcodeFormat>) -> (format: BarcodeFormat, bytes: [UInt8])? {
+  static func choose(_ digits: [UInt8], enabled: Set<BarcodeFormat>) -> (
+    format: BarcodeFormat, bytes: [UInt8]
+  )? {
     let prefix = String(decoding: digits.prefix(3), as: UTF8.self)
-    if digits.first == UInt8(ascii: "0") && enabled.contains(.upcA) { return (.upcA, Array(digits.dropFirst())) }
+    if digits.first == UInt8(ascii: "0") && enabled.contains(.upcA) {
+      return (.upcA, Array(digits.dropFirst()))
+    }
     if (prefix == "978" || prefix == "979") && enabled.contains(.isbn13) { return (.isbn13, digits) }
     if prefix == "978" && enabled.contains(.isbn10) { return (.isbn10, isbn10(digits)) }
     if enabled.contains(.ean13) { return (.ean13, digits) }
@@ -95,7 +101,8 @@ enum GS1 {
   /// length" table: 00, 01-04, 11-20, 31-36, 41; value = AI + data length). Any other element is variable
   /// length and needs an FNC1 separator, transmitted as GS, when another element follows.
   static let predefinedLength: [String: Int] = [
-    "00": 20, "01": 16, "02": 16, "03": 16, "04": 18, "11": 8, "12": 8, "13": 8, "14": 8, "15": 8, "16": 8, "17": 8,
+    "00": 20, "01": 16, "02": 16, "03": 16, "04": 18, "11": 8, "12": 8, "13": 8, "14": 8, "15": 8, "16": 8,
+    "17": 8,
     "18": 8, "19": 8, "20": 4, "31": 10, "32": 10, "33": 10, "34": 10, "35": 10, "36": 10, "41": 16,
   ]
 

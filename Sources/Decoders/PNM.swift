@@ -116,7 +116,9 @@ enum PNMParser {
       return UInt8(truncatingIfNeeded: sum >> 10)
     }
 
-    mutating func readPlain(into out: UnsafeMutableBufferPointer<UInt8>, count: Int, channels: Int, maxval: Int)
+    mutating func readPlain(
+      into out: UnsafeMutableBufferPointer<UInt8>, count: Int, channels: Int, maxval: Int
+    )
       throws(ImageError)
     {
       for i in 0..<count {
@@ -135,7 +137,8 @@ enum PNMParser {
       }
     }
 
-    mutating func readPlainBitmap(into out: UnsafeMutableBufferPointer<UInt8>, count: Int) throws(ImageError) {
+    mutating func readPlainBitmap(into out: UnsafeMutableBufferPointer<UInt8>, count: Int) throws(ImageError)
+    {
       // pbm(5) plain: each pixel is "0" or "1"; whitespace between them is optional.
       for i in 0..<count {
         skipSeparators()

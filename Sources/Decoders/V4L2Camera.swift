@@ -35,19 +35,24 @@ public final class V4L2Camera {
     do throws(ImageError) {
       var info = stat()
       guard fstat(fd, &info) == 0 else { throw ImageLoader.mapErrno(errno, path) }
-      guard (info.st_mode & S_IFMT) == S_IFCHR else { throw ImageError.unsupportedFormat("\(path): not a video device") }
+      guard (info.st_mode & S_IFMT) == S_IFCHR else {
+        throw ImageError.unsupportedFormat("\(path): not a video device")
+      }
 
       var capability = v4l2_capability()
       guard cv4l2_ioctl(fd, cv4l2_vidioc_querycap(), &capability) == 0 else {
         let code = errno
         // The V4L2 spec: drivers that are not V4L2 devices fail VIDIOC_QUERYCAP with ENOTTY (EINVAL in old kernels).
-        if code == ENOTTY || code == EINVAL { throw ImageError.unsupportedFormat("\(path): not a V4L2 device") }
+        if code == ENOTTY || code == EINVAL {
+          throw ImageError.unsupportedFormat("\(path): not a V4L2 device")
+        }
         throw ImageLoader.mapErrno(code, path)
       }
       // videodev2.h: device_caps is valid when V4L2_CAP_DEVICE_CAPS is set and describes this node, whereas
       // `capabilities` covers the whole physical device.
       let caps =
-        capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? capability.device_caps : capability.capabilities
+        capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
+        ? capability.device_caps : capability.capabilities
       guard caps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 else {
         throw ImageError.unsupportedFormat("\(path): not a video capture device")
       }
@@ -59,12 +64,17 @@ public final class V4L2Camera {
       let chosen = try Self.chooseFormat(fd, path)
       var format = v4l2_format()
       format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-      guard cv4l2_ioctl(fd, cv4l2_vidioc_g_fmt(), &format) == 0 else { throw Self.ioctlError("VIDIOC_G_FMT", path) }
+      guard cv4l2_ioctl(fd, cv4l2_vidioc_g_fmt(), &format) == 0 else {
+        throw Self.ioctlError("VIDIOC_G_FMT", path)
+      }
       format.fmt.pix.pixelformat = chosen.fourcc
       if let width { format.fmt.pix.width = UInt32(clamping: width) }
       if let height { format.fmt.pix.height = UInt32(clamping: height) }
-      format.fmt.pix.field = V4L2_FIELD_NONE.rawValue  // progressive frames; interlaced fields would tear codes
-      guard cv4l2_ioctl(fd, cv4l2_vidioc_s_fmt(), &format) == 0 else { throw Self.ioctlError("VIDIOC_S_FMT", path) }
+      // Progressive frames: interlaced fields would tear the bars of a moving code.
+      format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+      guard cv4l2_ioctl(fd, cv4l2_vidioc_s_fmt(), &format) == 0 else {
+        throw Self.ioctlError("VIDIOC_S_FMT", path)
+      }
       // S_FMT may adjust everything; what it returns is what we get.
       guard let actual = Self.pixelFormat(format.fmt.pix.pixelformat) else {
         throw ImageError.unsupportedFormat("\(path): driver refused \(chosen.format.rawValue)")
@@ -75,7 +85,9 @@ public final class V4L2Camera {
       let minimumLine = actual == .yuyv ? 2 * self.width : self.width
       self.bytesPerLine = max(Int(format.fmt.pix.bytesperline), actual == .mjpeg ? 0 : minimumLine)
       self.imageSize = max(Int(format.fmt.pix.sizeimage), actual == .mjpeg ? 0 : bytesPerLine * self.height)
-      guard self.width > 0, self.height > 0 else { throw ImageError.unsupportedFormat("\(path): zero frame size") }
+      guard self.width > 0, self.height > 0 else {
+        throw ImageError.unsupportedFormat("\(path): zero frame size")
+      }
 
       if canStream {
         var request = v4l2_requestbuffers()
@@ -91,13 +103,18 @@ public final class V4L2Camera {
             throw Self.ioctlError("VIDIOC_QUERYBUF", path)
           }
           // videodev2.h: for V4L2_MEMORY_MMAP, m.offset is the offset to pass to mmap().
-          let address = mmap(nil, Int(buffer.length), PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(buffer.m.offset))
+          let address = mmap(
+            nil, Int(buffer.length), PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(buffer.m.offset))
           guard let address, address != MAP_FAILED else { throw ImageLoader.mapErrno(errno, path) }
           mapped.append(UnsafeMutableRawBufferPointer(start: address, count: Int(buffer.length)))
-          guard cv4l2_ioctl(fd, cv4l2_vidioc_qbuf(), &buffer) == 0 else { throw Self.ioctlError("VIDIOC_QBUF", path) }
+          guard cv4l2_ioctl(fd, cv4l2_vidioc_qbuf(), &buffer) == 0 else {
+            throw Self.ioctlError("VIDIOC_QBUF", path)
+          }
         }
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
-        guard cv4l2_ioctl(fd, cv4l2_vidioc_streamon(), &type) == 0 else { throw Self.ioctlError("VIDIOC_STREAMON", path) }
+        guard cv4l2_ioctl(fd, cv4l2_vidioc_streamon(), &type) == 0 else {
+          throw Self.ioctlError("VIDIOC_STREAMON", path)
+        }
         streaming = true
       }
     } catch {
@@ -134,7 +151,8 @@ public final class V4L2Camera {
         }
         var result: Result<GrayImage, ImageError> = .failure(.unreadable("\(path): empty read"))
         data.withUnsafeBytes { raw in
-          result = Result { () throws(ImageError) in try convert(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+          result = Result { () throws(ImageError) in try convert(UnsafeRawBufferPointer(rebasing: raw[0..<n]))
+          }
         }
         return try result.get()
       }
@@ -176,8 +194,10 @@ public final class V4L2Camera {
         for y in 0..<height {
           let row = y * bytesPerLine
           if step == 1 {
-            UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(out)[(y * width)..<((y + 1) * width)])
-              .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[row..<(row + width)]))
+            UnsafeMutableRawBufferPointer(
+              rebasing: UnsafeMutableRawBufferPointer(out)[(y * width)..<((y + 1) * width)]
+            )
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[row..<(row + width)]))
           } else {
             for x in 0..<width { out[y * width + x] = data[row + 2 * x] }
           }
@@ -207,14 +227,18 @@ public final class V4L2Camera {
 
   /// The cheapest format to turn into gray: GREY (copy) over YUYV (take luma) over MJPEG (decode);
   /// formats the driver only emulates (libv4l conversions, V4L2_FMT_FLAG_EMULATED) rank last.
-  private static func chooseFormat(_ fd: Int32, _ path: String) throws(ImageError) -> (format: PixelFormat, fourcc: UInt32) {
+  private static func chooseFormat(_ fd: Int32, _ path: String) throws(ImageError) -> (
+    format: PixelFormat, fourcc: UInt32
+  ) {
     var best: (rank: Int, format: PixelFormat, fourcc: UInt32)?
     var offered: [String] = []
     var description = v4l2_fmtdesc()
     description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-    while cv4l2_ioctl(fd, cv4l2_vidioc_enum_fmt(), &description) == 0 {  // ends with EINVAL past the last index
+    // VIDIOC_ENUM_FMT fails with EINVAL past the last index.
+    while cv4l2_ioctl(fd, cv4l2_vidioc_enum_fmt(), &description) == 0 {
       let fourcc = description.pixelformat
-      offered.append(String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: fourcc >> (8 * $0)) }, as: UTF8.self))
+      offered.append(
+        String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: fourcc >> (8 * $0)) }, as: UTF8.self))
       if let format = pixelFormat(fourcc) {
         var rank = format == .grey ? 0 : (format == .yuyv ? 1 : 2)
         if description.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0 { rank += 3 }
@@ -223,7 +247,8 @@ public final class V4L2Camera {
       description.index += 1
     }
     guard let best else {
-      throw .unsupportedFormat("\(path): no GREY, YUYV or MJPEG format (offers \(offered.joined(separator: ", ")))")
+      throw .unsupportedFormat(
+        "\(path): no GREY, YUYV or MJPEG format (offers \(offered.joined(separator: ", ")))")
     }
     return (best.format, best.fourcc)
   }

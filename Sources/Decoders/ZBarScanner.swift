@@ -75,7 +75,9 @@ final class ZBarScanner {
     for type in symbologies { _ = zbar_image_scanner_set_config(scanner, type, ZBAR_CFG_ENABLE, 1) }
     // ZBAR_CFG_BINARY: "don't convert binary data to text". Without it ZBar guesses the QR text encoding and
     // converts to UTF-8, which changes binary payloads; with it the bytes arrive as encoded.
-    if symbologies.contains(ZBAR_QRCODE) { _ = zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1) }
+    if symbologies.contains(ZBAR_QRCODE) {
+      _ = zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1)
+    }
     // Scan positions feed `points`; ZBAR_CFG_POSITION is on by default, set explicitly because we rely on it.
     _ = zbar_image_scanner_set_config(scanner, zbar_symbol_type_t(0), ZBAR_CFG_POSITION, 1)
   }
@@ -85,7 +87,9 @@ final class ZBarScanner {
   /// Scans gray pixels borrowed for the duration of the call (no copy: zbar_image_set_data with a NULL
   /// cleanup handler only references the buffer, and "application image data will not be modified").
   func scan(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
-    guard let base = pixels.baseAddress, width > 0, height > 0, let image = zbar_image_create() else { return [] }
+    guard let base = pixels.baseAddress, width > 0, height > 0, let image = zbar_image_create() else {
+      return []
+    }
     defer { zbar_image_destroy(image) }
     zbar_image_set_format(image, Self.y800)
     zbar_image_set_size(image, UInt32(width), UInt32(height))
@@ -100,16 +104,21 @@ final class ZBarScanner {
       let length = Int(zbar_symbol_get_data_length(symbol))
       var bytes: [UInt8] = []
       if length > 0, let data = zbar_symbol_get_data(symbol) {
-        bytes = data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+        bytes = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+          Array(UnsafeBufferPointer(start: $0, count: length))
+        }
       }
       var hits: [Point] = []
       let count = zbar_symbol_get_loc_size(symbol)
       hits.reserveCapacity(Int(count))
       for index in 0..<count {
-        hits.append(Point(x: Int(zbar_symbol_get_loc_x(symbol, index)), y: Int(zbar_symbol_get_loc_y(symbol, index))))
+        hits.append(
+          Point(x: Int(zbar_symbol_get_loc_x(symbol, index)), y: Int(zbar_symbol_get_loc_y(symbol, index))))
       }
       let corners = Self.corners(hits, format: format)
-      symbols.append(RawSymbol(format: format, bytes: bytes, points: corners.points, engine: .zbar, hasCorners: corners.exact))
+      symbols.append(
+        RawSymbol(
+          format: format, bytes: bytes, points: corners.points, engine: .zbar, hasCorners: corners.exact))
     }
     return symbols
   }
@@ -128,6 +137,9 @@ final class ZBarScanner {
     let xs = hits.map(\.x)
     let ys = hits.map(\.y)
     let minX = xs.min()!, maxX = xs.max()!, minY = ys.min()!, maxY = ys.max()!
-    return ([Point(x: minX, y: minY), Point(x: maxX, y: minY), Point(x: maxX, y: maxY), Point(x: minX, y: maxY)], false)
+    return (
+      [Point(x: minX, y: minY), Point(x: maxX, y: minY), Point(x: maxX, y: maxY), Point(x: minX, y: maxY)],
+      false
+    )
   }
 }

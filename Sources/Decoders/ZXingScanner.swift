@@ -9,10 +9,14 @@ struct ZXingScanner: Sendable {
   /// narrowed by GTIN normalization. zxing-cpp 1.4.0 has no ISBN, DataBar Limited, MicroPDF417 or composite.
   static func mask(for formats: Set<BarcodeFormat>) -> Int32 {
     var mask: Int32 = 0
-    if !formats.isDisjoint(with: GTIN.family) { mask |= Int32(CZX_FORMAT_EAN13 | CZX_FORMAT_UPCA | CZX_FORMAT_UPCE) }
+    if !formats.isDisjoint(with: GTIN.family) {
+      mask |= Int32(CZX_FORMAT_EAN13 | CZX_FORMAT_UPCA | CZX_FORMAT_UPCE)
+    }
     let direct: [(BarcodeFormat, Int32)] = [
-      (.aztec, Int32(CZX_FORMAT_AZTEC)), (.codabar, Int32(CZX_FORMAT_CODABAR)), (.code39, Int32(CZX_FORMAT_CODE39)),
-      (.code93, Int32(CZX_FORMAT_CODE93)), (.code128, Int32(CZX_FORMAT_CODE128)), (.dataBar, Int32(CZX_FORMAT_DATABAR)),
+      (.aztec, Int32(CZX_FORMAT_AZTEC)), (.codabar, Int32(CZX_FORMAT_CODABAR)),
+      (.code39, Int32(CZX_FORMAT_CODE39)),
+      (.code93, Int32(CZX_FORMAT_CODE93)), (.code128, Int32(CZX_FORMAT_CODE128)),
+      (.dataBar, Int32(CZX_FORMAT_DATABAR)),
       (.dataBarExpanded, Int32(CZX_FORMAT_DATABAR_EXPANDED)), (.dataMatrix, Int32(CZX_FORMAT_DATAMATRIX)),
       (.ean8, Int32(CZX_FORMAT_EAN8)), (.itf, Int32(CZX_FORMAT_ITF)), (.maxiCode, Int32(CZX_FORMAT_MAXICODE)),
       (.pdf417, Int32(CZX_FORMAT_PDF417)), (.qrCode, Int32(CZX_FORMAT_QRCODE)),
@@ -63,23 +67,30 @@ struct ZXingScanner: Sendable {
     symbols.reserveCapacity(count)
     for result in UnsafeBufferPointer(start: results, count: count) {
       guard let format = format(of: result.format) else { continue }
-      let bytes = result.length > 0 ? Array(UnsafeBufferPointer(start: result.bytes, count: result.length)) : []
+      let bytes =
+        result.length > 0 ? Array(UnsafeBufferPointer(start: result.bytes, count: result.length)) : []
       let p = result.position  // Result::position(): top-left, top-right, bottom-right, bottom-left
       let points = [p.0, p.1, p.2, p.3].map { Point(x: Int($0.x), y: Int($0.y)) }
-      symbols.append(RawSymbol(format: format, bytes: bytes, points: points, engine: .zxing, hasCorners: true))
+      symbols.append(
+        RawSymbol(format: format, bytes: bytes, points: points, engine: .zxing, hasCorners: true))
     }
     return symbols
   }
 
-  /// Decodes synchronously on the calling thread.
-  func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
-    guard let base = pixels.baseAddress, width > 0, height > 0 else { return [] }
+  /// Decodes synchronously on the calling thread. Also returns how many zxing-cpp assertions the shim
+  /// caught (see czxing.h).
+  func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
+    symbols: [RawSymbol], aborts: Int
+  ) {
+    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], 0) }
     var options = self.options
     var results: UnsafeMutablePointer<czx_result>?
     var count = 0
+    var aborts: Int32 = 0
     // Errors (out of memory, a C++ exception) yield no zxing results; ZBar's still count.
-    let rc = czx_read(base, Int32(width), Int32(height), Int32(width), &options, &results, &count, nil, 0)
-    guard rc == Int32(CZX_OK) else { return [] }
-    return Self.convert(results, count)
+    let rc = czx_read(
+      base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &aborts, nil, 0)
+    guard rc == Int32(CZX_OK) else { return ([], Int(aborts)) }
+    return (Self.convert(results, count), Int(aborts))
   }
 }

@@ -82,8 +82,16 @@ void czx_options_init(czx_options *options);
 // Decodes an 8-bit luminance image (ZXing::ImageFormat::Lum). `lum` is only read, and only during the
 // call. On success *results is a malloc'd array of *count entries (NULL when 0) to release with
 // czx_free_results. On failure returns CZX_ERR_* and writes a NUL-terminated message into err.
+//
+// Debian's zxing-cpp 1.4.0 is built with assertions, and some of them fire on ordinary images (any linear
+// code in an image >= 500 px in both directions, two identical linear codes): see czxing.cpp. This call
+// therefore reads matrix and linear formats separately, linear ones without downscaling, and catches a
+// failed assertion (SIGABRT from abort()) in zxing-cpp on the calling thread, retrying with safer
+// settings. *aborts (if not NULL) receives how many assertions were caught; each leaks that attempt's
+// memory and libc has already printed the assertion message to stderr. To do this, the first call installs
+// a process-wide SIGABRT handler that forwards every other SIGABRT to the previously installed action.
 int czx_read(const uint8_t *lum, int width, int height, int row_stride, const czx_options *options,
-             czx_result **results, size_t *count, char *err, size_t err_size);
+             czx_result **results, size_t *count, int *aborts, char *err, size_t err_size);
 
 void czx_free_results(czx_result *results, size_t count);
 
@@ -93,7 +101,7 @@ void czx_free_results(czx_result *results, size_t count);
 // joins, hands over the results as czx_read does, and frees the job.
 typedef struct czx_job czx_job;
 czx_job *czx_start(const uint8_t *lum, int width, int height, int row_stride, const czx_options *options);
-int czx_finish(czx_job *job, czx_result **results, size_t *count, char *err, size_t err_size);
+int czx_finish(czx_job *job, czx_result **results, size_t *count, int *aborts, char *err, size_t err_size);
 
 #ifdef __cplusplus
 }

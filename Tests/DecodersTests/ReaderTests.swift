@@ -1,0 +1,172 @@
+import Glibc
+import Testing
+
+@testable import Decoders
+
+@Suite struct ReaderTests {
+  @Test func blankImageHasNoSymbols() {
+    #expect(everything.decode(GrayImage(width: 640, height: 480, filledWith: 255)).isEmpty)
+    #expect(everything.decode(GrayImage(width: 0, height: 0, pixels: [])).isEmpty)
+  }
+
+  @Test func severalDifferentCodesInOneImageInReadingOrder() throws {
+    let dir = TempDir()
+    let qr = try zint(dir, "qr", "QRCODE", "first row, left")
+    let pdf = try zint(dir, "pdf", "PDF417", "first row, right")
+    let ean = try zint(dir, "ean", "EANX", "590123412345")
+    let code128 = try zint(dir, "c128", "CODE128", "second row, right")
+    // Row 1: QR (tall) and PDF417 (its top edge lower than the QR's); row 2: EAN-13 and Code 128.
+    let page = vstack([hstack([qr, vstack([pdf], gap: 30)]), hstack([ean, code128])])
+    // Through a PGM file written here, so the PNM reader is on the path too.
+    let path = try dir.write("page.pgm", pgm(page))
+    let found = everything.decode(try ImageLoader.load(path: path))
+    #expect(found.map(\.format) == [.qrCode, .pdf417, .ean13, .code128])
+    #expect(
+      found.map(\.text) == ["first row, left", "first row, right", "5901234123457", "second row, right"])
+    #expect(found.map(\.decoders) == [both, zxingOnly, both, both])
+  }
+
+  @Test func dataMatrixNextToALinearCodeIsMissedByZXing() throws {
+    // A limitation of zxing-cpp 1.4.0 (Debian's ZXingReader misses it too), pinned so an upgrade shows up.
+    let dir = TempDir()
+    let matrix = try zint(dir, "dm", "DATAMATRIX", "first row, right", ["--scale=4"])
+    let code128 = try zint(dir, "c128", "CODE128", "Code128-Test")
+    #expect(everything.decode(matrix).map(\.format) == [.dataMatrix])
+    #expect(everything.decode(hstack([matrix, code128])).map(\.format) == [.code128])
+  }
+
+  @Test func identicalQRCodesSideBySideStayTwo() throws {
+    let dir = TempDir()
+    let qr = try zint(dir, "qr", "QRCODE", "same payload")
+    let found = everything.decode(hstack([qr, qr], gap: 20))
+    try #require(found.count == 2)
+    #expect(found.map(\.text) == ["same payload", "same payload"])
+    #expect(found.map(\.decoders) == [both, both])
+    #expect(found[0].points[0].x + qr.width / 2 < found[1].points[0].x)
+  }
+
+  @Test func identicalLinearCodesDoNotCrashZXing() throws {
+    // Two equal linear codes make Debian's zxing-cpp 1.4.0 fail an assertion (abort()); the shim catches it
+    // and retries for one linear symbol. ZBar merges equal linear codes into one symbol by itself.
+    let dir = TempDir()
+    let code = try zint(dir, "c128", "CODE128", "TWIN-42")
+    let reader = BarcodeReader()
+    let found = reader.decode(hstack([code, code], gap: 60))
+    #expect(!found.isEmpty)
+    #expect(Set(found.map(\.format)) == [.code128])
+    #expect(Set(found.map(\.text)) == ["TWIN-42"])
+    #expect(found.reduce(Set<String>()) { $0.union($1.decoders) } == both)
+    #expect(reader.zxingAssertionsCaught == 1)
+  }
+
+  @Test func largeImageWithLinearCode() throws {
+    // zxing-cpp 1.4.0 also asserts on any linear code found in both full-size and downscaled layers
+    // (images >= 500 px both ways); linear formats are therefore read without downscaling: no assertion.
+    let dir = TempDir()
+    let ean = scaled(try zint(dir, "ean", "EANX", "400638133393"), by: 4)
+    #expect(ean.width >= 500 && ean.height >= 500)
+    let reader = BarcodeReader()
+    let found = reader.decode(ean)
+    #expect(found.map(\.format) == [.ean13])
+    #expect(found.map(\.text) == ["4006381333931"])
+    #expect(found.map(\.decoders) == [both])
+    #expect(reader.zxingAssertionsCaught == 0)
+  }
+
+  @Test func formatFilterQROnlyIgnoresEAN13() throws {
+    let dir = TempDir()
+    let ean = try zint(dir, "ean", "EANX", "400638133393")
+    #expect(BarcodeReader(formats: [.qrCode]).decode(ean).isEmpty)
+    let qr = try zint(dir, "qr", "QRCODE", "only QR")
+    #expect(BarcodeReader(formats: [.qrCode]).decode(hstack([ean, qr])).map(\.text) == ["only QR"])
+  }
+
+  @Test func upcAIsEAN13WithLeadingZeroWhenUPCAIsNotEnabled() throws {
+    let dir = TempDir()
+    let upc = try zint(dir, "upc", "UPCA", "03600029145")
+    let asEAN = BarcodeReader(formats: [.ean13]).decode(upc)
+    #expect(asEAN.map(\.format) == [.ean13])
+    #expect(asEAN.map(\.text) == ["0036000291452"])
+    #expect(asEAN.map(\.decoders) == [both])
+    let asUPC = BarcodeReader(formats: [.upcA]).decode(upc)
+    #expect(asUPC.map(\.format) == [.upcA])
+    #expect(asUPC.map(\.text) == ["036000291452"])
+    // An EAN-13 outside number system 0 is not a UPC-A.
+    let ean = try zint(dir, "ean", "EANX", "400638133393")
+    #expect(BarcodeReader(formats: [.upcA]).decode(ean).isEmpty)
+  }
+
+  @Test func upcEOnlyWhenEnabled() throws {
+    let dir = TempDir()
+    let upcE = try zint(dir, "upce", "UPCE", "0123456")
+    #expect(BarcodeReader(formats: [.ean13, .upcA]).decode(upcE).isEmpty)
+    #expect(BarcodeReader(formats: [.upcE]).decode(upcE).map(\.text) == ["01234565"])
+  }
+
+  @Test func isbnVariants() throws {
+    let dir = TempDir()
+    let book = try zint(dir, "isbn", "ISBNX", "9780306406157")
+    #expect(BarcodeReader(formats: [.ean13]).decode(book).map(\.text) == ["9780306406157"])
+    #expect(BarcodeReader(formats: [.ean13]).decode(book).map(\.format) == [.ean13])
+    let isbn10 = BarcodeReader(formats: [.isbn10]).decode(book)
+    #expect(isbn10.map(\.format) == [.isbn10])
+    #expect(isbn10.map(\.text) == ["0306406152"])
+    #expect(isbn10.map(\.decoders) == [both])
+    #expect(BarcodeReader(formats: [.isbn13, .isbn10]).decode(book).map(\.format) == [.isbn13])
+  }
+
+  @Test func singleEngine() throws {
+    let dir = TempDir()
+    let qr = try zint(dir, "qr", "QRCODE", "engine test")
+    let matrix = try zint(dir, "dm", "DATAMATRIX", "zxing only")
+    let page = hstack([qr, matrix])
+    let zbar = BarcodeReader(engines: [.zbar]).decode(page)
+    #expect(zbar.map(\.text) == ["engine test"])
+    #expect(zbar.map(\.decoders) == [["zbar"]])
+    let zxing = BarcodeReader(engines: [.zxing]).decode(page)
+    #expect(zxing.map(\.text) == ["engine test", "zxing only"])
+    #expect(zxing.map(\.decoders) == [zxingOnly, zxingOnly])
+    let sequential = BarcodeReader(concurrentEngines: false).decode(page)
+    #expect(sequential == everything.decode(page))
+  }
+
+  @Test func concurrentDecodesShareOneReader() async throws {
+    let dir = TempDir()
+    let image = hstack([
+      try zint(dir, "qr", "QRCODE", "concurrent"), try zint(dir, "ean", "EANX", "400638133393"),
+    ])
+    let reader = BarcodeReader()
+    let expected = reader.decode(image)
+    #expect(expected.count == 2)
+    let results = await withTaskGroup(of: [DecodedSymbol].self) { group in
+      for _ in 0..<8 { group.addTask { reader.decode(image) } }
+      var all: [[DecodedSymbol]] = []
+      for await result in group { all.append(result) }
+      return all
+    }
+    #expect(results.count == 8)
+    #expect(results.allSatisfy { $0 == expected })
+  }
+
+  @Test func rotatedQRCornersAreClockwiseFromSymbolTopLeft() throws {
+    let dir = TempDir()
+    let qr = try zint(dir, "qr", "QRCODE", "rotated")
+    // Rotate by 90° clockwise: the symbol's top-left corner ends up at the image's top-right.
+    var pixels = [UInt8](repeating: 255, count: qr.width * qr.height)
+    for y in 0..<qr.height {
+      for x in 0..<qr.width { pixels[x * qr.height + (qr.height - 1 - y)] = qr.pixels[y * qr.width + x] }
+    }
+    let rotated = GrayImage(width: qr.height, height: qr.width, pixels: pixels)
+    for engine in [DecoderEngine.zbar, .zxing] {
+      let found = BarcodeReader(engines: [engine]).decode(rotated)
+      try #require(found.count == 1)
+      let p = found[0].points
+      try #require(p.count == 4)
+      // Top-left of the symbol is now top-right in the image, and the order runs clockwise on screen.
+      #expect(p[0].x > rotated.width / 2 && p[0].y < rotated.height / 2, "\(engine): \(p)")
+      #expect(p[1].x > rotated.width / 2 && p[1].y > rotated.height / 2, "\(engine): \(p)")
+      #expect(p[2].x < rotated.width / 2 && p[2].y > rotated.height / 2, "\(engine): \(p)")
+      #expect(p[3].x < rotated.width / 2 && p[3].y < rotated.height / 2, "\(engine): \(p)")
+    }
+  }
+}
