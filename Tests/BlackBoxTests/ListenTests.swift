@@ -140,6 +140,8 @@ struct ListenTests {
     let lines = Shape.jsonLines(outcome)
     #expect(lines.map { $0["event"]?.string ?? "error" } == ["deviceArrival", "deviceRemoval", "error"])
     #expect(outcome.elapsed < 4, "a 1 s timeout took \(outcome.elapsed) s")
+    // JSON Lines are flushed per event: the arrival is out long before the timeout.
+    #expect((outcome.firstStdout ?? 99) < 0.9, "first event after \(outcome.firstStdout ?? -1) s")
   }
 
   @Test("SIGTERM stops listen: removal flushed, exit 0, promptly", arguments: [SIGTERM, SIGINT])

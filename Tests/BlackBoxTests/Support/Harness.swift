@@ -206,6 +206,7 @@ enum Shape {
       do {
         let value = try parseJSON(line)
         #expect(value.keysAreSorted, "keys not sorted: \(line)", sourceLocation: sourceLocation)
+        #expect(value.keysAreCamelCase, "keys not camelCase: \(line)", sourceLocation: sourceLocation)
         values.append(value)
       } catch {
         Issue.record("\(error): \(line)", sourceLocation: sourceLocation)

@@ -49,6 +49,21 @@ enum JSONValue: Equatable, CustomStringConvertible {
   var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
   var keys: [String]? { if case .object(let m) = self { m.map(\.key) } else { nil } }
 
+  /// Keys of every object at any depth are camelCase: a lower-case ASCII letter, then ASCII letters and digits.
+  var keysAreCamelCase: Bool {
+    switch self {
+    case .array(let items): return items.allSatisfy(\.keysAreCamelCase)
+    case .object(let members):
+      return members.allSatisfy { member in
+        let scalars = Array(member.key.unicodeScalars)
+        guard let first = scalars.first, ("a"..."z").contains(first) else { return false }
+        return scalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
+          && member.value.keysAreCamelCase
+      }
+    default: return true
+    }
+  }
+
   /// Keys of every object at any depth are in Unicode code-point order, with no duplicates.
   var keysAreSorted: Bool {
     switch self {

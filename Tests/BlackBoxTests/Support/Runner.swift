@@ -31,6 +31,8 @@ struct Outcome: Sendable, CustomStringConvertible {
   var timedOut: Bool
   /// Seconds from spawn to exit.
   var elapsed: Double = 0
+  /// Seconds from spawn to the first byte on stdout, if any came.
+  var firstStdout: Double? = nil
 
   var out: String { String(decoding: stdout, as: UTF8.self) }
   var err: String { String(decoding: stderr, as: UTF8.self) }
@@ -166,6 +168,7 @@ enum Runner {
     var buffer = [UInt8](repeating: 0, count: 65536)
     let deadline = start + timeLimit
     var timedOut = false
+    var firstStdout: Double?
     var signalled = interaction.signal == nil
 
     while outFD >= 0 || errFD >= 0 {
@@ -202,7 +205,12 @@ enum Runner {
         } else {
           let n = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
           if n > 0 {
-            if entry.fd == outFD { stdout += buffer[0..<n] } else { stderr += buffer[0..<n] }
+            if entry.fd == outFD {
+              if firstStdout == nil { firstStdout = monotonicSeconds() - start }
+              stdout += buffer[0..<n]
+            } else {
+              stderr += buffer[0..<n]
+            }
           } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
             close(entry.fd)
             if entry.fd == outFD { outFD = -1 } else { errFD = -1 }
@@ -233,7 +241,7 @@ enum Runner {
     return Outcome(
       status: signalNumber == 0 ? (raw >> 8) & 0xFF : 128 + signalNumber,
       signal: signalNumber == 0 ? nil : signalNumber, stdout: stdout, stderr: stderr, timedOut: timedOut,
-      elapsed: monotonicSeconds() - start)
+      elapsed: monotonicSeconds() - start, firstStdout: firstStdout)
   }
 
   static func monotonicSeconds() -> Double {
