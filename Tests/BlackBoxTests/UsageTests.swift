@@ -83,6 +83,17 @@ struct UsageTests {
     #expect((try? Regex(#"capture \d+\.\d+\.\d+"#).wholeMatch(in: outcome.outLines.first ?? "")) != nil, "\(outcome)")
   }
 
+  @Test("--version is never silently ignored: with a command it still prints the version, like --help")
+  func versionWithCommand() async throws {
+    let sandbox = try Sandbox()
+    let version = try await sandbox.capture("--version")
+    for arguments in [["--version", "list"], ["list", "--version"], ["get", "socketcam", "friendly-name", "--version"]] {
+      let outcome = try await sandbox.capture(arguments)
+      #expect(outcome.status == 0, "\(arguments): \(outcome)")
+      #expect(outcome.out == version.out, "\(arguments): \(outcome)")
+    }
+  }
+
   /// (arguments, command whose usage follows, message)
   static let usageErrors: [([String], String, String)] = [
     ([], "", "no command given"),
