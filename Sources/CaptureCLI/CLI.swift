@@ -28,7 +28,8 @@ public enum CaptureCLI {
     } catch {
       return usageFailure(error, json: arguments.contains("--json"))
     }
-    if parsed.flag("version") && parsed.command == nil {
+    // --version wins wherever it appears, as --help does.
+    if parsed.flag("version") {
       Output(mode: .plain, quiet: false, verbose: false).line("capture \(CaptureVersion.string)")
       return 0
     }
@@ -79,6 +80,8 @@ public enum CaptureCLI {
       return usageFailure(error, json: context.globals.json)
     } catch let error as CaptureError {
       context.output.error(error)
+      // An invalid parameter is a usage error wherever it was found: the usage follows the message.
+      if error.code == .invalidParameter { context.output.raw(stderr: Help.usage(command) + "\n") }
       return ExitStatus.of(error.code)
     } catch {
       let wrapped = CaptureError(.unableToCompleteOperation, "\(error)")

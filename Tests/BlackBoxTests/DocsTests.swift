@@ -23,7 +23,8 @@ struct DocsTests {
   static var checkedIn: Bool {
     var isDirectory: ObjCBool = false
     return ["man", "completions"].allSatisfy {
-      FileManager.default.fileExists(atPath: repositoryRoot + "/" + $0, isDirectory: &isDirectory) && isDirectory.boolValue
+      FileManager.default.fileExists(atPath: repositoryRoot + "/" + $0, isDirectory: &isDirectory)
+        && isDirectory.boolValue
     }
   }
 
@@ -32,7 +33,9 @@ struct DocsTests {
     var files: [String] = []
     while let name = walker.nextObject() as? String {
       var isDirectory: ObjCBool = false
-      if FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue {
+      if FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isDirectory),
+        !isDirectory.boolValue
+      {
         files.append(name)
       }
     }
@@ -71,9 +74,12 @@ struct DocsTests {
   func matchesCheckedIn() async throws {
     let sandbox = try Sandbox()
     let generated = try await Self.generate(sandbox)
-    let checkedInFiles = Self.files(under: Self.repositoryRoot + "/man").map { "man/" + $0 }
+    let checkedInFiles =
+      Self.files(under: Self.repositoryRoot + "/man").map { "man/" + $0 }
       + Self.files(under: Self.repositoryRoot + "/completions").map { "completions/" + $0 }
-    #expect(checkedInFiles.sorted() == Self.files(under: generated), "run: capture __generate-docs . at the repository root")
+    #expect(
+      checkedInFiles.sorted() == Self.files(under: generated),
+      "run: capture __generate-docs . at the repository root")
     for name in Self.files(under: generated) where checkedInFiles.contains(name) {
       #expect(
         try sandbox.read(Self.repositoryRoot + "/" + name) == sandbox.read(generated + "/" + name),
@@ -93,7 +99,8 @@ struct DocsTests {
     #expect(pages.count == 10)
     for page in pages {
       let outcome = try await Runner.run(
-        mandoc, ["-T", "lint", "-W", "warning", generated + "/" + page], environment: ["PATH": "/usr/bin:/bin"])
+        mandoc, ["-T", "lint", "-W", "warning", generated + "/" + page],
+        environment: ["PATH": "/usr/bin:/bin"])
       #expect(outcome.status == 0, "\(page): \(outcome)")
       #expect(outcome.out + outcome.err == "", "mandoc -T lint -W warning \(page)")
     }

@@ -26,11 +26,15 @@ struct ListenTests {
     #expect(outcome.stderr.isEmpty, "\(outcome)")
     let events = Shape.jsonLines(outcome)
     #expect(events.count == 5, "\(outcome)")
-    #expect(events.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "decodedData", "decodedData", "decodedData", "deviceRemoval"])
+    #expect(
+      events.map { $0["event"]?.string ?? "?" } == [
+        "deviceArrival", "decodedData", "decodedData", "decodedData", "deviceRemoval",
+      ])
     Shape.expectArrivalOrRemoval(events.first, "deviceArrival")
     let names = ["scans/1-qr.png", "scans/2-ean.png", "scans/3-dm.png"]
     for (i, sample) in samples.enumerated() where i + 1 < events.count {
-      Shape.expectDecoded(events[i + 1], text: sample.text, source: sample.source, base64: sample.base64, origin: names[i])
+      Shape.expectDecoded(
+        events[i + 1], text: sample.text, source: sample.source, base64: sample.base64, origin: names[i])
     }
     Shape.expectArrivalOrRemoval(events.last, "deviceRemoval")
     // Times never go backwards along the stream.
@@ -55,7 +59,9 @@ struct ListenTests {
     let images = try Images.get()
     let sandbox = try Sandbox()
     // Enough files that decoding the rest cannot finish before listen has stopped.
-    let samples = [images.qr, images.ean13, images.code128, images.pdf417, images.qrSecond, images.dataMatrix]
+    let samples = [
+      images.qr, images.ean13, images.code128, images.pdf417, images.qrSecond, images.dataMatrix,
+    ]
     for (i, sample) in (samples + samples).enumerated() {
       try sandbox.copy(sample.path, to: "many/\(10 + i).\(sample.path.hasSuffix(".pgm") ? "pgm" : "png")")
     }
@@ -91,7 +97,8 @@ struct ListenTests {
     let images = try Images.get()
     let sandbox = try Sandbox()
     let samples = try Self.scans(sandbox, images)
-    let outcome = try await sandbox.capture("--json", "listen", "socketcam", "--events", "decodedData", "--dir", "scans")
+    let outcome = try await sandbox.capture(
+      "--json", "listen", "socketcam", "--events", "decodedData", "--dir", "scans")
     #expect(outcome.status == 0, "\(outcome)")
     let events = Shape.jsonLines(outcome)
     #expect(events.map { $0["event"]?.string ?? "?" } == ["decodedData", "decodedData", "decodedData"])
@@ -100,7 +107,8 @@ struct ListenTests {
     let lifecycle = try await sandbox.capture(
       "--json", "listen", "socketcam", "--events", "deviceArrival,deviceRemoval", "--dir", "scans")
     #expect(lifecycle.status == 0)
-    #expect(Shape.jsonLines(lifecycle).map { $0["event"]?.string ?? "?" } == ["deviceArrival", "deviceRemoval"])
+    #expect(
+      Shape.jsonLines(lifecycle).map { $0["event"]?.string ?? "?" } == ["deviceArrival", "deviceRemoval"])
   }
 
   @Test("a directory without any barcode exits 17")
@@ -136,7 +144,8 @@ struct ListenTests {
       ["--json", "listen", "--image", "-", "--timeout", "1s"], timeLimit: 6,
       interaction: Interaction(holdStdinOpen: true))
     #expect(outcome.status == 42, "\(outcome)")
-    #expect(outcome.errLines == ["capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 0 decoded code(s)"])
+    #expect(
+      outcome.errLines == ["capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 0 decoded code(s)"])
     let lines = Shape.jsonLines(outcome)
     #expect(lines.map { $0["event"]?.string ?? "error" } == ["deviceArrival", "deviceRemoval", "error"])
     #expect(outcome.elapsed < 4, "a 1 s timeout took \(outcome.elapsed) s")
@@ -169,14 +178,20 @@ struct ListenTests {
     #expect(outcome.errLines == ["capture: ESKT_FILENOTFOUND (-63): \(message)"])
     let events = Shape.jsonLines(outcome)
     #expect(
-      events.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "decodedData", "error", "decodedData", "deviceRemoval"])
+      events.map { $0["event"]?.string ?? "?" } == [
+        "deviceArrival", "decodedData", "error", "decodedData", "deviceRemoval",
+      ])
     if events.count == 5 {
-      Shape.expectDecoded(events[1], text: images.qr.text, source: images.qr.source, base64: images.qr.base64, origin: images.qr.path)
+      Shape.expectDecoded(
+        events[1], text: images.qr.text, source: images.qr.source, base64: images.qr.base64,
+        origin: images.qr.path)
       #expect(events[2].keys == ["device", "error", "event", "time"])
       #expect(events[2]["device"] == Shape.socketCamDevice)
       #expect(
         events[2]["error"]
-          == .object([("code", .number("-63")), ("message", .string(message)), ("name", .string("ESKT_FILENOTFOUND"))]))
+          == .object([
+            ("code", .number("-63")), ("message", .string(message)), ("name", .string("ESKT_FILENOTFOUND")),
+          ]))
       #expect(Shape.isTime(events[2]["time"]))
       Shape.expectDecoded(
         events[3], text: images.ean13.text, source: images.ean13.source, base64: images.ean13.base64,
@@ -192,7 +207,8 @@ struct ListenTests {
   func standardInput() async throws {
     let images = try Images.get()
     let sandbox = try Sandbox()
-    let outcome = try await sandbox.capture(["listen", "--image", "-"], stdin: try sandbox.read(images.code128.path))
+    let outcome = try await sandbox.capture(
+      ["listen", "--image", "-"], stdin: try sandbox.read(images.code128.path))
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.outLines == [images.code128.text])
   }

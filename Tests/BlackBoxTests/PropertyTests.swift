@@ -25,18 +25,24 @@ struct PropertyTests {
     }
     let version = try await sandbox.capture("get", "socketcam", "version")
     #expect(version.status == 0)
-    #expect((try? Regex(#"\d+\.\d+\.\d+\.\d+"#).wholeMatch(in: version.outLines.first ?? "")) != nil, "\(version)")
+    #expect(
+      (try? Regex(#"\d+\.\d+\.\d+\.\d+"#).wholeMatch(in: version.outLines.first ?? "")) != nil, "\(version)")
 
-    let several = try await sandbox.capture("get", "socketcam", "friendly-name", "device-type", "data-source", "ean13")
+    let several = try await sandbox.capture(
+      "get", "socketcam", "friendly-name", "device-type", "data-source", "ean13")
     #expect(several.status == 0)
-    #expect(several.outLines == ["friendly-name\tSocketCam C820", "device-type\t5 (SocketCamC820)", "data-source ean13\tenable"])
+    #expect(
+      several.outLines == [
+        "friendly-name\tSocketCam C820", "device-type\t5 (SocketCamC820)", "data-source ean13\tenable",
+      ])
     #expect(!sandbox.exists(sandbox.stateDirectory), "reading must not write state")
   }
 
   @Test("--json get is one document")
   func getJSON() async throws {
     let sandbox = try Sandbox()
-    let outcome = try await sandbox.capture("--json", "get", "socketcam", "device-type", "data-source", "qr-code")
+    let outcome = try await sandbox.capture(
+      "--json", "get", "socketcam", "device-type", "data-source", "qr-code")
     #expect(outcome.status == 0)
     #expect(
       outcome.outLines == [
@@ -51,7 +57,9 @@ struct PropertyTests {
     #expect(outcome.status == 15, "\(outcome)")
     #expect(outcome.outLines == ["friendly-name\tSocketCam C820"])
     #expect(
-      outcome.errLines == ["capture: ESKT_NOTSUPPORTED (-15): SocketCam C820 does not support battery-level (0x0001010B)"])
+      outcome.errLines == [
+        "capture: ESKT_NOTSUPPORTED (-15): SocketCam C820 does not support battery-level (0x0001010B)"
+      ])
   }
 
   @Test("disabling QR Code makes a QR image exit 17, in a later process; enabling brings it back")
@@ -66,7 +74,8 @@ struct PropertyTests {
     #expect(try await sandbox.capture("get", "socketcam", "data-source", "38").outLines == ["disable"])
 
     let blocked = try await sandbox.capture("trigger", "socketcam", "start", "--image", images.qr.path)
-    Shape.expectFailure(blocked, status: 17, name: "ESKT_NOTFOUND", message: "no barcode found in '\(images.qr.path)'")
+    Shape.expectFailure(
+      blocked, status: 17, name: "ESKT_NOTFOUND", message: "no barcode found in '\(images.qr.path)'")
     // Other symbologies are untouched.
     let other = try await sandbox.capture("trigger", "socketcam", "start", "--image", images.ean13.path)
     #expect(other.outLines == [images.ean13.text])
@@ -95,7 +104,8 @@ struct PropertyTests {
     #expect(try await sandbox.capture("get", "socketcam", "friendly-name").outLines == ["Dock 4"])
     // Events carry the new name.
     let images = try Images.get()
-    let event = Shape.jsonLines(try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.qr.path))
+    let event = Shape.jsonLines(
+      try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.qr.path))
     #expect(event.first?["device"]?["name"] == .string("Dock 4"))
 
     // 31 UTF-8 bytes is the limit: "é" is two bytes.
@@ -107,7 +117,8 @@ struct PropertyTests {
     for name in [String(repeating: "n", count: 40), String(repeating: "é", count: 16), ""] {
       let outcome = try await sandbox.capture("set", "socketcam", "friendly-name", name)
       #expect(outcome.status == 18, "\(name.utf8.count) bytes: \(outcome)")
-      #expect(outcome.errLines.first == Shape.invalidParameterPrefix + "friendly-name must be 1 to 31 UTF-8 bytes")
+      #expect(
+        outcome.errLines.first == Shape.invalidParameterPrefix + "friendly-name must be 1 to 31 UTF-8 bytes")
       #expect(outcome.stdout.isEmpty)
       #expect(try sandbox.read(sandbox.statePath) == before)
     }
@@ -137,7 +148,9 @@ struct PropertyTests {
         properties.contains {
           $0["name"] == .string("friendly-name") && $0["value"] == .string("SocketCam C820")
         })
-      let qr = properties.first { $0["name"] == .string("data-source") && $0["value"]?["id"] == .number("38") }
+      let qr = properties.first {
+        $0["name"] == .string("data-source") && $0["value"]?["id"] == .number("38")
+      }
       #expect(qr?["value"]?["status"] == .number("1"))
       #expect(properties.allSatisfy { $0["name"]?.string != "battery-level" })
     }
@@ -162,7 +175,9 @@ struct PropertyTests {
     #expect(Shape.jsonLines(json).first?["properties"]?.array?.isEmpty == false)
   }
 
-  @Test("a profile from get --all applies with every row unchanged; --dry-run reports a change and writes nothing")
+  @Test(
+    "a profile from get --all applies with every row unchanged; --dry-run reports a change and writes nothing"
+  )
   func profileRoundTrip() async throws {
     let sandbox = try Sandbox()
     let saved = try await sandbox.capture("--json", "get", "socketcam", "--all")
@@ -186,7 +201,9 @@ struct PropertyTests {
     let state = try sandbox.read(sandbox.statePath)
     let dry = try await sandbox.capture("set", "socketcam", "--from", profile, "--dry-run")
     #expect(dry.status == 0, "\(dry)")
-    let expectedDry = apply.outLines.map { $0 == "data-source ean13\tunchanged" ? "data-source ean13\twould change" : $0 }
+    let expectedDry = apply.outLines.map {
+      $0 == "data-source ean13\tunchanged" ? "data-source ean13\twould change" : $0
+    }
     #expect(dry.outLines == expectedDry)
     #expect(try sandbox.read(sandbox.statePath) == state, "--dry-run must write nothing")
     #expect(try await sandbox.capture("get", "socketcam", "data-source", "ean13").outLines == ["disable"])
@@ -201,7 +218,9 @@ struct PropertyTests {
 
     let real = try await sandbox.capture("set", "socketcam", "--from", profile)
     #expect(real.status == 0)
-    #expect(real.outLines == apply.outLines.map { $0 == "data-source ean13\tunchanged" ? "data-source ean13\tchanged" : $0 })
+    #expect(
+      real.outLines
+        == apply.outLines.map { $0 == "data-source ean13\tunchanged" ? "data-source ean13\tchanged" : $0 })
     #expect(try await sandbox.capture("get", "socketcam", "data-source", "ean13").outLines == ["enable"])
   }
 
@@ -215,7 +234,8 @@ struct PropertyTests {
     #expect(try await sandbox.capture("get", "socketcam", "friendly-name").outLines == ["From stdin"])
   }
 
-  @Test("a profile with unknown properties and wrong value types exits 18 listing every problem; nothing written")
+  @Test(
+    "a profile with unknown properties and wrong value types exits 18 listing every problem; nothing written")
   func badProfile() async throws {
     let sandbox = try Sandbox()
     let profile = try sandbox.write(
@@ -230,7 +250,7 @@ struct PropertyTests {
       ]}
       """#)
     let message =
-      "profile '\(profile)' rejected: entry 2: unknown property; entry 3 (friendly-name): value of the wrong type or out of range for String; entry 4 (data-source): data source qr-code needs \"status\" 0 (disable) or 1 (enable)"
+      "profile '\(profile)' rejected: entry 2: unknown property 'no-such-property'; entry 3 (friendly-name): value of the wrong type or out of range for String; entry 4 (data-source): data source qr-code needs \"status\" 0 (disable) or 1 (enable)"
     let outcome = try await sandbox.capture("set", "socketcam", "--from", profile)
     #expect(outcome.status == 18, "\(outcome)")
     #expect(outcome.errLines.first == Shape.invalidParameterPrefix + message, "\(outcome)")
@@ -247,7 +267,8 @@ struct PropertyTests {
     let sandbox = try Sandbox()
     let garbage = try sandbox.write("garbage.json", "{ not json")
     Shape.expectFailure(
-      try await sandbox.capture("set", "socketcam", "--from", garbage), status: 85, name: "ESKT_INVALIDFORMAT",
+      try await sandbox.capture("set", "socketcam", "--from", garbage), status: 85,
+      name: "ESKT_INVALIDFORMAT",
       message: "profile '\(garbage)' is not valid JSON")
     let missing = sandbox.path("nope.json")
     Shape.expectFailure(
@@ -270,7 +291,8 @@ struct PropertyTests {
             (
               "value",
               .object([
-                ("flags", .number("1")), ("id", .number("33")), ("name", .string("PDF 417")), ("status", .number("0")),
+                ("flags", .number("1")), ("id", .number("33")), ("name", .string("PDF 417")),
+                ("status", .number("0")),
                 ("statusName", .string("disable")),
               ])
             ),
@@ -288,7 +310,8 @@ struct PropertyTests {
       if set.status == 0 {
         let list = try await sandbox.capture("list")
         #expect(list.outLines.count == 1, "\(name.debugDescription): \(list)")
-        #expect(list.outLines.first?.split(separator: "\t", omittingEmptySubsequences: false).count == 4, "\(list)")
+        #expect(
+          list.outLines.first?.split(separator: "\t", omittingEmptySubsequences: false).count == 4, "\(list)")
         #expect(!list.out.dropLast().contains("\r"), "\(list)")
         let get = try await sandbox.capture("get", "socketcam", "friendly-name")
         #expect(get.outLines.count == 1, "\(name.debugDescription): \(get)")

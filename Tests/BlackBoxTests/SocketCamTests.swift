@@ -33,16 +33,19 @@ struct SocketCamTests {
     #expect(json.status == 0, "\(json)")
     let events = Shape.jsonLines(json)
     #expect(events.count == 1, "\(json)")
-    Shape.expectDecoded(events.first, text: sample.text, source: sample.source, base64: sample.base64, origin: sample.path)
+    Shape.expectDecoded(
+      events.first, text: sample.text, source: sample.source, base64: sample.base64, origin: sample.path)
     // bytes is the base64 of exactly the data.
-    #expect(events.first?["bytes"]?.string.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } == sample.bytes)
+    #expect(
+      events.first?["bytes"]?.string.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } == sample.bytes)
   }
 
   @Test("QR Code corner points are the symbol's corners, clockwise from top-left")
   func qrPoints() async throws {
     let images = try Images.get()
     let sandbox = try Sandbox()
-    let outcome = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.qr.path)
+    let outcome = try await sandbox.capture(
+      "--json", "trigger", "socketcam", "start", "--image", images.qr.path)
     // qrencode's defaults: 3 pixels a module, a 4-module margin; "Hello QR" is a version 1 (21×21) symbol.
     let corners = [(12, 12), (75, 12), (75, 75), (12, 75)].map { x, y in
       JSONValue.object([("x", .number(String(x))), ("y", .number(String(y)))])
@@ -66,7 +69,8 @@ struct SocketCamTests {
     let events = Shape.jsonLines(json)
     #expect(events.count == all.count)
     for (event, sample) in zip(events, all) {
-      Shape.expectDecoded(event, text: sample.text, source: sample.source, base64: sample.base64, origin: sample.path)
+      Shape.expectDecoded(
+        event, text: sample.text, source: sample.source, base64: sample.base64, origin: sample.path)
     }
   }
 
@@ -75,10 +79,12 @@ struct SocketCamTests {
     let images = try Images.get()
     let sandbox = try Sandbox()
     try sandbox.copy(images.qr.path, to: "in/label.png")
-    let outcome = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", "in/label.png")
+    let outcome = try await sandbox.capture(
+      "--json", "trigger", "socketcam", "start", "--image", "in/label.png")
     #expect(outcome.status == 0)
     Shape.expectDecoded(
-      Shape.jsonLines(outcome).first, text: images.qr.text, source: images.qr.source, base64: images.qr.base64,
+      Shape.jsonLines(outcome).first, text: images.qr.text, source: images.qr.source,
+      base64: images.qr.base64,
       origin: "in/label.png")
   }
 
@@ -89,20 +95,29 @@ struct SocketCamTests {
     let missing = sandbox.path("missing.png")
     let message = "cannot open '\(missing)': No such file or directory"
     for order in [[missing, images.qr.path], [images.qr.path, missing]] {
-      let outcome = try await sandbox.capture(["trigger", "socketcam", "start"] + order.flatMap { ["--image", $0] })
+      let outcome = try await sandbox.capture(
+        ["trigger", "socketcam", "start"] + order.flatMap { ["--image", $0] })
       #expect(outcome.status == 63, "\(outcome)")
       #expect(outcome.outLines == [images.qr.text])
       #expect(outcome.errLines == ["capture: ESKT_FILENOTFOUND (-63): \(message)"])
     }
-    let json = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.qr.path, "--image", missing)
+    let json = try await sandbox.capture(
+      "--json", "trigger", "socketcam", "start", "--image", images.qr.path, "--image", missing)
     #expect(json.status == 63)
     let lines = Shape.jsonLines(json)
     #expect(lines.count == 2)
-    Shape.expectDecoded(lines.first, text: images.qr.text, source: images.qr.source, base64: images.qr.base64, origin: images.qr.path)
+    Shape.expectDecoded(
+      lines.first, text: images.qr.text, source: images.qr.source, base64: images.qr.base64,
+      origin: images.qr.path)
     #expect(
       lines.last
         == .object([
-          ("error", .object([("code", .number("-63")), ("message", .string(message)), ("name", .string("ESKT_FILENOTFOUND"))]))
+          (
+            "error",
+            .object([
+              ("code", .number("-63")), ("message", .string(message)), ("name", .string("ESKT_FILENOTFOUND")),
+            ])
+          )
         ]))
   }
 
@@ -117,8 +132,12 @@ struct SocketCamTests {
     #expect(outcome.status == 34, "\(outcome)")
     #expect(outcome.outLines == [images.ean13.text])
     #expect(outcome.errLines.count == 2)
-    #expect(outcome.errLines.first?.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(truncated)': ") == true)
-    #expect(outcome.errLines.last == "capture: ESKT_FILENOTFOUND (-63): cannot open '\(missing)': No such file or directory")
+    #expect(
+      outcome.errLines.first?.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(truncated)': ")
+        == true)
+    #expect(
+      outcome.errLines.last
+        == "capture: ESKT_FILENOTFOUND (-63): cannot open '\(missing)': No such file or directory")
   }
 
   @Test("a truncated PNG exits 34 naming the file")
@@ -130,7 +149,9 @@ struct SocketCamTests {
     #expect(outcome.status == 34, "\(outcome)")
     #expect(outcome.stdout.isEmpty)
     #expect(outcome.errLines.count == 1)
-    #expect(outcome.err.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(truncated)': "), "\(outcome)")
+    #expect(
+      outcome.err.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(truncated)': "),
+      "\(outcome)")
   }
 
   @Test("an empty file exits 34")
@@ -149,7 +170,8 @@ struct SocketCamTests {
     let outcome = try await sandbox.capture("trigger", "socketcam", "start", "--image", text)
     #expect(outcome.status == 34, "\(outcome)")
     #expect(outcome.stdout.isEmpty)
-    #expect(outcome.err.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(text)': "), "\(outcome)")
+    #expect(
+      outcome.err.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(text)': "), "\(outcome)")
   }
 
   @Test("an unreadable file exits 64", .enabled(if: getuid() != 0, "root reads every file"))
@@ -171,7 +193,8 @@ struct SocketCamTests {
       name: "ESKT_NOTFOUND", message: "no barcode found in '\(images.blank)'")
     let json = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.blank)
     #expect(json.status == 17)
-    Shape.expectErrorObject(json, code: -17, name: "ESKT_NOTFOUND", message: "no barcode found in '\(images.blank)'")
+    Shape.expectErrorObject(
+      json, code: -17, name: "ESKT_NOTFOUND", message: "no barcode found in '\(images.blank)'")
   }
 
   @Test("--dir decodes in name order and skips a non-image with a warning")
@@ -222,7 +245,8 @@ struct SocketCamTests {
     let plain = try await sandbox.capture(["trigger", "socketcam", "start", "--image", "-"], stdin: bytes)
     #expect(plain.status == 0, "\(plain)")
     #expect(plain.out == images.pdf417.text + "\n")
-    let json = try await sandbox.capture(["--json", "trigger", "socketcam", "start", "--image", "-"], stdin: bytes)
+    let json = try await sandbox.capture(
+      ["--json", "trigger", "socketcam", "start", "--image", "-"], stdin: bytes)
     Shape.expectDecoded(
       Shape.jsonLines(json).first, text: images.pdf417.text, source: images.pdf417.source,
       base64: images.pdf417.base64, origin: "-")
@@ -236,7 +260,8 @@ struct SocketCamTests {
   func binaryPayload() async throws {
     let images = try Images.get()
     let sandbox = try Sandbox()
-    let outcome = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.binaryQR.path)
+    let outcome = try await sandbox.capture(
+      "--json", "trigger", "socketcam", "start", "--image", images.binaryQR.path)
     #expect(outcome.status == 0, "\(outcome)")
     let event = Shape.jsonLines(outcome).first
     Shape.expectDecoded(
@@ -255,7 +280,8 @@ struct SocketCamTests {
     Shape.expectFailure(
       try await sandbox.capture("trigger", "socketcam", "start", "--camera", "/dev/video99"), status: 32,
       name: "ESKT_NOTAVAILABLE", message: message)
-    let json = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--camera", "/dev/video99")
+    let json = try await sandbox.capture(
+      "--json", "trigger", "socketcam", "start", "--camera", "/dev/video99")
     #expect(json.status == 32, "\(json)")
     Shape.expectErrorObject(json, code: -32, name: "ESKT_NOTAVAILABLE", message: message)
   }
@@ -277,7 +303,8 @@ struct SocketCamTests {
     let plain = try await sandbox.capture("trigger", "socketcam", "start", "--image", images.twoCodes)
     #expect(plain.status == 0, "\(plain)")
     #expect(plain.outLines.sorted() == ["Left code", "Right code"])
-    let json = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.twoCodes)
+    let json = try await sandbox.capture(
+      "--json", "trigger", "socketcam", "start", "--image", images.twoCodes)
     let events = Shape.jsonLines(json)
     #expect(events.count == 2)
     for event in events {
@@ -299,19 +326,23 @@ struct SocketCamTests {
     #expect(outcome.outLines == ["Colour PPM", "Plain PGM"])
   }
 
-  @Test("formats SocketCam does not read (GIF, BMP, SVG) exit 34 naming the file", arguments: ["gif", "bmp", "svg"])
+  @Test(
+    "formats SocketCam does not read (GIF, BMP, SVG) exit 34 naming the file",
+    arguments: ["gif", "bmp", "svg"])
   func unsupportedFormat(_ suffix: String) async throws {
     let zint = try #require(Runner.which("zint"), "zint is not installed")
     let sandbox = try Sandbox()
     let file = sandbox.path("label.\(suffix)")
-    let made = try await Runner.run(zint, ["-b", "58", "-d", "hello", "-o", file], environment: ["PATH": "/usr/bin:/bin"])
+    let made = try await Runner.run(
+      zint, ["-b", "58", "-d", "hello", "-o", file], environment: ["PATH": "/usr/bin:/bin"])
     #expect(made.status == 0, "\(made)")
     let outcome = try await sandbox.capture("trigger", "socketcam", "start", "--image", file)
     #expect(outcome.status == 34, "\(outcome)")
     #expect(outcome.stdout.isEmpty)
     #expect(outcome.errLines.count == 1)
     #expect(
-      outcome.err.hasPrefix("capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(file)': not a PNG, JPEG or PNM image"),
+      outcome.err.hasPrefix(
+        "capture: ESKT_UNABLEREADFILE (-34): cannot decode '\(file)': not a PNG, JPEG or PNM image"),
       "\(outcome)")
   }
 
@@ -334,7 +365,8 @@ struct SocketCamTests {
       "trigger", "socketcam", "continuous", "--image", images.qr.path, "--image", images.code128.path)
     #expect(continuous.status == 0, "\(continuous)")
     #expect(continuous.outLines == [images.qr.text, images.code128.text])
-    let wait = try await sandbox.capture("trigger", "socketcam", "start", "--wait", "--image", images.pdf417.path)
+    let wait = try await sandbox.capture(
+      "trigger", "socketcam", "start", "--wait", "--image", images.pdf417.path)
     #expect(wait.status == 0, "\(wait)")
     #expect(wait.outLines == [images.pdf417.text])
   }

@@ -23,11 +23,14 @@ struct UsageTests {
     let sandbox = try Sandbox()
     let expectedStart = ["capture \(command.name) - \(command.abstract)", ""] + Shape.usage[command.name]!
     var first: String?
-    for arguments in [[command.name, "--help"], [command.name, "-h"], ["help", command.name], ["--help", command.name]] {
+    for arguments in [
+      [command.name, "--help"], [command.name, "-h"], ["help", command.name], ["--help", command.name],
+    ] {
       let outcome = try await sandbox.capture(arguments)
       #expect(outcome.status == 0, "\(arguments): \(outcome)")
       #expect(outcome.stderr.isEmpty, "\(arguments): \(outcome)")
-      #expect(Array(outcome.outLines.prefix(expectedStart.count)) == expectedStart, "\(arguments): \(outcome)")
+      #expect(
+        Array(outcome.outLines.prefix(expectedStart.count)) == expectedStart, "\(arguments): \(outcome)")
       #expect(outcome.out.contains("\nGlobal options:\n"), "\(arguments)")
       if let first { #expect(outcome.out == first, "\(arguments) differs from \(command.name) --help") }
       first = first ?? outcome.out
@@ -48,21 +51,26 @@ struct UsageTests {
     #expect(outcome.stderr.isEmpty)
     let lines = outcome.outLines
     let name = version.out.dropFirst("capture ".count).dropLast()
-    #expect(Array(lines.prefix(3)) == [
-      "capture \(name) - barcode scanners and NFC readers from the command line", "",
-      "usage: capture [GLOBAL] COMMAND [ARGS]",
-    ])
+    #expect(
+      Array(lines.prefix(3)) == [
+        "capture \(name) - barcode scanners and NFC readers from the command line", "",
+        "usage: capture [GLOBAL] COMMAND [ARGS]",
+      ])
     for command in Self.commands {
       let padding = String(repeating: " ", count: "partnership".count + 3 - command.name.count)
       #expect(lines.contains("  \(command.name)\(padding)\(command.abstract)"), "missing \(command.name)")
     }
     #expect(!outcome.out.contains("__generate-docs"), "the hidden command must not be listed")
-    for option in ["--json", "-q, --quiet", "-v, --verbose", "--timeout DUR", "--adapter hciN", "--no-color", "-h, --help", "--version"] {
+    for option in [
+      "--json", "-q, --quiet", "-v, --verbose", "--timeout DUR", "--adapter hciN", "--no-color", "-h, --help",
+      "--version",
+    ] {
       #expect(lines.contains { $0.hasPrefix("  \(option) ") }, "missing global option \(option)")
     }
     for (status, name) in [
       (0, "ESKT_NOERROR"), (15, "ESKT_NOTSUPPORTED"), (17, "ESKT_NOTFOUND"), (18, "ESKT_INVALIDPARAMETER"),
-      (32, "ESKT_NOTAVAILABLE"), (34, "ESKT_UNABLEREADFILE"), (42, "ESKT_REQUESTTIMEDOUT"), (63, "ESKT_FILENOTFOUND"),
+      (32, "ESKT_NOTAVAILABLE"), (34, "ESKT_UNABLEREADFILE"), (42, "ESKT_REQUESTTIMEDOUT"),
+      (63, "ESKT_FILENOTFOUND"),
       (64, "ESKT_FILEACCESSDENIED"), (85, "ESKT_INVALIDFORMAT"),
     ] {
       let prefix = "  \(status)" + String(repeating: " ", count: 5 - String(status).count) + name + " "
@@ -80,14 +88,18 @@ struct UsageTests {
     #expect(outcome.status == 0)
     #expect(outcome.stderr.isEmpty)
     #expect(outcome.outLines.count == 1)
-    #expect((try? Regex(#"capture \d+\.\d+\.\d+"#).wholeMatch(in: outcome.outLines.first ?? "")) != nil, "\(outcome)")
+    #expect(
+      (try? Regex(#"capture \d+\.\d+\.\d+"#).wholeMatch(in: outcome.outLines.first ?? "")) != nil,
+      "\(outcome)")
   }
 
   @Test("--version is never silently ignored: with a command it still prints the version, like --help")
   func versionWithCommand() async throws {
     let sandbox = try Sandbox()
     let version = try await sandbox.capture("--version")
-    for arguments in [["--version", "list"], ["list", "--version"], ["get", "socketcam", "friendly-name", "--version"]] {
+    for arguments in [
+      ["--version", "list"], ["list", "--version"], ["get", "socketcam", "friendly-name", "--version"],
+    ] {
       let outcome = try await sandbox.capture(arguments)
       #expect(outcome.status == 0, "\(arguments): \(outcome)")
       #expect(outcome.out == version.out, "\(arguments): \(outcome)")
@@ -107,9 +119,14 @@ struct UsageTests {
     (["list", "extra"], "list", "unexpected argument 'extra'"),
     (["--timeout", "5x", "list"], "list", "--timeout: '5x' is not a duration (e.g. 500ms, 10s, 2m)"),
     (["--adapter", "foo", "list"], "list", "--adapter must be hciN (e.g. hci0), not 'foo'"),
-    (["discover", "--le", "--classic"], "discover", "--le and --classic cannot be combined (give neither for both)"),
+    (
+      ["discover", "--le", "--classic"], "discover",
+      "--le and --classic cannot be combined (give neither for both)"
+    ),
     (["discover", "--timeout", "5x"], "discover", "--timeout: '5x' is not a duration (e.g. 500ms, 10s, 2m)"),
-    (["discover", "--timeout", "-1s"], "discover", "--timeout: '-1s' is not a duration (e.g. 500ms, 10s, 2m)"),
+    (
+      ["discover", "--timeout", "-1s"], "discover", "--timeout: '-1s' is not a duration (e.g. 500ms, 10s, 2m)"
+    ),
     (["discover", "extra"], "discover", "unexpected argument 'extra'"),
     (["connect"], "connect", "missing DEVICE"),
     (["connect", "socketcam", "AA:BB:CC:DD:EE:FF"], "connect", "unexpected argument 'AA:BB:CC:DD:EE:FF'"),
@@ -156,12 +173,18 @@ struct UsageTests {
       ["set", "socketcam", "socket-cam-status", "bogus"], "set",
       "'bogus' is not a valid socket-cam-status value (enable or disable)"
     ),
-    (["get", "socketcam", "--all", "friendly-name"], "get", "--all reads every property; unexpected 'friendly-name'"),
+    (
+      ["get", "socketcam", "--all", "friendly-name"], "get",
+      "--all reads every property; unexpected 'friendly-name'"
+    ),
     (["get", "--list", "--all"], "get", "--list and --all cannot be combined"),
     (["set"], "set", "missing DEVICE"),
     (["set", "socketcam"], "set", "missing PROPERTY VALUE (or --from FILE)"),
     (["set", "socketcam", "friendly-name"], "set", "friendly-name needs a value"),
-    (["set", "socketcam", "data-source", "qr-code"], "set", "data-source needs a data source and enable or disable"),
+    (
+      ["set", "socketcam", "data-source", "qr-code"], "set",
+      "data-source needs a data source and enable or disable"
+    ),
     (["set", "socketcam", "--dry-run"], "set", "--dry-run works with --from FILE"),
     (
       ["set", "socketcam", "--from", "p.json", "friendly-name", "X"], "set",
@@ -171,7 +194,10 @@ struct UsageTests {
     (["listen", "--count", "-3", "--dir", "d"], "listen", "--count: '-3' is not a positive whole number"),
     (["listen", "--count", "two", "--dir", "d"], "listen", "--count: 'two' is not a positive whole number"),
     (["listen", "--count", "1", "--count", "2", "--dir", "d"], "listen", "--count given more than once"),
-    (["listen", "--timeout", "5x", "--dir", "d"], "listen", "--timeout: '5x' is not a duration (e.g. 500ms, 10s, 2m)"),
+    (
+      ["listen", "--timeout", "5x", "--dir", "d"], "listen",
+      "--timeout: '5x' is not a duration (e.g. 500ms, 10s, 2m)"
+    ),
     (["listen", "--cuont", "1", "--dir", "d"], "listen", "unknown option --cuont; did you mean --count?"),
     (
       ["listen", "--events", "bogus", "--dir", "d"], "listen",
@@ -195,10 +221,19 @@ struct UsageTests {
     (["get", "tcp://host:99999", "version"], "get", "'tcp://host:99999': port must be 1-65535"),
     (["get", "serial:relative", "friendly-name"], "get", "'serial:relative': expected serial:/dev/PATH"),
     (["get", "hid:event3", "version"], "get", "'hid:event3': expected hid:/dev/input/eventN or hid:auto"),
-    (["get", "ftp://host", "version"], "get", "'ftp://host': unknown device scheme; use tcp://, serial: or hid:"),
-    (["connect", "AA:BB:CC:DD:EE:F"], "connect", "'AA:BB:CC:DD:EE:F' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)"),
+    (
+      ["get", "ftp://host", "version"], "get",
+      "'ftp://host': unknown device scheme; use tcp://, serial: or hid:"
+    ),
+    (
+      ["connect", "AA:BB:CC:DD:EE:F"], "connect",
+      "'AA:BB:CC:DD:EE:F' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)"
+    ),
     // Five bytes, not six: a mistyped address, not the name of a remembered device.
-    (["get", "AA:BB:CC:DD:EE", "friendly-name"], "get", "'AA:BB:CC:DD:EE' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)"),
+    (
+      ["get", "AA:BB:CC:DD:EE", "friendly-name"], "get",
+      "'AA:BB:CC:DD:EE' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)"
+    ),
     // Nothing to listen to is a missing operand.
     (
       ["listen"], "listen",
@@ -217,14 +252,16 @@ struct UsageTests {
   @Test("with --json a usage error also prints exactly the error object on stdout", arguments: usageErrors)
   func usageErrorJSON(_ arguments: [String], _ command: String, _ message: String) async throws {
     let sandbox = try Sandbox()
-    Shape.expectUsageError(try await sandbox.capture(["--json"] + arguments), command: command, message: message, json: true)
+    Shape.expectUsageError(
+      try await sandbox.capture(["--json"] + arguments), command: command, message: message, json: true)
   }
 
   @Test("--json after the command and after the error still selects the JSON error object")
   func jsonAnywhere() async throws {
     let sandbox = try Sandbox()
     Shape.expectUsageError(
-      try await sandbox.capture("list", "--bogus", "--json"), command: "list", message: "unknown option --bogus",
+      try await sandbox.capture("list", "--bogus", "--json"), command: "list",
+      message: "unknown option --bogus",
       json: true)
   }
 }

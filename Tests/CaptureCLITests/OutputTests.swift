@@ -16,16 +16,21 @@ struct JSONWriterTests {
     #expect(JSON.int(UInt32.max).serialized == "4294967295")
     #expect(JSON.array([]).serialized == "[]")
     #expect(JSON.object([:]).serialized == "{}")
-    #expect(JSON.array([.number(1), .string("a"), .null, .array([.bool(true)])]).serialized == #"[1,"a",null,[true]]"#)
+    #expect(
+      JSON.array([.number(1), .string("a"), .null, .array([.bool(true)])]).serialized
+        == #"[1,"a",null,[true]]"#)
   }
 
   @Test("keys sort by Unicode code point at every depth")
   func sortedKeys() {
     let value = JSON.object([
-      "b": .number(2), "a": .number(1), "B": .number(0), "é": .null, "aa": .object(["z": .null, "_": .null, "Z": .null]),
+      "b": .number(2), "a": .number(1), "B": .number(0), "é": .null,
+      "aa": .object(["z": .null, "_": .null, "Z": .null]),
       "10": .null, "9": .null,
     ])
-    #expect(value.serialized == #"{"10":null,"9":null,"B":0,"a":1,"aa":{"Z":null,"_":null,"z":null},"b":2,"é":null}"#)
+    #expect(
+      value.serialized
+        == #"{"10":null,"9":null,"B":0,"a":1,"aa":{"Z":null,"_":null,"z":null},"b":2,"é":null}"#)
     // Code point order, not UTF-16 order: U+FF5E sorts before U+1F600 (whose UTF-16 form starts 0xD83D).
     let astral = JSON.object(["\u{1F600}": .number(2), "\u{FF5E}": .number(1)])
     #expect(astral.serialized == "{\"\u{FF5E}\":1,\"\u{1F600}\":2}")
@@ -74,16 +79,20 @@ struct JSONWriterTests {
     let device = DeviceInfo(id: "socketcam", name: "SocketCam C820", type: .socketCamC820)
     let data = DecodedData(
       dataSource: .qrCode, bytes: Array("Hi/\"".utf8), points: [.init(x: 1, y: 2)], origin: "/tmp/a b.png")
-    let event = Event(time: Timestamp(milliseconds: 1_700_000_000_123), device: device, payload: .decodedData(data))
+    let event = Event(
+      time: Timestamp(milliseconds: 1_700_000_000_123), device: device, payload: .decodedData(data))
     #expect(
       Render.event(event).serialized
-        == #"{"bytes":"SGkvIg==","dataSource":{"id":38,"name":"QR Code"},"device":{"id":"socketcam","name":"SocketCam C820","type":5,"typeName":"SocketCamC820"},"event":"decodedData","origin":"/tmp/a b.png","points":[{"x":1,"y":2}],"text":"Hi/\"","time":"2023-11-14T22:13:20.123Z"}"#)
+        == #"{"bytes":"SGkvIg==","dataSource":{"id":38,"name":"QR Code"},"device":{"id":"socketcam","name":"SocketCam C820","type":5,"typeName":"SocketCamC820"},"event":"decodedData","origin":"/tmp/a b.png","points":[{"x":1,"y":2}],"text":"Hi/\"","time":"2023-11-14T22:13:20.123Z"}"#
+    )
   }
 
-  @Test("event times are ISO 8601 UTC with milliseconds", arguments: [
-    (Int64(0), "1970-01-01T00:00:00.000Z"), (1_700_000_000_123, "2023-11-14T22:13:20.123Z"),
-    (951_782_400_007, "2000-02-29T00:00:00.007Z"), (4_102_444_799_999, "2099-12-31T23:59:59.999Z"),
-  ])
+  @Test(
+    "event times are ISO 8601 UTC with milliseconds",
+    arguments: [
+      (Int64(0), "1970-01-01T00:00:00.000Z"), (1_700_000_000_123, "2023-11-14T22:13:20.123Z"),
+      (951_782_400_007, "2000-02-29T00:00:00.007Z"), (4_102_444_799_999, "2099-12-31T23:59:59.999Z"),
+    ])
   func time(_ milliseconds: Int64, _ expected: String) {
     #expect(Timestamp(milliseconds: milliseconds).iso8601 == expected)
   }
@@ -119,7 +128,9 @@ struct Base64Tests {
     let all = (0...255).map { UInt8($0) }
     let encoded = Base64.encode(all)
     #expect(encoded.count == 344)
-    #expect(encoded.hasPrefix("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BB"))
+    #expect(
+      encoded.hasPrefix(
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BB"))
     #expect(encoded.hasSuffix("8PHy8/T19vf4+fr7/P3+/w=="))
   }
 }

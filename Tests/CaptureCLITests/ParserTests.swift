@@ -24,16 +24,19 @@ struct ParserTests {
     Parsed(arguments: ["list", "--json"], command: "list", flags: ["json"]),
     Parsed(arguments: ["-q", "list", "-v"], command: "list", flags: ["quiet", "verbose"]),
     Parsed(arguments: ["-qv", "list"], command: "list", flags: ["quiet", "verbose"]),
-    Parsed(arguments: ["list", "-vq", "--no-color"], command: "list", flags: ["quiet", "verbose", "no-color"]),
+    Parsed(
+      arguments: ["list", "-vq", "--no-color"], command: "list", flags: ["quiet", "verbose", "no-color"]),
     Parsed(arguments: ["-h"], command: nil, flags: ["help"]),
     // `help COMMAND` is `COMMAND --help`.
     Parsed(arguments: ["help", "get"], command: "get", flags: ["help"]),
     Parsed(arguments: ["--help", "set"], command: "set", flags: ["help"]),
     Parsed(arguments: ["--version"], command: nil, flags: ["version"]),
     Parsed(
-      arguments: ["--timeout=500ms", "list"], command: "list", values: ["timeout": ["500ms"]], ordered: ["timeout=500ms"]),
+      arguments: ["--timeout=500ms", "list"], command: "list", values: ["timeout": ["500ms"]],
+      ordered: ["timeout=500ms"]),
     Parsed(
-      arguments: ["list", "--timeout", "2m"], command: "list", values: ["timeout": ["2m"]], ordered: ["timeout=2m"]),
+      arguments: ["list", "--timeout", "2m"], command: "list", values: ["timeout": ["2m"]],
+      ordered: ["timeout=2m"]),
     Parsed(
       arguments: ["--adapter", "hci1", "discover", "--le", "--name=S7*"], command: "discover", flags: ["le"],
       values: ["adapter": ["hci1"], "name": ["S7*"]], ordered: ["adapter=hci1", "name=S7*"]),
@@ -42,34 +45,48 @@ struct ParserTests {
       arguments: ["listen", "--confirm=test $X = 1"], command: "listen", values: ["confirm": ["test $X = 1"]],
       ordered: ["confirm=test $X = 1"]),
     // An empty inline value is a value.
-    Parsed(arguments: ["connect", "x", "--alias="], command: "connect", values: ["alias": [""]], operands: ["x"], ordered: ["alias="]),
     Parsed(
-      arguments: ["trigger", "socketcam", "start", "--image", "a.png", "--image=b.png", "--dir", "d", "--image", "-"],
+      arguments: ["connect", "x", "--alias="], command: "connect", values: ["alias": [""]], operands: ["x"],
+      ordered: ["alias="]),
+    Parsed(
+      arguments: [
+        "trigger", "socketcam", "start", "--image", "a.png", "--image=b.png", "--dir", "d", "--image", "-",
+      ],
       command: "trigger", values: ["image": ["a.png", "b.png", "-"], "dir": ["d"]],
       operands: ["socketcam", "start"], ordered: ["image=a.png", "image=b.png", "dir=d", "image=-"]),
     // An option's value may start with a dash.
     Parsed(
-      arguments: ["discover", "--name", "-x-"], command: "discover", values: ["name": ["-x-"]], ordered: ["name=-x-"]),
+      arguments: ["discover", "--name", "-x-"], command: "discover", values: ["name": ["-x-"]],
+      ordered: ["name=-x-"]),
     // `--` ends the options: what follows is an operand even when it looks like one.
     Parsed(
       arguments: ["get", "--", "--weird-name", "-q", "friendly-name"], command: "get",
       operands: ["--weird-name", "-q", "friendly-name"]),
-    Parsed(arguments: ["get", "socketcam", "--", "--all"], command: "get", operands: ["socketcam", "--all"]),
+    Parsed(
+      arguments: ["get", "socketcam", "--", "--all"], command: "get", operands: ["socketcam", "--all"]),
     // Negative numbers are operands (property ids), not options.
-    Parsed(arguments: ["get", "socketcam", "-2147418111"], command: "get", operands: ["socketcam", "-2147418111"]),
+    Parsed(
+      arguments: ["get", "socketcam", "-2147418111"], command: "get", operands: ["socketcam", "-2147418111"]),
     Parsed(
       arguments: ["set", "socketcam", "-5", "-17", "--dry-run"], command: "set", flags: ["dry-run"],
       operands: ["socketcam", "-5", "-17"]),
     // A lone "-" is an operand.
-    Parsed(arguments: ["set", "socketcam", "--from", "-"], command: "set", values: ["from": ["-"]], operands: ["socketcam"], ordered: ["from=-"]),
     Parsed(
-      arguments: ["listen", "--count", "3", "AA:BB:CC:DD:EE:FF", "socketcam", "--events", "decodedData,error"],
+      arguments: ["set", "socketcam", "--from", "-"], command: "set", values: ["from": ["-"]],
+      operands: ["socketcam"], ordered: ["from=-"]),
+    Parsed(
+      arguments: [
+        "listen", "--count", "3", "AA:BB:CC:DD:EE:FF", "socketcam", "--events", "decodedData,error",
+      ],
       command: "listen", values: ["count": ["3"], "events": ["decodedData,error"]],
       operands: ["AA:BB:CC:DD:EE:FF", "socketcam"], ordered: ["count=3", "events=decodedData,error"]),
     Parsed(
-      arguments: ["partnership", "status", "tcp://[::1]:23"], command: "partnership", operands: ["status", "tcp://[::1]:23"]),
+      arguments: ["partnership", "status", "tcp://[::1]:23"], command: "partnership",
+      operands: ["status", "tcp://[::1]:23"]),
     Parsed(arguments: ["get", "--list"], command: "get", flags: ["list"]),
-    Parsed(arguments: ["get", "socketcam", "--all", "--json"], command: "get", flags: ["all", "json"], operands: ["socketcam"]),
+    Parsed(
+      arguments: ["get", "socketcam", "--all", "--json"], command: "get", flags: ["all", "json"],
+      operands: ["socketcam"]),
   ]
 
   @Test("good command lines", arguments: good)
@@ -119,7 +136,9 @@ struct ParserTests {
     (["listen", "--image"], "--image needs a value (FILE)", "listen"),
     (["listen", "--count", "1", "--count", "2"], "--count given more than once", "listen"),
     (["--timeout", "1s", "list", "--timeout", "2s"], "--timeout given more than once", "list"),
-    (["listen", "--camera", "/dev/video0", "--camera=/dev/video1"], "--camera given more than once", "listen"),
+    (
+      ["listen", "--camera", "/dev/video0", "--camera=/dev/video1"], "--camera given more than once", "listen"
+    ),
   ]
 
   @Test("bad command lines", arguments: bad)

@@ -24,7 +24,9 @@ struct ValuesTests {
     #expect(try Values.duration(text, option: "--timeout", command: "listen") == expected)
   }
 
-  static let badDurations = ["", "x", "-1s", "5x", "s", "ms", "1.2.3s", "1e3", " 5s", "5s ", "5 s", "+5s", "1,5s", "½s"]
+  static let badDurations = [
+    "", "x", "-1s", "5x", "s", "ms", "1.2.3s", "1e3", " 5s", "5s ", "5 s", "+5s", "1,5s", "½s",
+  ]
 
   @Test("bad durations name the option and the text", arguments: badDurations)
   func badDuration(_ text: String) {
@@ -47,7 +49,9 @@ struct ValuesTests {
     #expect(try Values.count("1", option: "--count", command: "listen") == 1)
     #expect(try Values.count("250", option: "--count", command: "listen") == 250)
     for bad in ["0", "-1", "x", "", "1.5", "1e2", " 1"] {
-      #expect(throws: UsageError(message: "--count: '\(bad)' is not a positive whole number", command: "listen")) {
+      #expect(
+        throws: UsageError(message: "--count: '\(bad)' is not a positive whole number", command: "listen")
+      ) {
         try Values.count(bad, option: "--count", command: "listen")
       }
     }
@@ -78,8 +82,11 @@ struct ValuesTests {
     #expect(throws: UsageError(message: "--image - can be given once", command: "listen")) {
       try Values.frameSources(try ArgumentParser.parse(["listen", "--image", "-", "--image", "-"]))
     }
-    #expect(throws: UsageError(message: "--camera cannot be combined with --image or --dir", command: "listen")) {
-      try Values.frameSources(try ArgumentParser.parse(["listen", "--camera", "/dev/video0", "--image", "x"]))
+    #expect(
+      throws: UsageError(message: "--camera cannot be combined with --image or --dir", command: "listen")
+    ) {
+      try Values.frameSources(
+        try ArgumentParser.parse(["listen", "--camera", "/dev/video0", "--image", "x"]))
     }
     #expect(throws: UsageError(message: "--camera needs a device path like /dev/video0", command: "listen")) {
       try Values.frameSources(try ArgumentParser.parse(["listen", "--camera", "video0"]))
@@ -185,7 +192,8 @@ struct DeviceSelectorTests {
 @Suite("Exit status")
 struct ExitStatusTests {
   static let cases: [(Int32, Int32)] = [
-    (0, 0), (1, 0), (5, 0), (8, 0), (-15, 15), (-17, 17), (-18, 18), (-32, 32), (-34, 34), (-42, 42), (-63, 63),
+    (0, 0), (1, 0), (5, 0), (8, 0), (-15, 15), (-17, 17), (-18, 18), (-32, 32), (-34, 34), (-42, 42),
+    (-63, 63),
     (-64, 64), (-85, 85), (-99, 99),
   ]
 

@@ -7,12 +7,18 @@ final class EventSink: Sendable {
   /// Event kinds to print; nil = all (listen) — trigger prints decoded data only.
   let printed: Set<EventKind>?
   private let tally = Mutex(DrainResult())
+  /// listen --count: decoded codes past this many are not printed (the devices are being closed).
+  let limit: Int?
   /// Called after each decoded code with the running total (listen --count).
   let onDecoded: @Sendable (Int) -> Void
 
-  init(output: Output, printed: Set<EventKind>?, onDecoded: @escaping @Sendable (Int) -> Void = { _ in }) {
+  init(
+    output: Output, printed: Set<EventKind>?, limit: Int? = nil,
+    onDecoded: @escaping @Sendable (Int) -> Void = { _ in }
+  ) {
     self.output = output
     self.printed = printed
+    self.limit = limit
     self.onDecoded = onDecoded
   }
 
@@ -35,16 +41,19 @@ final class EventSink: Sendable {
     let shouldPrint = printed?.contains(event.kind) ?? true
     switch event.payload {
     case .decodedData:
+      // Take a slot first, so --count N prints exactly N codes even when more are already queued.
+      let count = tally.withLock { state -> Int? in
+        if let limit, state.decoded >= limit { return nil }
+        state.decoded += 1
+        return state.decoded
+      }
+      guard let count else { return }
       if shouldPrint {
         if output.isJSON {
           output.json(Render.event(event))
         } else if let text = Render.plain(event) {
           output.line(text)
         }
-      }
-      let count = tally.withLock { state -> Int in
-        state.decoded += 1
-        return state.decoded
       }
       onDecoded(count)
     case .error(let error):

@@ -83,7 +83,10 @@ enum GetCommand {
     await device.close()
 
     let output = context.output
-    if output.isJSON {
+    if output.isJSON, results.isEmpty, let firstError {
+      // Nothing was read: the contract's bare error object, not an empty document.
+      output.json(Render.error(firstError))
+    } else if output.isJSON {
       var document: [String: JSON] = [
         "device": Render.device(device.info),
         "properties": .array(results.map { Render.property($0.0.property, $0.1) }),

@@ -62,7 +62,7 @@ enum ListenCommand {
 
     let all = DeviceList(devices)
     let limit = options.count
-    let sink = EventSink(output: context.output, printed: options.events) { count in
+    let sink = EventSink(output: context.output, printed: options.events, limit: limit) { count in
       if let limit, count >= limit { Task { await all.closeAll() } }
     }
     Interruption.watch {

@@ -132,7 +132,13 @@ enum ProfileApplier {
       default: property = nil
       }
       guard let property, PropertyID.known.contains(property) else {
-        problems.append("entry \(index + 1): unknown property")
+        let given: String
+        switch (item["id"], item["name"]) {
+        case (.number(let id)?, _): given = " \(id)"
+        case (_, .string(let name)?): given = " '\(name)'"
+        default: given = " (no id or name)"
+        }
+        problems.append("entry \(index + 1): unknown property\(given)")
         continue
       }
       // Read-only facts (device-type, version) and actions (trigger, reset) are not applied.

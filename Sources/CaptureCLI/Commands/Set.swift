@@ -78,9 +78,14 @@ enum SetCommand {
     }
     await device.close()
     if context.output.isJSON && firstError == nil {
+      var info = device.info
+      for case (.friendlyNameDevice, .string(let name)) in options.assignments.map({ ($0.property, $0.value) }
+      ) {
+        info.name = name
+      }
       context.output.json(
         .object([
-          "device": Render.device(device.info),
+          "device": Render.device(info),
           "properties": .array(options.assignments.map { Render.property($0.property, $0.value) }),
         ]))
     }

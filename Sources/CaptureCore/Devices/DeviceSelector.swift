@@ -73,9 +73,10 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     return groups.map { $0.uppercased() }.joined(separator: ":")
   }
 
-  /// Five colons but not an address: a typo worth rejecting rather than treating as a name.
+  /// Hex digits and two or more colons but not six groups of two: a mistyped address, worth rejecting
+  /// rather than looking up as a remembered name ("AA:BB:CC:DD:EE", "AA:BB:CC:DD:EE:FF:00").
   static func looksLikeBadAddress(_ s: String) -> Bool {
-    s.filter { $0 == ":" }.count == 5 && s.allSatisfy { $0.isHexDigit || $0 == ":" }
+    s.filter { $0 == ":" }.count >= 2 && s.allSatisfy { $0.isHexDigit || $0 == ":" }
   }
 
   static func parseTCP(_ rest: String, original: String) throws(CaptureError) -> DeviceSelector {
@@ -99,6 +100,8 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
       } else if !after.isEmpty {
         throw .invalidParameter("'\(original)': expected tcp://HOST[:PORT]")
       }
+    } else if hostPart.filter({ $0 == ":" }).count > 1 {
+      throw .invalidParameter("'\(original)': an IPv6 address needs brackets, e.g. tcp://[::1]:23")
     } else if let colon = hostPart.lastIndex(of: ":") {
       host = hostPart[..<colon]
       portText = hostPart[hostPart.index(after: colon)...]

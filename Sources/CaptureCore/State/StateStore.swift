@@ -32,6 +32,13 @@ public struct SocketCamSettings: Codable, Sendable, Hashable {
   /// Data source id (decimal string) → DataSourceStatus raw value; absent means the default.
   public var dataSources: [String: Int8] = [:]
   public init() {}
+
+  public init(from decoder: any Decoder) throws {
+    let c = try decoder.container(keyedBy: CodingKeys.self)
+    status = try c.decodeIfPresent(UInt8.self, forKey: .status) ?? 0
+    friendlyName = try c.decodeIfPresent(String.self, forKey: .friendlyName)
+    dataSources = try c.decodeIfPresent([String: Int8].self, forKey: .dataSources) ?? [:]
+  }
 }
 
 public struct StateFile: Codable, Sendable, Hashable {
@@ -40,6 +47,14 @@ public struct StateFile: Codable, Sendable, Hashable {
   public var devices: [RememberedDevice] = []
   public var socketCam = SocketCamSettings()
   public init() {}
+
+  /// Absent sections are empty: a file written by hand as `{"schemaVersion":1}` is valid.
+  public init(from decoder: any Decoder) throws {
+    let c = try decoder.container(keyedBy: CodingKeys.self)
+    schemaVersion = try c.decode(Int.self, forKey: .schemaVersion)
+    devices = try c.decodeIfPresent([RememberedDevice].self, forKey: .devices) ?? []
+    socketCam = try c.decodeIfPresent(SocketCamSettings.self, forKey: .socketCam) ?? SocketCamSettings()
+  }
 }
 
 /// `$XDG_STATE_HOME/capture/devices.json` (default `~/.local/state/capture`): written atomically
@@ -88,7 +103,8 @@ public struct StateStore: Sendable {
     let data = Data(bytes)
     let probe: VersionProbe
     do { probe = try JSONDecoder().decode(VersionProbe.self, from: data) } catch {
-      throw CaptureError(.invalidFormat, "state file \(path) is corrupt (not JSON); fix or move it away")
+      throw CaptureError(
+        .invalidFormat, "state file \(path) is corrupt (not a JSON object); fix or move it away")
     }
     guard let version = probe.schemaVersion else {
       throw CaptureError(.invalidFormat, "state file \(path) has no schemaVersion; fix or move it away")
@@ -99,9 +115,32 @@ public struct StateStore: Sendable {
         "state file \(path) has schema version \(version), newer than this capture (\(StateFile.currentSchemaVersion))"
       )
     }
-    do { return try JSONDecoder().decode(StateFile.self, from: data) } catch {
-      throw CaptureError(.invalidFormat, "state file \(path) is corrupt (\(error)); fix or move it away")
+    do { return try JSONDecoder().decode(StateFile.self, from: data) } catch let DecodingError.typeMismatch(
+      _, context)
+    {
+      throw CaptureError(
+        .invalidFormat, "state file \(path) is corrupt (\(Self.describe(context))); fix or move it away")
+    } catch let DecodingError.keyNotFound(key, context) {
+      throw CaptureError(
+        .invalidFormat,
+        "state file \(path) is corrupt (\(Self.describe(context)) lacks \"\(key.stringValue)\"); fix or move it away"
+      )
+    } catch {
+      throw CaptureError(.invalidFormat, "state file \(path) is corrupt; fix or move it away")
     }
+  }
+
+  /// "devices[0].type has the wrong type", from a decoding error's path.
+  static func describe(_ context: DecodingError.Context) -> String {
+    var path = ""
+    for key in context.codingPath {
+      if let i = key.intValue {
+        path += "[\(i)]"
+      } else {
+        path += (path.isEmpty ? "" : ".") + key.stringValue
+      }
+    }
+    return path.isEmpty ? "wrong structure" : "\(path) has the wrong type"
   }
 
   func write(_ state: StateFile) throws(CaptureError) {

@@ -146,6 +146,8 @@ final class FramePass: Sendable {
 
   func report(_ result: Result<[DecodedSymbol], CaptureError>, origin: String?) {
     switch result {
+    case .failure(let error) where error.code == .cancel:
+      return
     case .failure(let error):
       emit(Event(time: .now(), device: device, payload: .error(error)))
     case .success(let symbols):
@@ -202,13 +204,23 @@ final class FramePass: Sendable {
     }
   }
 
+  /// Reads stdin to its end. poll(2) with a short timeout keeps the read cancellable, so --timeout and
+  /// SIGINT/SIGTERM stop a listen on a pipe that never closes.
   func readAll(fd: Int32) -> Result<[UInt8], CaptureError> {
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     while true {
+      if Task.isCancelled { return .failure(CaptureError(.cancel, "reading standard input was cancelled")) }
+      var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&pfd, 1, 100)
+      if ready < 0 {
+        if errno == EINTR { continue }
+        return .failure(Self.fileError(errno, "cannot read standard input", missing: .fileNotFound))
+      }
+      if ready == 0 { continue }
       let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if n < 0 {
-        if errno == EINTR { continue }
+        if errno == EINTR || errno == EAGAIN { continue }
         return .failure(Self.fileError(errno, "cannot read standard input", missing: .fileNotFound))
       }
       if n == 0 { break }

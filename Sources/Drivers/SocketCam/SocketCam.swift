@@ -88,6 +88,11 @@ public final class SocketCam: Device, @unchecked Sendable {
       guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes else {
         throw .invalidParameter("friendly-name must be 1 to \(Self.maxNameBytes) UTF-8 bytes")
       }
+      // The name is printed in line- and tab-separated output (list, events); a control character
+      // would split a record.
+      guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        throw .invalidParameter("friendly-name cannot contain control characters (newline, tab, ...)")
+      }
       try persist { $0.friendlyName = name == Self.defaultName ? nil : name }
     case (.socketCamStatus, .byte(let raw)):
       guard raw == SocketCamStatus.enable.rawValue || raw == SocketCamStatus.disable.rawValue else {
@@ -169,7 +174,9 @@ public final class SocketCam: Device, @unchecked Sendable {
     } onCancel: {
       task.cancel()
     }
-    if pass.isFinite { await close() }
+    // A finite source is exhausted, or a continuous camera read ended (it only ends on an error or a
+    // stop): either way the device is gone, and its stream must end so listeners finish.
+    if pass.isFinite || action == .continuousScan { await close() }
   }
 
   public func close() async {

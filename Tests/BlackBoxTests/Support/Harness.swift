@@ -42,7 +42,8 @@ enum Product {
     guard let binary else {
       throw HarnessError(
         description:
-          "the capture binary was not found next to the test bundle; build it (swift build) or set CAPTURE_BINARY")
+          "the capture binary was not found next to the test bundle; build it (swift build) or set CAPTURE_BINARY"
+      )
     }
     return binary
   }
@@ -68,18 +69,23 @@ final class Sandbox: @unchecked Sendable {
 
   var environment: [String: String] {
     [
-      "XDG_STATE_HOME": stateHome, "HOME": root + "/home", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+      "XDG_STATE_HOME": stateHome, "HOME": root + "/home", "PATH": "/usr/local/bin:/usr/bin:/bin",
+      "LANG": "C.UTF-8",
     ]
   }
 
   /// Runs capture with `arguments` in this sandbox (working directory = the sandbox root).
   func capture(
-    _ arguments: [String], stdin: [UInt8] = [], timeLimit: Double = 30, interaction: Interaction = Interaction()
+    _ arguments: [String], stdin: [UInt8] = [], timeLimit: Double = 30,
+    interaction: Interaction = Interaction()
   ) async throws -> Outcome {
     let outcome = try await Runner.run(
-      try Product.path(), arguments, environment: environment, stdin: stdin, directory: root, timeLimit: timeLimit,
+      try Product.path(), arguments, environment: environment, stdin: stdin, directory: root,
+      timeLimit: timeLimit,
       interaction: interaction)
-    if outcome.timedOut { Issue.record("capture \(arguments.joined(separator: " ")) was killed after \(timeLimit) s") }
+    if outcome.timedOut {
+      Issue.record("capture \(arguments.joined(separator: " ")) was killed after \(timeLimit) s")
+    }
     return outcome
   }
 
@@ -135,7 +141,9 @@ enum Shape {
     "get": [
       "usage: capture get DEVICE PROPERTY...", "       capture get DEVICE --all", "       capture get --list",
     ],
-    "set": ["usage: capture set DEVICE PROPERTY VALUE...", "       capture set DEVICE --from FILE [--dry-run]"],
+    "set": [
+      "usage: capture set DEVICE PROPERTY VALUE...", "       capture set DEVICE --from FILE [--dry-run]",
+    ],
     "listen": [
       "usage: capture listen [DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"
     ],
@@ -153,7 +161,8 @@ enum Shape {
       outcome.errLines == [invalidParameterPrefix + message] + (usage[command] ?? ["?"]), "\(outcome)",
       sourceLocation: sourceLocation)
     if json {
-      expectErrorObject(outcome, code: -18, name: "ESKT_INVALIDPARAMETER", message: message, sourceLocation: sourceLocation)
+      expectErrorObject(
+        outcome, code: -18, name: "ESKT_INVALIDPARAMETER", message: message, sourceLocation: sourceLocation)
     } else {
       #expect(outcome.stdout.isEmpty, "stdout must be empty: \(outcome)", sourceLocation: sourceLocation)
     }
@@ -161,7 +170,8 @@ enum Shape {
 
   /// stdout is exactly one `{"error":{"code":…,"message":…,"name":…}}` line.
   static func expectErrorObject(
-    _ outcome: Outcome, code: Int, name: String, message: String, sourceLocation: SourceLocation = #_sourceLocation
+    _ outcome: Outcome, code: Int, name: String, message: String,
+    sourceLocation: SourceLocation = #_sourceLocation
   ) {
     #expect(outcome.outLines.count == 1, "\(outcome)", sourceLocation: sourceLocation)
     guard let line = outcome.outLines.first, let value = try? parseJSON(line) else {
@@ -179,10 +189,13 @@ enum Shape {
 
   /// A runtime error: exit |code|, stderr one line `capture: NAME (code): message`, stdout empty.
   static func expectFailure(
-    _ outcome: Outcome, status: Int32, name: String, message: String, sourceLocation: SourceLocation = #_sourceLocation
+    _ outcome: Outcome, status: Int32, name: String, message: String,
+    sourceLocation: SourceLocation = #_sourceLocation
   ) {
     #expect(outcome.status == status, "\(outcome)", sourceLocation: sourceLocation)
-    #expect(outcome.errLines == ["capture: \(name) (-\(status)): \(message)"], "\(outcome)", sourceLocation: sourceLocation)
+    #expect(
+      outcome.errLines == ["capture: \(name) (-\(status)): \(message)"], "\(outcome)",
+      sourceLocation: sourceLocation)
     #expect(outcome.stdout.isEmpty, "\(outcome)", sourceLocation: sourceLocation)
   }
 
@@ -193,14 +206,16 @@ enum Shape {
 
   /// ISO 8601 UTC with milliseconds, e.g. 2025-01-31T09:08:07.123Z.
   static func isTime(_ value: JSONValue?) -> Bool {
-    guard let text = value?.string, let pattern = try? Regex(#"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"#) else {
+    guard let text = value?.string, let pattern = try? Regex(#"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"#)
+    else {
       return false
     }
     return (try? pattern.wholeMatch(in: text)) != nil
   }
 
   /// Every stdout line parsed as one JSON document with sorted keys.
-  static func jsonLines(_ outcome: Outcome, sourceLocation: SourceLocation = #_sourceLocation) -> [JSONValue] {
+  static func jsonLines(_ outcome: Outcome, sourceLocation: SourceLocation = #_sourceLocation) -> [JSONValue]
+  {
     var values: [JSONValue] = []
     for line in outcome.outLines {
       do {
@@ -225,7 +240,8 @@ enum Shape {
       return
     }
     #expect(
-      event.keys == ["bytes", "dataSource", "device", "event", "origin", "points", "text", "time"], "\(event)",
+      event.keys == ["bytes", "dataSource", "device", "event", "origin", "points", "text", "time"],
+      "\(event)",
       sourceLocation: sourceLocation)
     #expect(event["event"] == .string("decodedData"), sourceLocation: sourceLocation)
     #expect(event["text"] == .string(text), sourceLocation: sourceLocation)
@@ -235,15 +251,21 @@ enum Shape {
       sourceLocation: sourceLocation)
     #expect(event["device"] == socketCamDevice, sourceLocation: sourceLocation)
     #expect(event["origin"] == .string(origin), sourceLocation: sourceLocation)
-    #expect(isTime(event["time"]), "time: \(event["time"].map(\.description) ?? "nil")", sourceLocation: sourceLocation)
+    #expect(
+      isTime(event["time"]), "time: \(event["time"].map(\.description) ?? "nil")",
+      sourceLocation: sourceLocation)
     let points = event["points"]?.array ?? []
     #expect(points.count == 4, "points: \(points)", sourceLocation: sourceLocation)
     for point in points {
-      #expect(point.keys == ["x", "y"] && point["x"]?.int != nil && point["y"]?.int != nil, sourceLocation: sourceLocation)
+      #expect(
+        point.keys == ["x", "y"] && point["x"]?.int != nil && point["y"]?.int != nil,
+        sourceLocation: sourceLocation)
     }
   }
 
-  static func expectArrivalOrRemoval(_ event: JSONValue?, _ kind: String, sourceLocation: SourceLocation = #_sourceLocation) {
+  static func expectArrivalOrRemoval(
+    _ event: JSONValue?, _ kind: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     guard let event else {
       Issue.record("missing \(kind) event", sourceLocation: sourceLocation)
       return

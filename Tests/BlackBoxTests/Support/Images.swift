@@ -79,9 +79,12 @@ struct Images: Sendable {
     /// The modules of a QR Code, from qrencode's text output (two characters a module, no margin).
     func modules(_ text: String) throws -> [[Bool]] {
       let outcome = try Runner.runBlocking(
-        qrencode, ["-t", "ASCII", "-m", "0", "-o", "-", text], environment: ["PATH": "/usr/bin:/bin"], stdin: [],
+        qrencode, ["-t", "ASCII", "-m", "0", "-o", "-", text], environment: ["PATH": "/usr/bin:/bin"],
+        stdin: [],
         directory: nil, timeLimit: 20)
-      guard outcome.status == 0 else { throw HarnessError(description: "qrencode -t ASCII failed: \(outcome)") }
+      guard outcome.status == 0 else {
+        throw HarnessError(description: "qrencode -t ASCII failed: \(outcome)")
+      }
       return outcome.outLines.filter { !$0.isEmpty }.map { line in
         stride(from: 0, to: line.count, by: 2).map { line[line.index(line.startIndex, offsetBy: $0)] == "#" }
       }
@@ -94,7 +97,9 @@ struct Images: Sendable {
       var grid = [[Bool]](repeating: [Bool](repeating: false, count: width), count: height)
       var x0 = quiet
       for symbol in symbols {
-        for (y, row) in symbol.enumerated() { for (x, dark) in row.enumerated() { grid[quiet + y][x0 + x] = dark } }
+        for (y, row) in symbol.enumerated() {
+          for (x, dark) in row.enumerated() { grid[quiet + y][x0 + x] = dark }
+        }
         x0 += symbol.count + quiet
       }
       return (width * scale, height * scale, { x, y in grid[y / scale][x / scale] })
@@ -121,8 +126,11 @@ struct Images: Sendable {
     let ean13 = sample("ean13.png", "5901234123457", 19, "EAN 13", base64: "NTkwMTIzNDEyMzQ1Nw==")
     try tool(zint, ["-b", "13", "-d", ean13.text, "-o", ean13.path])
     // ISO/IEC 16022 asks for a one-module quiet zone, which zint leaves out unless told.
-    let dataMatrix = sample("datamatrix.png", "DM payload 42", 16, "Data Matrix", base64: "RE0gcGF5bG9hZCA0Mg==")
-    try tool(zint, ["-b", "71", "--scale=2", "--whitesp=2", "--vwhitesp=2", "-d", dataMatrix.text, "-o", dataMatrix.path])
+    let dataMatrix = sample(
+      "datamatrix.png", "DM payload 42", 16, "Data Matrix", base64: "RE0gcGF5bG9hZCA0Mg==")
+    try tool(
+      zint,
+      ["-b", "71", "--scale=2", "--whitesp=2", "--vwhitesp=2", "-d", dataMatrix.text, "-o", dataMatrix.path])
     let pdf417 = sample("pdf417.png", "PDF417 sample text", 33, "PDF 417", base64: "UERGNDE3IHNhbXBsZSB0ZXh0")
     try tool(zint, ["-b", "55", "-d", pdf417.text, "-o", pdf417.path])
 

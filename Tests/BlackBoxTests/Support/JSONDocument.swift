@@ -57,7 +57,9 @@ enum JSONValue: Equatable, CustomStringConvertible {
       return members.allSatisfy { member in
         let scalars = Array(member.key.unicodeScalars)
         guard let first = scalars.first, ("a"..."z").contains(first) else { return false }
-        return scalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
+        return scalars.allSatisfy {
+          ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+        }
           && member.value.keysAreCamelCase
       }
     default: return true

@@ -49,7 +49,8 @@ struct Outcome: Sendable, CustomStringConvertible {
   var description: String {
     let how = signal.map { "signal \($0)" } ?? "exit \(status)"
     let after = String(format: "%.2f", elapsed)
-    return "\(how) after \(after) s\(timedOut ? " (killed at the time limit)" : "")\n--- stdout ---\n\(out)--- stderr ---\n\(err)"
+    return
+      "\(how) after \(after) s\(timedOut ? " (killed at the time limit)" : "")\n--- stdout ---\n\(out)--- stderr ---\n\(err)"
   }
 }
 
@@ -82,7 +83,8 @@ enum Runner {
         continuation.resume(
           with: Result {
             try runBlocking(
-              path, arguments, environment: environment, stdin: stdin, directory: directory, timeLimit: timeLimit,
+              path, arguments, environment: environment, stdin: stdin, directory: directory,
+              timeLimit: timeLimit,
               interaction: interaction)
           })
       }
@@ -122,7 +124,9 @@ enum Runner {
     posix_spawnattr_setsigmask(&attributes, &emptyMask)
     var defaults = sigset_t()
     sigemptyset(&defaults)
-    for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2] { sigaddset(&defaults, s) }
+    for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2] {
+      sigaddset(&defaults, s)
+    }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
@@ -198,7 +202,9 @@ enum Runner {
       }
       for entry in fds where entry.revents != 0 {
         if entry.fd == stdinFD {
-          let n = input.withUnsafeBytes { raw in write(stdinFD, raw.baseAddress! + written, raw.count - written) }
+          let n = input.withUnsafeBytes { raw in
+            write(stdinFD, raw.baseAddress! + written, raw.count - written)
+          }
           if n > 0 { written += n }
           if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
           if n < 0 || written == input.count { finishStdin() }
@@ -265,7 +271,8 @@ enum Runner {
 /// at run time.
 enum GNU {
   typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
-  typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+  typealias AddChdir =
+    @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
 
   private static func symbol<T>(_ name: String, as type: T.Type) -> T {
     // RTLD_DEFAULT is the null handle on glibc.
