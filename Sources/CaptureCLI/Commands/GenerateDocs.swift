@@ -24,15 +24,11 @@ enum GenerateDocsCommand {
     for sub in ["", "/man", "/completions"] { mkdir(dir + sub, 0o755) }
     for (path, text) in files() {
       let full = dir + "/" + path
-      let fd = open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-      guard fd >= 0 else {
-        throw CaptureError(.unableWriteFile, "cannot write \(full): \(String(cString: strerror(errno)))")
+      do {
+        try SystemFile.replace(path: full, directory: dir, with: Array(text.utf8), mode: 0o644)
+      } catch {
+        throw CaptureError(error, "cannot write \(full)", other: .unableWriteFile)
       }
-      var bytes = Array(text.utf8)
-      let written = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress, $0.count) }
-      close(fd)
-      guard written == bytes.count else { throw CaptureError(.unableWriteFile, "short write to \(full)") }
-      bytes.removeAll()
     }
     return .noError
   }

@@ -89,26 +89,14 @@ enum ProfileApplier {
   }
 
   static func readProfile(_ path: String) throws(CaptureError) -> [UInt8] {
-    let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else {
-      let e = errno
-      let code: ResultCode = e == ENOENT ? .fileNotFound : (e == EACCES ? .fileAccessDenied : .unableReadFile)
-      throw CaptureError(code, "cannot open profile '\(path)': \(String(cString: strerror(e)))")
-    }
-    defer { if fd != 0 { close(fd) } }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw CaptureError(
-          .unableReadFile, "cannot read profile '\(path)': \(String(cString: strerror(errno)))")
+    do throws(Errno) {
+      guard let bytes = path == "-" ? try SystemFile.readAll(fd: 0) : try SystemFile.read(path: path) else {
+        throw Errno(ENOENT)
       }
-      if n == 0 { break }
-      bytes += buffer[0..<n]
+      return bytes
+    } catch {
+      throw CaptureError(error, "cannot open profile '\(path)'", other: .unableReadFile)
     }
-    return bytes
   }
 
   /// Validates the whole profile first and lists every problem, so nothing is written from a bad file.

@@ -52,17 +52,8 @@ final class Output: @unchecked Sendable {
   private func write(_ fd: Int32, _ text: String) {
     lock.withLock { _ in
       var text = text
-      text.withUTF8 { buffer in
-        var offset = 0
-        while offset < buffer.count {
-          let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-          if n < 0 {
-            if errno == EINTR { continue }
-            return  // EPIPE and friends: the reader went away; nothing useful left to do with this line.
-          }
-          offset += n
-        }
-      }
+      // EPIPE and friends: the reader went away; nothing useful is left to do with this line.
+      text.withUTF8 { buffer in try? SystemFile.writeAll(fd: fd, UnsafeRawBufferPointer(buffer)) }
     }
   }
 }

@@ -79,7 +79,11 @@ public struct StateStore: Sendable {
   /// Reads the state; a missing file is the empty state. A corrupt or newer-schema file is an error
   /// naming the file, and is left untouched.
   public func load() throws(CaptureError) -> StateFile {
-    guard let bytes = try readFile(path) else { return StateFile() }
+    let bytes: [UInt8]?
+    do { bytes = try SystemFile.read(path: path) } catch {
+      throw CaptureError(error, "cannot read \(path)", other: .unableReadFile)
+    }
+    guard let bytes else { return StateFile() }
     return try decode(bytes)
   }
 
@@ -87,10 +91,14 @@ public struct StateStore: Sendable {
   public func update<T>(_ change: (inout StateFile) throws(CaptureError) -> T) throws(CaptureError) -> T {
     try makeDirectory()
     let lockFD = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard lockFD >= 0 else { throw fileError(errno, "cannot open lock file \(lockPath)") }
+    guard lockFD >= 0 else {
+      throw CaptureError(Errno.current, "cannot open lock file \(lockPath)", other: .unableWriteFile)
+    }
     defer { close(lockFD) }
     while flock(lockFD, LOCK_EX) != 0 {
-      guard errno == EINTR else { throw fileError(errno, "cannot lock \(lockPath)") }
+      guard errno == EINTR else {
+        throw CaptureError(Errno.current, "cannot lock \(lockPath)", other: .unableWriteFile)
+      }
     }
     var state = try load()
     let result = try change(&state)
@@ -150,38 +158,10 @@ public struct StateStore: Sendable {
     do { data = try encoder.encode(state) } catch {
       throw CaptureError(.unableWriteFile, "cannot encode state: \(error)")
     }
-    let temp = "\(path).tmp.\(getpid())"
-    let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw fileError(errno, "cannot create \(temp)") }
-    var ok = true
-    var savedErrno: Int32 = 0
-    data.withUnsafeBytes { raw in
-      var offset = 0
-      while offset < raw.count {
-        let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-        if n < 0 {
-          if errno == EINTR { continue }
-          ok = false
-          savedErrno = errno
-          return
-        }
-        offset += n
-      }
-    }
-    if ok && fsync(fd) != 0 {
-      ok = false
-      savedErrno = errno
-    }
-    close(fd)
-    guard ok, rename(temp, path) == 0 else {
-      let e = ok ? errno : savedErrno
-      unlink(temp)
-      throw fileError(e, "cannot write \(path)")
-    }
-    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    if dirFD >= 0 {
-      fsync(dirFD)
-      close(dirFD)
+    do {
+      try SystemFile.replace(path: path, directory: directory, with: Array(data), mode: 0o600)
+    } catch {
+      throw CaptureError(error, "cannot write \(path)", other: .unableWriteFile)
     }
   }
 
@@ -190,38 +170,8 @@ public struct StateStore: Sendable {
     for component in directory.split(separator: "/") {
       prefix += "/" + component
       if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-        throw fileError(errno, "cannot create directory \(prefix)")
+        throw CaptureError(Errno.current, "cannot create directory \(prefix)", other: .unableCreateDirectory)
       }
-    }
-  }
-
-  func readFile(_ path: String) throws(CaptureError) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    if fd < 0 {
-      if errno == ENOENT { return nil }
-      throw fileError(errno, "cannot open \(path)")
-    }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw fileError(errno, "cannot read \(path)")
-      }
-      if n == 0 { break }
-      bytes += buffer[0..<n]
-    }
-    return bytes
-  }
-
-  func fileError(_ code: Int32, _ message: String) -> CaptureError {
-    let reason = String(cString: strerror(code))
-    switch code {
-    case EACCES, EPERM, EROFS: return CaptureError(.fileAccessDenied, "\(message): \(reason)")
-    case ENOENT: return CaptureError(.fileNotFound, "\(message): \(reason)")
-    default: return CaptureError(.unableWriteFile, "\(message): \(reason)")
     }
   }
 }

@@ -74,7 +74,7 @@ final class FramePass: Sendable {
   /// Regular files in name (byte) order; non-images are skipped with a warning, dot files silently.
   func listDirectory(_ dir: String) -> Result<[String], CaptureError> {
     guard let handle = opendir(dir) else {
-      return .failure(Self.fileError(errno, "cannot open directory '\(dir)'", missing: .fileNotFound))
+      return .failure(CaptureError(Errno.current, "cannot open directory '\(dir)'", other: .unableReadFile))
     }
     defer { closedir(handle) }
     var names: [String] = []
@@ -195,38 +195,15 @@ final class FramePass: Sendable {
     }
   }
 
-  static func fileError(_ code: Int32, _ message: String, missing: ResultCode) -> CaptureError {
-    let reason = String(cString: strerror(code))
-    switch code {
-    case ENOENT, ENOTDIR: return CaptureError(missing, "\(message): \(reason)")
-    case EACCES, EPERM: return CaptureError(.fileAccessDenied, "\(message): \(reason)")
-    default: return CaptureError(.unableReadFile, "\(message): \(reason)")
-    }
-  }
-
-  /// Reads stdin to its end. poll(2) with a short timeout keeps the read cancellable, so --timeout and
-  /// SIGINT/SIGTERM stop a listen on a pipe that never closes.
+  /// Standard input to its end; cancellable so --timeout and SIGINT/SIGTERM stop a listen on a pipe
+  /// that never closes.
   func readAll(fd: Int32) -> Result<[UInt8], CaptureError> {
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-      if Task.isCancelled { return .failure(CaptureError(.cancel, "reading standard input was cancelled")) }
-      var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      let ready = poll(&pfd, 1, 100)
-      if ready < 0 {
-        if errno == EINTR { continue }
-        return .failure(Self.fileError(errno, "cannot read standard input", missing: .fileNotFound))
+    do { return .success(try SystemFile.readAll(fd: fd, cancellable: true)) } catch {
+      if error.code == ECANCELED {
+        return .failure(CaptureError(.cancel, "reading standard input was cancelled"))
       }
-      if ready == 0 { continue }
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 {
-        if errno == EINTR || errno == EAGAIN { continue }
-        return .failure(Self.fileError(errno, "cannot read standard input", missing: .fileNotFound))
-      }
-      if n == 0 { break }
-      bytes += buffer[0..<n]
+      return .failure(CaptureError(error, "cannot read standard input", other: .unableReadFile))
     }
-    return .success(bytes)
   }
 
   // MARK: camera

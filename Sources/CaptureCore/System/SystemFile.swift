@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// An errno value from a failed system call (the swift-system pattern: one typed error, EINTR retried
+/// explicitly, descriptors closed with defer).
+public struct Errno: Error, Sendable, Equatable {
+  public let code: Int32
+  public init(_ code: Int32) { self.code = code }
+  public static var current: Errno { Errno(errno) }
+  public var message: String { String(cString: strerror(code)) }
+}
+
+extension CaptureError {
+  /// The one mapping from errno to SKT codes for file work: a missing file is `missing`
+  /// (FILENOTFOUND unless the caller knows better), a refused one FILEACCESSDENIED, anything else
+  /// `other` (UNABLEREADFILE or UNABLEWRITEFILE).
+  public init(_ error: Errno, _ context: String, missing: ResultCode = .fileNotFound, other: ResultCode) {
+    let code: ResultCode
+    switch error.code {
+    case ENOENT, ENOTDIR: code = missing
+    case EACCES, EPERM, EROFS: code = .fileAccessDenied
+    default: code = other
+    }
+    self.init(code, "\(context): \(error.message)")
+  }
+}
+
+/// Whole-file reads and writes over file descriptors.
+public enum SystemFile {
+  /// Reads `fd` to end of file. With `cancellable`, waits in poll(2) with a short timeout so a Swift
+  /// task cancellation (a --timeout, SIGINT) ends a read from a pipe that never closes.
+  public static func readAll(fd: Int32, cancellable: Bool = false) throws(Errno) -> [UInt8] {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+      if cancellable {
+        if Task.isCancelled { throw Errno(ECANCELED) }
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&pfd, 1, 100)
+        if ready < 0 && errno != EINTR { throw .current }
+        if ready <= 0 { continue }
+      }
+      let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR || errno == EAGAIN { continue }
+        throw .current
+      }
+      if n == 0 { return bytes }
+      bytes += buffer[0..<n]
+    }
+  }
+
+  /// The contents of `path`, or nil when it does not exist.
+  public static func read(path: String) throws(Errno) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 {
+      if errno == ENOENT { return nil }
+      throw .current
+    }
+    defer { close(fd) }
+    return try readAll(fd: fd)
+  }
+
+  /// Writes every byte, retrying short writes and EINTR.
+  public static func writeAll(fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
+    var offset = 0
+    while offset < bytes.count {
+      let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw .current
+      }
+      offset += n
+    }
+  }
+
+  /// Replaces `path` atomically: a temp file beside it, fsync, rename, fsync of the directory, so a
+  /// kill at any instant leaves either the old or the new file.
+  public static func replace(path: String, directory: String, with bytes: [UInt8], mode: mode_t) throws(Errno)
+  {
+    let temp = "\(path).tmp.\(getpid())"
+    let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+    guard fd >= 0 else { throw .current }
+    do throws(Errno) {
+      // withUnsafeBytes rethrows untyped errors: carry the Errno out in a Result.
+      try bytes.withUnsafeBytes { raw in Result { () throws(Errno) in try writeAll(fd: fd, raw) } }.get()
+      guard fsync(fd) == 0 else { throw Errno.current }
+    } catch {
+      close(fd)
+      unlink(temp)
+      throw error
+    }
+    close(fd)
+    guard rename(temp, path) == 0 else {
+      let failure = Errno.current
+      unlink(temp)
+      throw failure
+    }
+    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if dirFD >= 0 {
+      fsync(dirFD)
+      close(dirFD)
+    }
+  }
+}
