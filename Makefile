@@ -11,8 +11,8 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 
 # Build: the C libraries behind SocketCam. Test: image generators, man page linter.
 # Bench: the peers measured side by side.
-BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev
-TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs
+BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev
+TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock
 BENCH_PACKAGES = zbar-tools zxing-cpp-tools
 
 .PHONY: all build deps test-deps bench-deps demo test docs check-docs lint install uninstall bench clean

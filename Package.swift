@@ -13,7 +13,11 @@ let package = Package(
     .executableTarget(name: "capture", dependencies: ["CaptureCLI"]),
     .target(name: "CaptureCLI", dependencies: ["CaptureCore", "Drivers"]),
     .target(name: "CaptureCore"),
-    .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders"]),
+    .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ"]),
+    // BlueZ over D-Bus (issue 3): a general libdbus client, then one Swift type per BlueZ interface.
+    .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+    .target(name: "DBus", dependencies: ["CDBus"]),
+    .target(name: "BlueZ", dependencies: ["DBus", "CaptureCore"]),
     .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
     .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
     // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (swift-on-linux.md).
@@ -33,6 +37,8 @@ let package = Package(
     .testTarget(name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
     .testTarget(name: "BlackBoxTests", dependencies: ["capture"]),
+    .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+    .testTarget(name: "BLETests", dependencies: ["BlueZ", "Drivers", "CaptureCore", "DBus"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17

@@ -1,0 +1,1 @@
+// BlueZ interfaces over D-Bus (issue 3).

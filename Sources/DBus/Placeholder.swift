@@ -1,0 +1,1 @@
+// The D-Bus client (issue 3); see DBusConnection.swift.

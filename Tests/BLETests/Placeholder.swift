@@ -1,0 +1,1 @@
+// BLE driver and BlueZ rig tests (issue 3).

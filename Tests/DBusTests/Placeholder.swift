@@ -1,0 +1,1 @@
+// D-Bus client tests (issue 3).
