@@ -21,7 +21,9 @@ public struct DriverRegistry: DeviceOpener {
           .invalidFormat, "remembered device '\(name)' has an unusable id '\(remembered.id)'")
       }
       return try await open(resolved, state: state)
-    case .bluetooth, .tcp, .serial, .hid:
+    case .bluetooth(let address):
+      return try await BLEDevice.open(address: address, request: request, timeout: request.timeout)
+    case .tcp, .serial, .hid:
       throw Self.transportMissing(request.selector)
     }
   }

@@ -26,23 +26,43 @@ enum ConnectCommand {
   }
 
   /// socketcam: enable SocketCam (SocketCamStatus, capture-sdk.md §7.13) and print its arrival.
+  /// A Bluetooth address: connect, pair if needed, remember, print the arrival(s).
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    guard options.selector == .socketCam else {
-      if case .name = options.selector { _ = try await context.open(options.selector) }
-      throw DriverRegistry.transportMissing(options.selector)
+    let selector = try await context.resolve(options.selector)
+    switch selector {
+    case .socketCam:
+      if options.pair { throw .notSupported("SocketCam is built in; it has nothing to pair") }
+      if options.alias != nil { throw .notSupported("SocketCam is built in; it is always called socketcam") }
+      let device = try await context.open(.socketCam)
+      try await device.set(.socketCamStatus, .byte(SocketCamStatus.enable.rawValue))
+      await device.close()
+      printArrivals([device.info], context)
+      return .noError
+    case .bluetooth(let address):
+      let connected = try await BLEManager.connect(
+        address: address, adapter: context.globals.adapter, pair: options.pair, timeout: context.globals.timeout)
+      try context.state.update { (state: inout StateFile) throws(CaptureError) in
+        state.devices.removeAll { $0.id == connected.address }
+        state.devices.append(
+          RememberedDevice(
+            id: connected.address, alias: options.alias, name: connected.name,
+            type: connected.family.deviceTypes[0].rawValue, transport: "ble", lastSeen: Timestamp.now().iso8601))
+      }
+      printArrivals(connected.arrivals, context)
+      return .noError
+    default:
+      throw DriverRegistry.transportMissing(selector)
     }
-    if options.pair { throw .notSupported("SocketCam is built in; it has nothing to pair") }
-    if options.alias != nil { throw .notSupported("SocketCam is built in; it is always called socketcam") }
-    let device = try await context.open(.socketCam)
-    try await device.set(.socketCamStatus, .byte(SocketCamStatus.enable.rawValue))
-    await device.close()
-    let arrival = Event(time: .now(), device: device.info, payload: .deviceArrival)
-    if context.output.isJSON {
-      context.output.json(Render.event(arrival))
-    } else {
-      context.output.line("\(device.info.id)\t\(device.info.name)\t\(device.info.type.typeName)")
+  }
+
+  static func printArrivals(_ arrivals: [DeviceInfo], _ context: Context) {
+    for info in arrivals {
+      if context.output.isJSON {
+        context.output.json(Render.event(Event(time: .now(), device: info, payload: .deviceArrival)))
+      } else {
+        context.output.line("\(info.id)\t\(info.name)\t\(info.type.typeName)")
+      }
     }
-    return .noError
   }
 }
 
@@ -56,16 +76,34 @@ enum RemoveCommand {
   }
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    switch options.selector {
+    let selector = try await context.resolve(options.selector)
+    switch selector {
     case .socketCam:
       throw .notSupported(
-        "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable"
-      )
-    case .name:
-      _ = try await context.open(options.selector)  // NOTFOUND for an unknown name
-      throw DriverRegistry.transportMissing(options.selector)
+        "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable")
+    case .bluetooth(let address):
+      let removed = try await BLEManager.remove(address: address, adapter: context.globals.adapter)
+      let remembered = try context.state.update { (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
+        let entry = state.devices.first { $0.id == address }
+        state.devices.removeAll { $0.id == address }
+        return entry
+      }
+      guard removed != nil || remembered != nil else {
+        throw CaptureError(.notFound, "\(address) is neither known to bluetoothd nor remembered")
+      }
+      let name = removed?.name ?? remembered?.name ?? address
+      let types = removed?.family.deviceTypes ?? [DeviceType(remembered?.type ?? 0)]
+      for type in types {
+        let info = DeviceInfo(id: address, name: name, type: type)
+        if context.output.isJSON {
+          context.output.json(Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)))
+        } else {
+          context.output.line("\(address)\t\(name)\t\(type.typeName)\tremoved")
+        }
+      }
+      return .noError
     default:
-      throw DriverRegistry.transportMissing(options.selector)
+      throw DriverRegistry.transportMissing(selector)
     }
   }
 }
@@ -140,10 +178,43 @@ enum DiscoverCommand {
     }
   }
 
+  /// Discovery runs this long without --timeout.
+  static let defaultTimeout: Duration = .seconds(10)
+
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    let transport = options.classic ? "Bluetooth Classic (libbluetooth)" : "Bluetooth LE (BlueZ over D-Bus)"
-    throw .notSupported(
-      "discover needs the \(transport) transport, which is not available in this build of capture")
+    let transport = options.le ? "le" : options.classic ? "bredr" : "auto"
+    let output = context.output
+    let count = try await BLEManager.discover(
+      adapter: context.globals.adapter, transport: transport, all: options.all, namePattern: options.name,
+      timeout: options.timeout ?? context.globals.timeout ?? defaultTimeout
+    ) { found in
+      let info = DeviceInfo(id: found.address, name: found.name ?? found.address, type: found.type)
+      if output.isJSON {
+        var event = Render.event(Event(time: .now(), device: info, payload: .deviceArrival))
+        if case .object(var m) = event {
+          m["event"] = .string(EventKind.deviceDiscovered.rawValue)
+          m["address"] = .string(found.address)
+          m["addressType"] = .string(found.addressType)
+          m["rssi"] = found.rssi.map { .int($0) } ?? .null
+          m["uuids"] = .array(found.uuids.map { .string($0) })
+          event = .object(m)
+        }
+        output.json(event)
+      } else {
+        output.line(
+          "\(found.address)\t\(found.name ?? "")\t\(found.type.typeName)\t\(found.rssi.map(String.init) ?? "")")
+      }
+    }
+    if output.isJSON {
+      output.json(
+        .object([
+          "event": .string(EventKind.discoveryEnd.rawValue), "time": .string(Timestamp.now().iso8601),
+          "count": .int(count),
+        ]))
+    } else {
+      output.info("discovery ended: \(count) device(s)")
+    }
+    return .noError
   }
 }
 
@@ -167,11 +238,53 @@ enum PartnershipCommand {
   }
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    switch options.selector {
-    case .socketCam: throw .notSupported("SocketCam is built in; it has no Bluetooth partnership")
-    case .name: _ = try await context.open(options.selector)
-    default: break
+    let selector = try await context.resolve(options.selector)
+    guard case .bluetooth(let address) = selector else {
+      if selector == .socketCam { throw .notSupported("SocketCam is built in; it has no Bluetooth partnership") }
+      throw DriverRegistry.transportMissing(selector)
     }
-    throw DriverRegistry.transportMissing(options.selector)
+    let adapter = context.globals.adapter
+    switch options.action {
+    case "set":
+      _ = try await BLEManager.connect(address: address, adapter: adapter, pair: true, timeout: context.globals.timeout)
+    case "reset":
+      // The D600 config command that deletes its bonds (0F FE DA FA ED, device-protocols.md §2.6), then the
+      // host forgets its side, so neither keeps a stale key. Other models have no public command for it.
+      let device = try await context.open(selector)
+      do {
+        guard device.capabilities.canWrite(.deletePairingBondingDevice) else {
+          throw CaptureError.notSupported(
+            "no public command resets the partnership of a \(device.info.type.typeName); remove it instead")
+        }
+        try await device.set(.deletePairingBondingDevice, .byte(DeletePairing.all.rawValue))
+      } catch {
+        await device.close()
+        throw error
+      }
+      await device.close()
+      _ = try await BLEManager.remove(address: address, adapter: adapter)
+    default:
+      break
+    }
+    if options.action == "reset" {
+      if context.output.isJSON {
+        context.output.json(.object(["address": .string(address), "reset": .bool(true)]))
+      } else {
+        context.output.line("\(address)\treset")
+      }
+      return .noError
+    }
+    let p = try await BLEManager.partnership(address: address, adapter: adapter)
+    if context.output.isJSON {
+      context.output.json(
+        .object([
+          "device": Render.device(DeviceInfo(id: p.address, name: p.name, type: p.family.deviceTypes[0])),
+          "paired": .bool(p.isPaired), "bonded": .bool(p.isBonded), "trusted": .bool(p.isTrusted),
+          "connected": .bool(p.isConnected), "variant": .string(p.variant),
+        ]))
+    } else {
+      context.output.line("\(p.address)\t\(p.isBonded ? "bonded" : "not-bonded")\t\(p.variant)")
+    }
+    return .noError
   }
 }

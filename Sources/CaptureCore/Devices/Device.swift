@@ -33,7 +33,9 @@ public protocol Device: AnyObject, Sendable {
   /// Sends a trigger action. Decoded data arrives on `events`.
   func trigger(_ action: Trigger) async throws(CaptureError)
   /// The device's events, starting with its arrival. The stream finishes after `deviceRemoval`
-  /// (link lost, a finite frame source exhausted, or `close()`).
+  /// (link lost, a finite frame source exhausted, or `close()`); a device opened with
+  /// `OpenRequest.reconnects` instead reports link loss as `deviceRemoval`, keeps trying, reports
+  /// `deviceArrival` when it is back, and finishes only on `close()`.
   var events: AsyncStream<Event> { get }
   func close() async
 }

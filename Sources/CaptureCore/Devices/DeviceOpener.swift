@@ -15,6 +15,11 @@ public struct OpenRequest: Sendable {
   /// Warnings that are not errors (a skipped non-image in a directory). The core never prints; the
   /// command line decides where these go.
   public var warn: @Sendable (String) -> Void
+  /// listen: keep the device across link loss and bluetoothd restarts, reconnecting when it returns
+  /// (its events then include deviceRemoval and a later deviceArrival).
+  public var reconnects: Bool = false
+  /// How long opening may take (connecting a BLE device); nil for the driver's default.
+  public var timeout: Duration? = nil
 
   public init(
     selector: DeviceSelector, frameSources: [FrameSourceItem] = [], adapter: String? = nil,

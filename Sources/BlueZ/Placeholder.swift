@@ -1,1 +1,0 @@
-// BlueZ interfaces over D-Bus (issue 3).

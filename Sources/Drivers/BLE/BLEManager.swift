@@ -1,0 +1,208 @@
+import BlueZ
+import CaptureCore
+import DBus
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A device seen during discovery.
+public struct DiscoveredDevice: Sendable {
+  public var address: String
+  public var addressType: String
+  public var name: String?
+  public var rssi: Int16?
+  public var uuids: [String]
+  public var family: BLEFamily
+  public var isSocketMobile: Bool
+  /// The SDK type guessed from the advertisement (the first half for an S370).
+  public var type: DeviceType { isSocketMobile ? family.deviceTypes[0] : .bleUnknown }
+}
+
+/// The result of `connect`: what arrived.
+public struct ConnectedDevice: Sendable {
+  public var address: String
+  public var name: String
+  public var family: BLEFamily
+  public var isPaired: Bool
+  public var arrivals: [DeviceInfo] {
+    family.deviceTypes.map { DeviceInfo(id: address, name: name, type: $0) }
+  }
+}
+
+/// Device-manager operations over BlueZ: discovery, connect, remove, partnership.
+public enum BLEManager {
+  /// Runs a discovery session for `timeout`, calling `found` once per device as it appears.
+  /// Returns how many were reported.
+  public static func discover(
+    adapter: String?, transport: String, all: Bool, namePattern: String?, timeout: Duration,
+    found: @escaping @Sendable (DiscoveredDevice) -> Void
+  ) async throws(CaptureError) -> Int {
+    let client = try await BlueZClient.connect(adapter: adapter)
+    defer { client.close() }
+    let events = try await client.events()
+    let objects = try await client.objects()
+    _ = try client.adapter(in: objects)
+    var filter: [String: DBusValue] = ["Transport": .string(transport), "DuplicateData": .boolean(false)]
+    if !all { filter["UUIDs"] = .strings(GattUUID.socketMobileAdvertised) }
+    try await client.setDiscoveryFilter(filter)
+    try await client.startDiscovery()
+
+    let adapterPath = client.adapterPath
+    var known: [String: DeviceProperties] = [:]
+    for device in objects.devices(on: adapterPath) { known[device.path] = device }
+    let consumer = Task { [known] () -> Int in
+      var known = known
+      var reported = Set<String>()
+      func consider(_ device: DeviceProperties) {
+        guard device.adapter == adapterPath, !reported.contains(device.address) else { return }
+        let uuids = Set(device.uuids)
+        let isSocket = BLEFamily.isSocketMobile(uuids: uuids, name: device.name)
+        guard all || isSocket else { return }
+        if let pattern = namePattern, fnmatch(pattern, device.name ?? device.alias, 0) != 0 { return }
+        reported.insert(device.address)
+        found(
+          DiscoveredDevice(
+            address: device.address, addressType: device.addressType, name: device.name, rssi: device.rssi,
+            uuids: device.uuids.sorted(), family: BLEFamily.identify(uuids: uuids, name: device.name),
+            isSocketMobile: isSocket))
+      }
+      // A new device arrives as InterfacesAdded; one bluetoothd already knew is announced by its RSSI
+      // changing once it is heard again (bluez-testing.md "Discovery").
+      for await event in events {
+        switch event {
+        case .interfacesAdded(let path, let interfaces):
+          guard let props = interfaces[BlueZName.device] else { continue }
+          let device = DeviceProperties(path: path, properties: props, hasBattery: false)
+          known[path] = device
+          consider(device)
+        case .propertiesChanged(let path, BlueZName.device, let changed, _):
+          guard var device = known[path] else { continue }
+          device.properties.merge(changed) { _, new in new }
+          known[path] = device
+          if changed["RSSI"] != nil || changed["ManufacturerData"] != nil { consider(device) }
+        default:
+          continue
+        }
+      }
+      return reported.count
+    }
+    try? await Task.sleep(for: timeout)
+    consumer.cancel()
+    let count = await consumer.value
+    try? await client.stopDiscovery()
+    return count
+  }
+
+  /// Finds a device bluetoothd knows, running a short discovery if it does not know it yet.
+  static func locate(_ client: BlueZClient, _ address: String, _ events: AsyncStream<BlueZEvent>, within: Duration)
+    async throws(CaptureError) -> DeviceProperties
+  {
+    let objects = try await client.objects()
+    _ = try client.adapter(in: objects)
+    if let device = objects.device(address: address, on: client.adapterPath) { return device }
+    try await client.setDiscoveryFilter(["Transport": .string("le")])
+    try await client.startDiscovery()
+    let adapterPath = client.adapterPath
+    let finder = Task { () -> DeviceProperties? in
+      for await event in events {
+        if case .interfacesAdded(let path, let interfaces) = event, let props = interfaces[BlueZName.device] {
+          let device = DeviceProperties(path: path, properties: props, hasBattery: false)
+          if device.address == address.uppercased() && device.adapter == adapterPath { return device }
+        }
+      }
+      return nil
+    }
+    let timer = Task {
+      try? await Task.sleep(for: within)
+      finder.cancel()
+    }
+    let found = await finder.value
+    timer.cancel()
+    try? await client.stopDiscovery()
+    guard let found else {
+      throw CaptureError(.notFound, "no Bluetooth device \(address) was found on \(client.adapterName)")
+    }
+    return found
+  }
+
+  /// Connects, waits for the GATT services, pairs when the profile needs bonding (the D600's
+  /// pairing-required variant) or when asked, and marks the device trusted so it may reconnect.
+  public static func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
+    async throws(CaptureError) -> ConnectedDevice
+  {
+    let client = try await BlueZClient.connect(adapter: adapter)
+    defer { client.close() }
+    let events = try await client.events()
+    let budget = timeout ?? BLEDevice.connectTimeout
+    var device = try await locate(client, address, events, within: min(budget, .seconds(10)))
+    if !device.isConnected || !device.servicesResolved {
+      try await BLEDevice.connectAndResolve(client, device.path, events, timeout: budget)
+    }
+    var objects = try await client.objects()
+    device = objects.device(address: address, on: client.adapterPath) ?? device
+    let family = BLEFamily.identify(uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
+    if (family.needsBonding || pair) && !device.isPaired {
+      try await client.registerAgent()
+      try await client.pair(device.path, timeout: budget)
+    }
+    if !device.isTrusted { try await client.setDeviceProperty(device.path, "Trusted", .boolean(true)) }
+    objects = try await client.objects()
+    device = objects.device(address: address, on: client.adapterPath) ?? device
+    return ConnectedDevice(address: device.address, name: device.alias, family: family, isPaired: device.isPaired)
+  }
+
+  /// Disconnects and makes bluetoothd forget the device (pairing and GATT cache go with it).
+  /// Returns the device's name, or nil when bluetoothd did not know it.
+  public static func remove(address: String, adapter: String?) async throws(CaptureError) -> (
+    name: String, family: BLEFamily
+  )? {
+    let client = try await BlueZClient.connect(adapter: adapter)
+    defer { client.close() }
+    let objects = try await client.objects()
+    _ = try client.adapter(in: objects)
+    guard let device = objects.device(address: address, on: client.adapterPath) else { return nil }
+    let family = BLEFamily.identify(uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
+    if device.isConnected { try? await client.disconnect(device.path) }
+    try await client.removeDevice(device.path)
+    return (device.alias, family)
+  }
+
+  public struct Partnership: Sendable {
+    public var address: String
+    public var name: String
+    public var family: BLEFamily
+    public var isPaired: Bool
+    public var isBonded: Bool
+    public var isTrusted: Bool
+    public var isConnected: Bool
+    /// "pairing-required", "no-pairing" or "unknown": the D600 UUID variant (device-protocols.md §2.1)
+    /// or the SpringCore bound/open service.
+    public var variant: String
+  }
+
+  public static func partnership(address: String, adapter: String?) async throws(CaptureError) -> Partnership {
+    let client = try await BlueZClient.connect(adapter: adapter)
+    defer { client.close() }
+    let objects = try await client.objects()
+    _ = try client.adapter(in: objects)
+    guard let device = objects.device(address: address, on: client.adapterPath) else {
+      throw CaptureError(.notFound, "\(address) is not known to bluetoothd on \(client.adapterName)")
+    }
+    let uuids = objects.serviceUUIDs(of: device.path).union(device.uuids)
+    let family = BLEFamily.identify(uuids: uuids, name: device.name)
+    let variant: String
+    if family == .d600 || uuids.contains(GattUUID.directServiceBound) || uuids.contains(GattUUID.s370ServiceBound)
+      || uuids.contains(GattUUID.s320ServiceBound)
+    {
+      variant = "pairing-required"
+    } else if family == .d600NoPairing || family == .s550 || family == .s370 || family == .s320 {
+      variant = "no-pairing"
+    } else {
+      variant = "unknown"
+    }
+    return Partnership(
+      address: device.address, name: device.alias, family: family, isPaired: device.isPaired,
+      isBonded: device.isBonded, isTrusted: device.isTrusted, isConnected: device.isConnected, variant: variant)
+  }
+}
