@@ -1,1 +1,0 @@
-// The D-Bus client (issue 3); see DBusConnection.swift.

@@ -1,0 +1,764 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import DBus
+
+/// Against a real dbus-daemon started per test (TestBus).
+@Suite struct ConnectionTests {
+  static let testInterface = "org.example.Test"
+
+  /// Exports an object on `connection` that answers `Echo` with its arguments, `Fail` with the error
+  /// named by its two string arguments and `Hang` never.
+  static func exportTestObject(on connection: DBusConnection, path: String = "/org/example/Object") throws {
+    try connection.export(path: path) { call in
+      switch call.member {
+      case "Echo":
+        return .values(call.body)
+      case "Fail":
+        return .error(
+          DBusError(name: call.body[0].stringValue ?? "", message: call.body[1].stringValue ?? ""))
+      case "Hang":
+        try? await Task.sleep(for: .seconds(3600))
+        return .values([])
+      default:
+        return .error(DBusError(name: DBusError.Name.unknownMethod, message: "no \(call.member)"))
+      }
+    }
+  }
+
+  @Test func connectsAndHasAUniqueName() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let connection = try bus.connect()
+    defer { connection.close() }
+    #expect(connection.uniqueName.hasPrefix(":"))
+    #expect(connection.isConnected)
+    let other = try bus.connect()
+    defer { other.close() }
+    #expect(other.uniqueName != connection.uniqueName)
+  }
+
+  @Test func callsTheBusDriver() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let connection = try bus.connect()
+    defer { connection.close() }
+    try await withDeadline {
+      let names = try await connection.listNames()
+      #expect(names.contains("org.freedesktop.DBus"))
+      #expect(names.contains(connection.uniqueName))
+      let raw = try await connection.call(
+        destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+        member: "ListNames")
+      #expect(raw.count == 1 && raw[0].signature == "as")
+      let id = try await connection.call(
+        destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+        member: "GetId")
+      #expect(id.count == 1)
+      let text = try #require(id[0].stringValue)
+      #expect(text.utf8.count == 32)
+      #expect(
+        text.utf8.allSatisfy {
+          (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+        })
+      let ownsItsName = try await connection.nameHasOwner(connection.uniqueName)
+      #expect(ownsItsName)
+      let nobodyOwned = try await connection.nameHasOwner("org.example.Nobody")
+      #expect(nobodyOwned == false)
+      let acquired = try await connection.requestName("org.example.Owned")
+      #expect(acquired)
+      let ownedNow = try await connection.nameHasOwner("org.example.Owned")
+      #expect(ownedNow)
+      try await connection.flush()
+    }
+  }
+
+  @Test func roundTripsEveryValueType() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try Self.exportTestObject(on: server)
+    let values: [DBusValue] = [
+      .byte(0), .byte(255), .boolean(true), .boolean(false),
+      .int16(.min), .int16(.max), .uint16(.min), .uint16(.max),
+      .int32(.min), .int32(.max), .uint32(.min), .uint32(.max),
+      .int64(.min), .int64(.max), .uint64(.min), .uint64(.max),
+      .double(-0.0), .double(3.141592653589793), .double(.greatestFiniteMagnitude), .double(.infinity),
+      .string(""), .string("Grüße, 世界 ✓ 🎉"), .objectPath("/"), .objectPath("/org/example/A_1"),
+      .signature(""), .signature("a{sv}(ii)aay"),
+      .stringDict([
+        "name": .string("scanner"), "rssi": .int16(-60), "uuids": .strings(["180f", "180a"]),
+        "nested": .stringDict(["deep": .stringDict(["x": .bytes([1, 2, 3])])]),
+        "empty": .stringDict([:]),
+      ]),
+      .array(
+        elementSignature: "(ii)",
+        [.structure([.int32(1), .int32(-2)]), .structure([.int32(.max), .int32(.min)])]),
+      .array(elementSignature: "ay", [.bytes([]), .bytes([0]), .bytes(Array(0...255))]),
+      .variant(.variant(.variant(.string("three deep")))),
+      .variant(.bytes([9, 8])),
+      .variant(.stringDict(["k": .int32(1)])),
+      .array(elementSignature: "s", []), .array(elementSignature: "a{sv}", []),
+      .array(elementSignature: "v", []),
+      .array(elementSignature: "(sv)", [.structure([.string("a"), .variant(.double(1.5))])]),
+      .structure([
+        .string("x"), .structure([.boolean(true), .array(elementSignature: "o", [.objectPath("/o")])]),
+      ]),
+      .array(
+        elementSignature: "{ys}",
+        [.dictEntry(.byte(1), .string("one")), .dictEntry(.byte(2), .string("two"))]),
+      .array(elementSignature: "{ia{sv}}", [.dictEntry(.int32(7), .stringDict(["a": .boolean(false)]))]),
+      .objectPaths(["/a", "/a/b"]),
+    ]
+    try await withDeadline {
+      let reply = try await client.call(
+        destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+        member: "Echo", values)
+      #expect(reply.count == values.count)
+      for (sent, received) in zip(values, reply) {
+        #expect(sent == received)
+        #expect(sent.signature == received.signature)
+      }
+      // NaN is not equal to itself: compare its bits.
+      let nan = try await client.call(
+        destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+        member: "Echo", [.double(.nan)])
+      #expect(nan.first?.doubleValue?.isNaN == true)
+      // An empty body.
+      let empty = try await client.call(
+        destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+        member: "Echo")
+      #expect(empty.isEmpty)
+      // 1 MiB of bytes goes through the fixed-array path both ways.
+      let big = DBusValue.bytes((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+      let echoed = try await client.call(
+        destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+        member: "Echo", [big])
+      #expect(echoed == [big])
+    }
+  }
+
+  @Test func passesFileDescriptors() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try Self.exportTestObject(on: server)
+    var pipeFDs: [Int32] = [-1, -1]
+    #expect(pipe(&pipeFDs) == 0)
+    let fds = pipeFDs
+    defer {
+      close(fds[0])
+      close(fds[1])
+    }
+    try await withDeadline {
+      let reply = try await client.call(
+        destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+        member: "Echo", [.unixFD(fds[0])])
+      let received = try #require(reply.first?.unixFDValue)
+      defer { close(received) }
+      #expect(received != fds[0])
+      var byte: UInt8 = 42
+      #expect(write(fds[1], &byte, 1) == 1)
+      byte = 0
+      #expect(read(received, &byte, 1) == 1)
+      #expect(byte == 42)
+    }
+  }
+
+  @Test func errorRepliesKeepTheirNameAndMessage() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try Self.exportTestObject(on: server)
+    try await withDeadline {
+      let error = await dbusError {
+        try await client.call(
+          destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+          member: "Fail", [.string("org.bluez.Error.Failed"), .string("Not connected")])
+      }
+      #expect(error == DBusError(name: "org.bluez.Error.Failed", message: "Not connected"))
+      #expect(error?.description == "org.bluez.Error.Failed: Not connected")
+      // An invalid error name from a handler goes out as Failed instead of aborting in libdbus.
+      let invalid = await dbusError {
+        try await client.call(
+          destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+          member: "Fail", [.string("not an error name"), .string("text")])
+      }
+      #expect(invalid == DBusError(name: DBusError.Name.failed, message: "text"))
+      // No object at that path: libdbus answers for the server.
+      let missingObject = await dbusError {
+        try await client.call(
+          destination: server.uniqueName, path: "/org/example/Nothing", interface: Self.testInterface,
+          member: "Echo")
+      }
+      #expect(missingObject?.name == DBusError.Name.unknownMethod)
+    }
+  }
+
+  @Test func introspectionAndPeerAreAnswered() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try Self.exportTestObject(on: server, path: "/org/example")
+    try Self.exportTestObject(on: server, path: "/org/example/child")
+    try await withDeadline {
+      let xml = try await client.call(
+        destination: server.uniqueName, path: "/org/example",
+        interface: "org.freedesktop.DBus.Introspectable",
+        member: "Introspect")
+      let text = try #require(xml.first?.stringValue)
+      #expect(text.contains("<interface name=\"org.freedesktop.DBus.Introspectable\">"))
+      #expect(text.contains("<node name=\"child\"/>"))
+      let ping = try await client.call(
+        destination: server.uniqueName, path: "/org/example", interface: "org.freedesktop.DBus.Peer",
+        member: "Ping")
+      #expect(ping.isEmpty)
+    }
+    let duplicate = dbusError {
+      try Self.exportTestObject(on: server, path: "/org/example")
+    }
+    #expect(duplicate?.name == "org.freedesktop.DBus.Error.ObjectPathInUse")
+    server.unexport(path: "/org/example/child")
+    try await withDeadline {
+      let error = await dbusError {
+        try await client.call(
+          destination: server.uniqueName, path: "/org/example/child", interface: Self.testInterface,
+          member: "Echo")
+      }
+      #expect(error?.name == DBusError.Name.unknownMethod)
+    }
+  }
+
+  @Test func callTimeoutGivesNoReply() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try Self.exportTestObject(on: server)
+    try await withDeadline {
+      let start = monotonicSeconds()
+      let error = await dbusError {
+        try await client.call(
+          destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+          member: "Hang", timeout: .milliseconds(300))
+      }
+      let elapsed = monotonicSeconds() - start
+      #expect(error?.name == DBusError.Name.noReply)
+      #expect(elapsed >= 0.29)
+      #expect(elapsed < 1.5)
+      // The connection is still usable.
+      let stillUsable = try await client.nameHasOwner(server.uniqueName)
+      #expect(stillUsable)
+    }
+  }
+
+  @Test func cancellingTheTaskCancelsTheCall() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try Self.exportTestObject(on: server)
+    try await withDeadline {
+      let task = Task {
+        await dbusError {
+          try await client.call(
+            destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+            member: "Hang")
+        }
+      }
+      try await Task.sleep(for: .milliseconds(100))
+      task.cancel()
+      let error = await task.value
+      #expect(error?.name == DBusError.Name.cancelled)
+      // Already cancelled before the call starts.
+      let early = Task {
+        withUnsafeCurrentTask { $0?.cancel() }
+        return await dbusError {
+          try await client.call(
+            destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+            member: "Echo")
+        }
+      }
+      #expect(await early.value?.name == DBusError.Name.cancelled)
+      let stillUsable = try await client.nameHasOwner(server.uniqueName)
+      #expect(stillUsable)
+    }
+  }
+
+  @Test func missingNameGivesServiceUnknown() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try await withDeadline {
+      let error = await dbusError {
+        try await client.call(
+          destination: "org.example.Missing", path: "/", interface: Self.testInterface, member: "Echo")
+      }
+      #expect(error?.name == DBusError.Name.serviceUnknown)
+      #expect(error?.message.isEmpty == false)
+    }
+  }
+
+  @Test func signalsAreFilteredByMemberPathAndArg0InOrder() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let emitter = try bus.connect()
+    defer { emitter.close() }
+    let receiver = try bus.connect()
+    defer { receiver.close() }
+    try await withDeadline {
+      let stream = try await receiver.signals(
+        MatchRule(interface: Self.testInterface, member: "Tick", path: "/test/a", arg0: "yes"))
+      let nothing = try await receiver.signals(MatchRule(interface: Self.testInterface, member: "Never"))
+      let others = Mutex<[DBusSignal]>([])
+      let watcher = Task {
+        for await signal in nothing { others.withLock { $0.append(signal) } }
+      }
+      for i in 0..<20 {
+        try emitter.emitSignal(
+          path: "/test/a", interface: Self.testInterface, member: "Tick", [.string("yes"), .int32(Int32(i))])
+        try emitter.emitSignal(
+          path: "/test/b", interface: Self.testInterface, member: "Tick", [.string("yes"), .int32(-1)])
+        try emitter.emitSignal(
+          path: "/test/a", interface: Self.testInterface, member: "Tock", [.string("yes"), .int32(-1)])
+        try emitter.emitSignal(
+          path: "/test/a", interface: Self.testInterface, member: "Tick", [.string("no"), .int32(-1)])
+        try emitter.emitSignal(
+          path: "/test/a", interface: "org.example.Other", member: "Tick", [.string("yes"), .int32(-1)])
+      }
+      let received = await collect(stream, count: 20)
+      #expect(received.map { $0.body[1].int32Value } == (0..<20).map { Int32($0) })
+      #expect(received.allSatisfy { $0.sender == emitter.uniqueName })
+      #expect(
+        received.allSatisfy {
+          $0.path == "/test/a" && $0.member == "Tick" && $0.interface == Self.testInterface
+        })
+      // Everything emitted has reached the bus, and the bus has answered this receiver since.
+      try await emitter.flush()
+      try await receiver.flush()
+      watcher.cancel()
+      _ = await watcher.value
+      #expect(others.withLock { $0.isEmpty })
+    }
+  }
+
+  @Test func streamsTenThousandSignalsWithoutLoss() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let emitter = try bus.connect()
+    defer { emitter.close() }
+    let receiver = try bus.connect()
+    defer { receiver.close() }
+    let count = 10_000
+    try await withDeadline(60) {
+      let stream = try await receiver.signals(
+        MatchRule(
+          sender: emitter.uniqueName, interface: "org.freedesktop.DBus.Properties",
+          member: "PropertiesChanged",
+          path: "/org/bluez/hci0/dev_00_11_22_33_44_55/service0010/char0011"))
+      let start = monotonicSeconds()
+      let emitting = Task {
+        for i in 0..<count {
+          try emitter.emitSignal(
+            path: "/org/bluez/hci0/dev_00_11_22_33_44_55/service0010/char0011",
+            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            [
+              .string("org.bluez.GattCharacteristic1"),
+              .stringDict(["Value": .bytes([UInt8(truncatingIfNeeded: i), 0x01, 0x02, 0x03, 0x04, 0x05])]),
+              .strings([]),
+            ])
+        }
+      }
+      var next = 0
+      var inOrder = true
+      for await signal in stream {
+        let value = signal.body[1].stringDictValue?["Value"]?.bytesValue
+        if value?.first != UInt8(truncatingIfNeeded: next) { inOrder = false }
+        next += 1
+        if next == count { break }
+      }
+      try await emitting.value
+      let elapsed = monotonicSeconds() - start
+      #expect(next == count)
+      #expect(inOrder)
+      let rate = Double(count) / elapsed
+      print(
+        "DBus signal throughput: \(count) PropertiesChanged in \(Int(elapsed * 1000)) ms = \(Int(rate)) signals/s"
+      )
+    }
+  }
+
+  @Test func endingAStreamRemovesItsMatch() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let emitter = try bus.connect()
+    defer { emitter.close() }
+    let receiver = try bus.connect()
+    defer { receiver.close() }
+    try await withDeadline {
+      // The bus's own count of this connection's match rules (org.freedesktop.DBus.Debug.Stats, in
+      // Debian's dbus-daemon build).
+      @Sendable func matchRules() async throws -> UInt32? {
+        let stats = try await emitter.call(
+          destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+          interface: "org.freedesktop.DBus.Debug.Stats", member: "GetConnectionStats",
+          [.string(receiver.uniqueName)])
+        return stats.first?.stringDictValue?["MatchRules"]?.uint32Value
+      }
+      let before = try await matchRules()
+      let rule = MatchRule(interface: Self.testInterface, member: "Ping")
+      let stream = try await receiver.signals(rule)
+      let rulesWhileSubscribed = try await matchRules()
+      #expect(rulesWhileSubscribed == before.map { $0 + 1 })
+      #expect(receiver.core.subscriptionCount == 1)
+      let consumer = Task { await collect(stream, count: 1_000_000).count }
+      try emitter.emitSignal(path: "/", interface: Self.testInterface, member: "Ping")
+      try await Task.sleep(for: .milliseconds(100))
+      consumer.cancel()
+      let delivered = await consumer.value
+      #expect(delivered == 1)
+      // Termination removes the subscription and sends RemoveMatch, both on the connection's queue.
+      while receiver.core.subscriptionCount != 0 { try await Task.sleep(for: .milliseconds(5)) }
+      try await receiver.flush()
+      let rulesAfterEnd = try await matchRules()
+      #expect(rulesAfterEnd == before)
+      // Signals after the removal reach nobody and break nothing.
+      for _ in 0..<10 { try emitter.emitSignal(path: "/", interface: Self.testInterface, member: "Ping") }
+      try await emitter.flush()
+      #expect(receiver.isConnected)
+      // A second subscription to the same rule works independently.
+      let again = try await receiver.signals(rule)
+      try emitter.emitSignal(path: "/", interface: Self.testInterface, member: "Ping", [.int32(2)])
+      #expect(await collect(again, count: 1).first?.body == [.int32(2)])
+    }
+  }
+
+  @Test func losingTheBusFailsCallsEndsStreamsAndWakesWaiters() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    try Self.exportTestObject(on: server)
+    try await withDeadline {
+      let stream = try await client.signals(MatchRule(interface: Self.testInterface))
+      let streamEnded = Task { await collect(stream, count: 1_000).count }
+      let waiter = Task { await client.waitUntilDisconnected() }
+      let pending = Task {
+        await dbusError {
+          try await client.call(
+            destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+            member: "Hang")
+        }
+      }
+      try await Task.sleep(for: .milliseconds(200))
+      bus.stop()
+      let error = await pending.value
+      #expect(error?.name == DBusError.Name.disconnected)
+      #expect(await streamEnded.value == 0)
+      await waiter.value
+      #expect(!client.isConnected)
+      await server.waitUntilDisconnected()
+      #expect(!server.isConnected)
+      let after = await dbusError { try await client.nameHasOwner("org.freedesktop.DBus") }
+      #expect(after?.name == DBusError.Name.disconnected)
+      let emitError = dbusError {
+        try client.emitSignal(path: "/", interface: Self.testInterface, member: "Late")
+      }
+      #expect(emitError?.name == DBusError.Name.disconnected)
+      let subscribeError = await dbusError { try await client.signals(MatchRule()) }
+      #expect(subscribeError?.name == DBusError.Name.disconnected)
+    }
+  }
+
+  @Test func closingEndsEverything() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    try Self.exportTestObject(on: server)
+    try await withDeadline {
+      let stream = try await client.signals(MatchRule(interface: Self.testInterface))
+      let streamEnded = Task { await collect(stream, count: 1_000).count }
+      let pending = Task {
+        await dbusError {
+          try await client.call(
+            destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+            member: "Hang")
+        }
+      }
+      try await Task.sleep(for: .milliseconds(100))
+      client.close()
+      #expect(!client.isConnected)
+      await client.waitUntilDisconnected()
+      #expect(await pending.value?.name == DBusError.Name.disconnected)
+      #expect(await streamEnded.value == 0)
+      client.close()
+      // The bus saw the client go.
+      let clientStillOwned = try await server.nameHasOwner(client.uniqueName)
+      #expect(clientStillOwned == false)
+    }
+  }
+
+  @Test func waitingCanBeCancelled() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let connection = try bus.connect()
+    defer { connection.close() }
+    try await withDeadline {
+      let waiter = Task { await connection.waitUntilDisconnected() }
+      try await Task.sleep(for: .milliseconds(50))
+      waiter.cancel()
+      await waiter.value
+      #expect(connection.isConnected)
+    }
+  }
+
+  @Test func parsesManagedObjectsAndProperties() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    defer { server.close() }
+    let client = try bus.connect()
+    defer { client.close() }
+    let adapter: [String: DBusValue] = ["Address": .string("00:11:22:33:44:55"), "Powered": .boolean(true)]
+    let device: [String: DBusValue] = [
+      "Name": .string("Socket S740"), "RSSI": .int16(-52),
+      "UUIDs": .strings(["0000180f-0000-1000-8000-00805f9b34fb"]),
+      "ManufacturerData": .array(
+        elementSignature: "{qv}", [.dictEntry(.uint16(0x0131), .variant(.bytes([1, 2])))]),
+    ]
+    let properties = Mutex(["Powered": DBusValue.boolean(true), "Alias": .string("hci0")])
+    try server.export(path: "/") { call in
+      guard call.interface == "org.freedesktop.DBus.ObjectManager", call.member == "GetManagedObjects" else {
+        return .error(DBusError(name: DBusError.Name.unknownMethod, message: call.member))
+      }
+      func interfaces(_ entries: [(String, [String: DBusValue])]) -> DBusValue {
+        .array(elementSignature: "{sa{sv}}", entries.map { .dictEntry(.string($0.0), .stringDict($0.1)) })
+      }
+      return .values([
+        .array(
+          elementSignature: "{oa{sa{sv}}}",
+          [
+            .dictEntry(.objectPath("/org/bluez"), interfaces([("org.bluez.AgentManager1", [:])])),
+            .dictEntry(.objectPath("/org/bluez/hci0"), interfaces([("org.bluez.Adapter1", adapter)])),
+            .dictEntry(
+              .objectPath("/org/bluez/hci0/dev_00_11_22_33_44_55"),
+              interfaces([("org.bluez.Device1", device), ("org.freedesktop.DBus.Properties", [:])])),
+          ])
+      ])
+    }
+    try server.export(path: "/org/bluez/hci0") { call in
+      guard call.interface == "org.freedesktop.DBus.Properties" else {
+        return .error(DBusError(name: DBusError.Name.unknownMethod, message: call.member))
+      }
+      switch (call.member, call.body.count) {
+      case ("GetAll", 1): return .values([.stringDict(properties.withLock { $0 })])
+      case ("Get", 2):
+        guard let value = properties.withLock({ $0[call.body[1].stringValue ?? ""] }) else {
+          return .error(
+            DBusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no such property"))
+        }
+        return .values([.variant(value)])
+      case ("Set", 3):
+        guard case .variant(let value) = call.body[2], let name = call.body[1].stringValue else {
+          return .error(.invalidArgs("Set takes ssv"))
+        }
+        properties.withLock { $0[name] = value }
+        return .values([])
+      default:
+        return .error(DBusError(name: DBusError.Name.unknownMethod, message: call.member))
+      }
+    }
+    try await withDeadline {
+      let objects = try await client.getManagedObjects(destination: server.uniqueName)
+      #expect(
+        objects == [
+          "/org/bluez": ["org.bluez.AgentManager1": [:]],
+          "/org/bluez/hci0": ["org.bluez.Adapter1": adapter],
+          "/org/bluez/hci0/dev_00_11_22_33_44_55": [
+            "org.bluez.Device1": device, "org.freedesktop.DBus.Properties": [:],
+          ],
+        ])
+      let all = try await client.getAllProperties(
+        destination: server.uniqueName, path: "/org/bluez/hci0", interface: "org.bluez.Adapter1")
+      #expect(all == ["Powered": .boolean(true), "Alias": .string("hci0")])
+      let alias = try await client.getProperty(
+        destination: server.uniqueName, path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
+        name: "Alias")
+      #expect(alias == .string("hci0"))
+      try await client.setProperty(
+        destination: server.uniqueName, path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
+        name: "Alias",
+        value: .string("scanner"))
+      let newAlias = try await client.getProperty(
+        destination: server.uniqueName, path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
+        name: "Alias")
+      #expect(newAlias == .string("scanner"))
+      let unknown = await dbusError {
+        try await client.getProperty(
+          destination: server.uniqueName, path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
+          name: "Nope")
+      }
+      #expect(
+        unknown == DBusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no such property"))
+      // A reply of the wrong shape is InvalidSignature, not a crash or a silent empty result.
+      let wrongShape = await dbusError {
+        try await client.getManagedObjects(destination: server.uniqueName, path: "/org/bluez/hci0")
+      }
+      #expect(wrongShape?.name == DBusError.Name.unknownMethod)
+      try server.export(path: "/wrong") { _ in .values([.string("not a dictionary")]) }
+      let invalid = await dbusError {
+        try await client.getManagedObjects(destination: server.uniqueName, path: "/wrong")
+      }
+      #expect(invalid?.name == DBusError.Name.invalidSignature)
+      #expect(invalid?.message == "expected a reply of type 'a{oa{sa{sv}}}', got 's'")
+    }
+  }
+
+  @Test func systemHonoursTheEnvironment() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1)
+    defer { unsetenv("DBUS_SYSTEM_BUS_ADDRESS") }
+    let system = try DBusConnection.system()
+    defer { system.close() }
+    let other = try bus.connect()
+    defer { other.close() }
+    try await withDeadline {
+      let acquired = try await system.requestName("org.example.First")
+      #expect(acquired)
+      let systemSeen = try await other.nameHasOwner("org.example.First")
+      #expect(systemSeen)
+    }
+    // Read again on every call: a second bus at another address.
+    let second = try TestBus()
+    defer { second.stop() }
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", second.address, 1)
+    let again = try DBusConnection.system()
+    defer { again.close() }
+    let onSecond = try second.connect()
+    defer { onSecond.close() }
+    try await withDeadline {
+      let acquired = try await again.requestName("org.example.Second")
+      #expect(acquired)
+      let againSeen = try await onSecond.nameHasOwner("org.example.Second")
+      #expect(againSeen)
+      let firstSeenOnSecond = try await onSecond.nameHasOwner("org.example.First")
+      #expect(firstSeenOnSecond == false)
+    }
+  }
+
+  @Test func badAddressesFailWithoutCrashing() {
+    let missing = dbusError {
+      try DBusConnection(address: "unix:path=/nonexistent/dbus/socket")
+    }
+    #expect(missing?.name == "org.freedesktop.DBus.Error.FileNotFound")
+    let garbage = dbusError { try DBusConnection(address: "not an address") }
+    #expect(garbage?.name == "org.freedesktop.DBus.Error.BadAddress")
+    let nul = dbusError { try DBusConnection(address: "unix:path=/a\0b") }
+    #expect(nul?.name == DBusError.Name.invalidArgs)
+  }
+
+  @Test func invalidArgumentsAreRefusedNotFatal() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let connection = try bus.connect()
+    defer { connection.close() }
+    let invalidArgs = DBusError.Name.invalidArgs
+    @Sendable func callError(
+      destination: String = "org.freedesktop.DBus", path: String = "/org/freedesktop/DBus",
+      interface: String = "org.freedesktop.DBus", member: String = "GetId", _ arguments: [DBusValue] = []
+    ) async -> String? {
+      await dbusError {
+        try await connection.call(
+          destination: destination, path: path, interface: interface, member: member, arguments)
+      }?.name
+    }
+    try await withDeadline {
+      #expect(await callError(path: "no-slash") == invalidArgs)
+      #expect(await callError(path: "/a/") == invalidArgs)
+      #expect(await callError(path: "") == invalidArgs)
+      #expect(await callError(destination: "not a name") == invalidArgs)
+      #expect(await callError(destination: "") == invalidArgs)
+      #expect(await callError(interface: "nodots") == invalidArgs)
+      #expect(await callError(interface: "org.freedesktop.DBus.Local") == invalidArgs)
+      #expect(await callError(member: "has.dot") == invalidArgs)
+      #expect(await callError(member: "") == invalidArgs)
+      #expect(await callError([.objectPath("relative/path")]) == invalidArgs)
+      #expect(await callError([.signature("a{sv")]) == invalidArgs)
+      #expect(await callError([.signature("z")]) == invalidArgs)
+      #expect(await callError([.string("a\0b")]) == invalidArgs)
+      #expect(await callError([.array(elementSignature: "i", [.int64(1)])]) == invalidArgs)
+      #expect(
+        await callError([.array(elementSignature: "{sv}", [.dictEntry(.string("k"), .int32(1))])])
+          == invalidArgs)
+      #expect(await callError([.dictEntry(.string("k"), .variant(.int32(1)))]) == invalidArgs)
+      #expect(await callError([.structure([])]) == invalidArgs)
+      let emit = dbusError {
+        try connection.emitSignal(path: "bad path", interface: Self.testInterface, member: "M")
+      }
+      #expect(emit?.name == invalidArgs)
+      let local = dbusError {
+        try connection.emitSignal(
+          path: "/org/freedesktop/DBus/Local", interface: Self.testInterface, member: "M")
+      }
+      #expect(local?.name == invalidArgs)
+      let export = dbusError { try connection.export(path: "x") { _ in .values([]) } }
+      #expect(export?.name == invalidArgs)
+      connection.unexport(path: "not a path")
+      let rules = [
+        MatchRule(type: "bogus"), MatchRule(sender: "bad sender"), MatchRule(interface: "x"),
+        MatchRule(member: "a.b"), MatchRule(path: "p"), MatchRule(path: "/a", pathNamespace: "/a"),
+        MatchRule(arg0: "nul\0"),
+      ]
+      for rule in rules {
+        let error = await dbusError { try await connection.signals(rule) }
+        #expect(error?.name == invalidArgs, "\(rule)")
+      }
+      #expect(connection.core.subscriptionCount == 0)
+      // Still connected and working.
+      #expect(connection.isConnected)
+      let stillWorks = try await connection.nameHasOwner(connection.uniqueName)
+      #expect(stillWorks)
+    }
+  }
+
+  @Test func droppingTheConnectionClosesIt() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let observer = try bus.connect()
+    defer { observer.close() }
+    func subscribeAndDrop() async throws -> (name: String, stream: AsyncStream<DBusSignal>) {
+      let connection = try bus.connect()
+      return (connection.uniqueName, try await connection.signals(MatchRule(interface: Self.testInterface)))
+    }
+    let (name, stream) = try await subscribeAndDrop()
+    // The only reference went with the function: the deinit closes the connection and ends the stream.
+    try await withDeadline {
+      #expect(await collect(stream, count: 10).isEmpty)
+      while try await observer.nameHasOwner(name) { try await Task.sleep(for: .milliseconds(10)) }
+    }
+  }
+}

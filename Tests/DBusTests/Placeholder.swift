@@ -1,1 +1,0 @@
-// D-Bus client tests (issue 3).

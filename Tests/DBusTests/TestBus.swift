@@ -1,0 +1,219 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import DBus
+
+/// A private dbus-daemon for one test: a `<type>system</type>` bus with EXTERNAL authentication on a
+/// fresh socket directory and a policy that allows everything (reference/bluez-testing.md).
+///
+/// Spawned with posix_spawn and an empty signal mask: a child started from a Swift-concurrency thread
+/// otherwise inherits that thread's blocked signals (reference/swift-on-linux.md). Stopped with
+/// SIGKILL.
+final class TestBus: Sendable {
+  let address: String
+  let pid: pid_t
+  let directory: String
+  private let stopped = Atomic<Bool>(false)
+
+  struct Failure: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  init() throws {
+    var template = Array("/tmp/dbus-tests-XXXXXX".utf8CString)
+    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+      throw Failure(description: "mkdtemp failed: errno \(errno)")
+    }
+    directory = String(cString: made)
+    let config = """
+      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+      <busconfig>
+        <type>system</type>
+        <listen>unix:dir=\(directory)</listen>
+        <auth>EXTERNAL</auth>
+        <policy context="default">
+          <allow user="*"/>
+          <allow own="*"/>
+          <allow send_type="method_call"/>
+          <allow send_type="method_return"/>
+          <allow send_type="error"/>
+          <allow send_type="signal"/>
+          <allow receive_type="method_call"/>
+          <allow receive_type="method_return"/>
+          <allow receive_type="error"/>
+          <allow receive_type="signal"/>
+        </policy>
+        <limit name="max_replies_per_connection">10000</limit>
+        <limit name="max_match_rules_per_connection">10000</limit>
+      </busconfig>
+      """
+    let configPath = directory + "/bus.conf"
+    try Self.write(config, to: configPath)
+
+    var pipeFDs: [Int32] = [-1, -1]
+    guard pipe(&pipeFDs) == 0 else { throw Failure(description: "pipe failed") }
+    // Only the daemon's stdout (dup2 clears the flag on fd 1) should hold the write end; pipe2 is not
+    // in Swift's Glibc module.
+    for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    defer { close(pipeFDs[0]) }
+
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+    // "Failed to set fd limit" and similar notices are not the test's business.
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+
+    let arguments = [
+      "dbus-daemon", "--config-file=\(configPath)", "--nofork", "--print-address=1",
+    ]
+    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var child: pid_t = 0
+    let status = posix_spawn(&child, "/usr/bin/dbus-daemon", &actions, &attributes, &argv, environ)
+    close(pipeFDs[1])
+    guard status == 0 else { throw Failure(description: "posix_spawn dbus-daemon: \(status)") }
+    pid = child
+
+    // The first line on stdout is the address, printed once the bus listens.
+    var line: [UInt8] = []
+    var byte: UInt8 = 0
+    while true {
+      var descriptor = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+      guard poll(&descriptor, 1, 10_000) > 0 else {
+        kill(child, SIGKILL)
+        waitpid(child, nil, 0)
+        throw Failure(description: "dbus-daemon printed no address")
+      }
+      let n = read(pipeFDs[0], &byte, 1)
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 || byte == UInt8(ascii: "\n") { break }
+      line.append(byte)
+    }
+    address = String(decoding: line, as: UTF8.self)
+    guard address.hasPrefix("unix:") else {
+      kill(child, SIGKILL)
+      waitpid(child, nil, 0)
+      throw Failure(description: "unexpected dbus-daemon output '\(address)'")
+    }
+  }
+
+  /// SIGKILL and reap; idempotent.
+  func stop() {
+    guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    kill(pid, SIGKILL)
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    removeDirectory()
+  }
+
+  deinit { stop() }
+
+  private func removeDirectory() {
+    guard let dir = opendir(directory) else { return }
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+      }
+      if name != "." && name != ".." { unlink(directory + "/" + name) }
+    }
+    closedir(dir)
+    rmdir(directory)
+  }
+
+  private static func write(_ text: String, to path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw Failure(description: "cannot create \(path)") }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw Failure(description: "cannot write \(path)")
+      }
+      offset += n
+    }
+  }
+
+  /// A new connection to this bus.
+  func connect() throws -> DBusConnection {
+    try DBusConnection(address: address)
+  }
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+  var description: String { "timed out" }
+}
+
+/// Runs `body`, failing with `TimedOut` after `seconds` so a broken test cannot hang the suite.
+func withDeadline<T: Sendable>(
+  _ seconds: Double = 20, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+  try await withThrowingTaskGroup(of: T.self) { group in
+    group.addTask { try await body() }
+    group.addTask {
+      try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+      throw TimedOut()
+    }
+    defer { group.cancelAll() }
+    return try await group.next()!
+  }
+}
+
+/// The first `count` signals of `stream`, or fewer when it finishes first.
+func collect(_ stream: AsyncStream<DBusSignal>, count: Int) async -> [DBusSignal] {
+  var signals: [DBusSignal] = []
+  signals.reserveCapacity(count)
+  guard count > 0 else { return signals }
+  for await signal in stream {
+    signals.append(signal)
+    if signals.count == count { break }
+  }
+  return signals
+}
+
+/// Awaits `body` and returns the DBusError it throws (nil when it succeeds; any other error is a
+/// test failure).
+func dbusError<T>(_ body: () async throws -> T) async -> DBusError? {
+  do {
+    _ = try await body()
+    return nil
+  } catch let error as DBusError {
+    return error
+  } catch {
+    Issue.record("not a DBusError: \(error)")
+    return nil
+  }
+}
+
+/// The same for synchronous code.
+func dbusError<T>(_ body: () throws -> T) -> DBusError? {
+  do {
+    _ = try body()
+    return nil
+  } catch let error as DBusError {
+    return error
+  } catch {
+    Issue.record("not a DBusError: \(error)")
+    return nil
+  }
+}
+
+/// Seconds since an arbitrary point, for measuring.
+func monotonicSeconds() -> Double {
+  var now = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &now)
+  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
