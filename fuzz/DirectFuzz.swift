@@ -50,7 +50,8 @@ private func checkTLV(_ bytes: [UInt8]) {
       require(false, "TLV encoding does not parse")
       return
     }
-    require(again.map(\.tag) == items.map(\.tag) && again.map(\.value) == items.map(\.value), "TLV round trip")
+    require(
+      again.map(\.tag) == items.map(\.tag) && again.map(\.value) == items.map(\.value), "TLV round trip")
     require(encoded.count <= bytes.count, "minimal encoding is not longer")
   }
 }
