@@ -35,6 +35,7 @@ import json
 import os
 import sys
 import time
+from xml.etree import ElementTree
 
 import dbus
 import dbus.lowlevel
@@ -387,6 +388,21 @@ class Obj(DBusMockObject):
         self.is_logfile_owner = False
         self.object_manager = W.main
         mockobject.objects[path] = self
+
+    @dbus.service.method(dbus.INTROSPECTABLE_IFACE, in_signature='', out_signature='s',
+                         path_keyword='object_path', connection_keyword='connection')
+    def Introspect(self, object_path, connection):
+        '''dbusmock's introspection without its org.freedesktop.DBus.Mock interface, and with
+        read-only properties marked read-only.'''
+        tree = ElementTree.fromstring(DBusMockObject.Introspect(self, object_path, connection))
+        for iface in tree.findall('interface'):
+            if iface.get('name') == mockobject.MOCK_IFACE:
+                tree.remove(iface)
+                continue
+            for prop in iface.findall('property'):
+                writable = (iface.get('name'), prop.get('name')) in self.writable
+                prop.set('access', 'readwrite' if writable else 'read')
+        return ElementTree.tostring(tree, encoding='unicode', method='xml')
 
     def drop(self):
         try:
@@ -937,7 +953,7 @@ class GattService(Obj):
         self.peer = peer
         Obj.__init__(self, path, SERVICE, {
             'UUID': dbus.String(uuid), 'Device': dbus.ObjectPath(peer.path),
-            'Primary': dbus.Boolean(primary), 'Includes': dbus.Array([], signature='o')})
+            'Primary': dbus.Boolean(primary)})
 
 
 class GattChar(Obj):
@@ -957,6 +973,7 @@ class GattChar(Obj):
                  'Flags': dbus.Array(self.flags, signature='s')}
         if self.can_notify:
             props['Notifying'] = dbus.Boolean(False)
+        if 'notify' in self.flags:
             props['NotifyAcquired'] = dbus.Boolean(False)
         if 'write-without-response' in self.flags:
             props['WriteAcquired'] = dbus.Boolean(False)
@@ -1407,7 +1424,7 @@ class Peer:
 
     def expire(self):
         self.temp_timer = None
-        if self.dev is not None and self.temporary and not self.connected and not self.adapter.discovering:
+        if self.dev is not None and self.temporary and not self.connected and not self.adapter.matches(self):
             log('temporary device %s removed' % self.address)
             self.unexport()
 
