@@ -462,6 +462,87 @@ class PairingTest(RigTest):
         c.char_path(D600, '1254fc72-336e-4bb2-a0a8-71c7d28dce73')
 
 
+class MoreBehaviourTest(RigTest):
+    params = {'PairDelay': 0.3}
+
+    def test_cancel_pairing_and_implicit_pairing(self):
+        self.add(D600_ADDR, 'Socket D600 [7EF619]', 'd600', known=False)
+        c = self.c
+        c.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
+        c.pump(lambda: c.signals('InterfacesAdded'))
+        c.call('/org/bluez', 'org.bluez.AgentManager1', 'RegisterAgent', 'os', dbus.ObjectPath('/a'), '')
+        c.call_async('pair', D600, DEVICE, 'Pair')
+        c.pump(timeout=0.05)
+        c.call(D600, DEVICE, 'CancelPairing')
+        c.pump(lambda: any(e[0] == 'error' for e in c.events))
+        self.assertEqual([e[2].get_dbus_name() for e in c.events if e[0] == 'error'],
+                         ['org.bluez.Error.AuthenticationCanceled'])
+        self.assertDBusError('org.bluez.Error.DoesNotExist', None, c.call, D600, DEVICE, 'CancelPairing')
+        # not paired: the first access to a protected characteristic pairs (BlueZ raises security)
+        c.connect(D600)
+        self.assertFalse(c.call(D600, PROPS, 'Get', 'ss', DEVICE, 'Paired'))
+        cfg = c.char_path(D600, CONFIG_IO)
+        c.start_notify(cfg)
+        self.assertTrue(c.call(D600, PROPS, 'Get', 'ss', DEVICE, 'Paired'))
+        self.assertTrue(c.call(D600, PROPS, 'Get', 'ss', DEVICE, 'Bonded'))
+        c.mock('Configure', 'a{sv}', opts(ImplicitPairing=False))
+        c.call(cfg, CHAR, 'WriteValue', 'aya{sv}', dbus.ByteArray(b'\x05\x0f\xfe\xda\xfa\xed'), opts())
+        c.pump(lambda: not c.call(D600, PROPS, 'Get', 'ss', DEVICE, 'Paired'))
+        self.assertDBusError('org.bluez.Error.NotPermitted', 'Not paired', c.call, cfg, CHAR, 'WriteValue', 'aya{sv}',
+                             dbus.ByteArray(b'\x02\xae\x07'), opts())
+
+    def test_notify_before_connect_and_battery_gatt(self):
+        c = self.c
+        c.mock('Configure', 'a{sv}', opts(BatteryPlugin=False, ResolvedBeforeServices=True))
+        path = self.add('00:00:00:00:00:01', 'Generic', 'generic', known=True)
+        c.connect(path)
+        c.pump(lambda: any(str(e[4][0]).startswith(path + '/') for e in c.signals('InterfacesAdded')))
+        objs = c.objects()
+        self.assertNotIn('org.bluez.Battery1', objs[dbus.ObjectPath(path)])
+        seq = [','.join(e[4][1]) if e[3] == 'PropertiesChanged' else 'gatt' for e in c.signals()
+               if (e[3] == 'PropertiesChanged' and e[1] == path)
+               or (e[3] == 'InterfacesAdded' and str(e[4][0]).startswith(path + '/'))]
+        self.assertLess(seq.index('ServicesResolved'), seq.index('gatt'))
+        level = c.char_path(path, '00002a19-0000-1000-8000-00805f9b34fb')
+        c.call(path, DEVICE, 'Disconnect')
+        c.start_notify(level)  # disconnected: accepted, armed on the next connection
+        self.assertFalse(c.call(level, PROPS, 'Get', 'ss', CHAR, 'Notifying'))
+        c.mock('SetBattery', 'oy', path, 55)
+        c.connect(path)
+        self.assertTrue(c.call(level, PROPS, 'Get', 'ss', CHAR, 'Notifying'))
+        c.mock('SetBattery', 'oy', path, 54)
+        c.pump(lambda: c.notifications(level))
+        self.assertEqual(c.notifications(level), [b'\x36'])
+        self.assertEqual(bytes(c.call(level, CHAR, 'ReadValue', 'a{sv}', opts())), b'\x36')
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_start_ctl_stop(self):
+        import subprocess
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'rig.py')
+        t0 = time.monotonic()
+        out = subprocess.run([script, 'start'], check=True, capture_output=True, text=True).stdout
+        self.assertLess(time.monotonic() - t0, 2.0)
+        env = dict(line.split('=', 1) for line in out.splitlines())
+        self.assertEqual(sorted(env), ['DBUS_SYSTEM_BUS_ADDRESS', 'RIG_BUS_PID', 'RIG_DIR', 'RIG_MOCK_PID'])
+        self.assertEqual(env['DBUS_SYSTEM_BUS_ADDRESS'], 'unix:path=%s/bus' % env['RIG_DIR'])
+        try:
+            run = dict(os.environ, RIG_DIR=env['RIG_DIR'])
+            path = subprocess.run([script, 'ctl', 'AddLEDevice', D600_ADDR, 'D600', 'd600', '--', '-40', 'true'],
+                                  check=True, capture_output=True, text=True, env=run).stdout
+            self.assertEqual(path.strip(), '"%s"' % D600)
+            bad = subprocess.run([script, 'ctl', 'SetBattery', D600], capture_output=True, text=True, env=run)
+            self.assertEqual(bad.returncode, 1)
+            tree = subprocess.run(['busctl', '--system', 'tree', 'org.bluez', '--list'], check=True,
+                                  capture_output=True, text=True, env=dict(run, **env)).stdout
+            self.assertIn(D600, tree.split())
+        finally:
+            subprocess.run([script, 'stop', '--dir', env['RIG_DIR']], check=True)
+        self.assertFalse(os.path.exists(env['RIG_DIR']))
+        for pid in (env['RIG_BUS_PID'], env['RIG_MOCK_PID']):
+            self.assertFalse(rigmod._alive(int(pid)))
+
+
 class S550Test(RigTest):
     def test_tag_read_matches_axm_frame(self):
         self.add(S550_ADDR, 'S550 [334455]', 's550', known=True)
