@@ -23,6 +23,7 @@ Template parameters (JSON object given with -p; all optional):
   PairDelay              seconds a Pair takes (0.02)
   FoundDelay             seconds between discovery (re)starting and devices being found (0.02)
   ResolvedBeforeServices emit ServicesResolved=true before the GATT InterfacesAdded (false)
+  ReplyAfterResolved     reply to Connect after the whole sequence instead of first (false)
   ImplicitPairing        an unpaired bonded-variant D600 pairs on first protected access, as
                          BlueZ does when the device answers "insufficient authentication"
                          (true); false: that access fails with NotPermitted "Not paired"
@@ -73,6 +74,7 @@ DEFAULTS = {
     'PairDelay': 0.02,
     'FoundDelay': 0.02,
     'ResolvedBeforeServices': False,
+    'ReplyAfterResolved': False,
     'ImplicitPairing': True,
     'BatteryPlugin': True,
 }
@@ -204,10 +206,6 @@ def to_bytes(value):
     return bytes(bytearray(value))
 
 
-def text_bytes(s):
-    return dbus.ByteArray(str(s).encode('utf-8'))
-
-
 def hex_bytes(s):
     s = ''.join(ch for ch in str(s) if ch not in ' :-')
     try:
@@ -273,7 +271,7 @@ def gap_service():
     return S('1800', [C('2a00', ['read'], 'gap_name'), C('2a01', ['read'], value=b'\x00\x00')])
 
 
-def device_info_service(extra=False):
+def device_info_service():
     chars = [C('2a29', ['read'], 'info:Manufacturer'), C('2a24', ['read'], 'info:Model'),
              C('2a25', ['read'], 'info:Serial'), C('2a27', ['read'], 'info:Hardware'),
              C('2a26', ['read'], 'info:Firmware'), C('2a28', ['read'], 'info:Software'),
@@ -456,7 +454,6 @@ class Manager(Obj):
 
     def __init__(self):
         Obj.__init__(self, '/org/bluez', AGENT_MANAGER, {})
-        self.props['org.bluez.ProfileManager1'] = {}
 
     # --- AgentManager1 -----------------------------------------------------------------------
 
@@ -668,7 +665,7 @@ class Manager(Obj):
     def Configure(self, params):
         '''Configure(a{sv} params): change template parameters at run time (TemporaryTimeout,
         ChunkSize, ConnectDelay, ConnectFailDelay, PairDelay, FoundDelay, ResolvedBeforeServices,
-        ImplicitPairing, BatteryPlugin).'''
+        ReplyAfterResolved, ImplicitPairing, BatteryPlugin).'''
         for k, v in params.items():
             if k not in DEFAULTS or k == 'StateFile':
                 raise mock_error('unknown parameter %s' % k)
@@ -1466,8 +1463,12 @@ class Peer:
         if not self.in_range or self.blocked or not self.adapter.powered:
             err(failed('le-connection-abort-by-local'))
             return
-        ok()
-        self.link_up()
+        if W.params['ReplyAfterResolved']:
+            self.link_up()
+            ok()
+        else:
+            ok()
+            self.link_up()
 
     def link_up(self):
         '''The connection sequence bluetoothd 5.66 shows.'''
