@@ -179,6 +179,21 @@ public final class BlueZClient: Sendable {
     }
   }
 
+  // Battery1
+  public func batteryPercentage(_ devicePath: String) async throws(CaptureError) -> UInt8 {
+    let value: DBusValue
+    do {
+      value = try await bus.getProperty(
+        destination: BlueZName.service, path: devicePath, interface: BlueZName.battery, name: "Percentage")
+    } catch {
+      throw BlueZErrorMap.captureError(error, "reading the battery level")
+    }
+    guard let percent = value.byteValue else {
+      throw CaptureError(.communicationError, "Battery1.Percentage is \(value.signature), not a byte")
+    }
+    return percent
+  }
+
   // GattCharacteristic1
   public func readValue(_ path: String) async throws(CaptureError) -> [UInt8] {
     let reply = try await call(

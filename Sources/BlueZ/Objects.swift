@@ -66,6 +66,12 @@ public struct DeviceProperties: Sendable {
   public var properties: [String: DBusValue]
   public var hasBattery: Bool
 
+  public init(path: String, properties: [String: DBusValue], hasBattery: Bool) {
+    self.path = path
+    self.properties = properties
+    self.hasBattery = hasBattery
+  }
+
   public var address: String { properties["Address"]?.stringValue?.uppercased() ?? "" }
   public var addressType: String { properties["AddressType"]?.stringValue ?? "public" }
   public var name: String? { properties["Name"]?.stringValue }

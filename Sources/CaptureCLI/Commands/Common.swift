@@ -24,14 +24,25 @@ extension ParsedArguments {
 }
 
 extension Context {
-  func open(_ selector: DeviceSelector, sources: [FrameSourceItem] = []) async throws(CaptureError)
-    -> any Device
+  func open(_ selector: DeviceSelector, sources: [FrameSourceItem] = [], reconnects: Bool = false)
+    async throws(CaptureError) -> any Device
   {
     let output = self.output
-    return try await opener.open(
-      OpenRequest(
-        selector: selector, frameSources: sources, adapter: globals.adapter, warn: { output.warn($0) }),
-      state: state)
+    var request = OpenRequest(
+      selector: selector, frameSources: sources, adapter: globals.adapter, warn: { output.warn($0) })
+    request.reconnects = reconnects
+    request.timeout = globals.timeout
+    return try await opener.open(request, state: state)
+  }
+
+  /// A remembered alias or friendly name → the selector it was remembered under (17 when unknown).
+  func resolve(_ selector: DeviceSelector) async throws(CaptureError) -> DeviceSelector {
+    guard case .name(let name) = selector else { return selector }
+    let remembered = try state.load().devices.first { $0.alias == name || $0.name == name || $0.id == name }
+    guard let remembered else {
+      throw CaptureError(.notFound, "no remembered device is called '\(name)' (see capture list)")
+    }
+    return try DeviceSelector.parse(remembered.id)
   }
 }
 

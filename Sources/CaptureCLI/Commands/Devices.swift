@@ -251,12 +251,12 @@ enum PartnershipCommand {
       // The D600 config command that deletes its bonds (0F FE DA FA ED, device-protocols.md §2.6), then the
       // host forgets its side, so neither keeps a stale key. Other models have no public command for it.
       let device = try await context.open(selector)
-      do {
-        guard device.capabilities.canWrite(.deletePairingBondingDevice) else {
+      do throws(CaptureError) {
+        guard device.capabilities.canWrite(PropertyID.deletePairingBondingDevice) else {
           throw CaptureError.notSupported(
             "no public command resets the partnership of a \(device.info.type.typeName); remove it instead")
         }
-        try await device.set(.deletePairingBondingDevice, .byte(DeletePairing.all.rawValue))
+        try await device.set(PropertyID.deletePairingBondingDevice, .byte(DeletePairing.all.rawValue))
       } catch {
         await device.close()
         throw error

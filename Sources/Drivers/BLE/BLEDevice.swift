@@ -14,7 +14,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
   let client: BlueZClient
   let request: OpenRequest
   private let continuation: AsyncStream<Event>.Continuation
-  private let state = Mutex(LinkState())
+  private let state: Mutex<LinkState>
   private let pump = Mutex<Task<Void, Never>?>(nil)
 
   struct LinkState {
@@ -39,7 +39,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
 
   static func open(address: String, request: OpenRequest, timeout: Duration?) async throws(CaptureError) -> BLEDevice {
     let client = try await BlueZClient.connect(adapter: request.adapter)
-    do {
+    do throws(CaptureError) {
       let events = try await client.events()  // subscribe first, then read (bluer)
       var objects = try await client.objects()
       _ = try client.adapter(in: objects)
@@ -108,7 +108,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
     self.address = address
     self.family = family
     self.info = DeviceInfo(id: address, name: device.alias, type: family.deviceTypes[0])
-    self.state.withLock { $0 = LinkState(devicePath: device.path, objects: objects) }
+    self.state = Mutex(LinkState(devicePath: device.path, objects: objects))
     (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     for type in family.deviceTypes {
       var half = info
@@ -118,6 +118,10 @@ public final class BLEDevice: Device, @unchecked Sendable {
   }
 
   var devicePath: String { state.withLock { $0.devicePath } }
+
+  var hasBatteryInterface: Bool {
+    state.withLock { $0.objects.objects[$0.devicePath]?[BlueZName.battery] != nil }
+  }
 
   func characteristic(_ uuid: String) -> CharacteristicInfo? {
     state.withLock { $0.objects.characteristic(of: $0.devicePath, uuid: uuid) }
@@ -200,7 +204,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
       for frame in frames { emitD600(frame) }
     case .d600Config:
       let (answer, waiter) = state.withLock { s -> (D600ConfigAnswer?, CheckedContinuation<D600ConfigAnswer?, Never>?) in
-        guard let answer = s.d600Answer.feed(bytes) else { return (nil, nil) }
+        // A malformed answer block is dropped; the waiter then times out with a clear error.
+        guard let answer = try? s.d600Answer.feed(bytes) else { return (nil, nil) }
         return (answer, s.answerWaiters.isEmpty ? nil : s.answerWaiters.removeFirst())
       }
       if let answer { waiter?.resume(returning: answer) }

@@ -9,7 +9,7 @@ extension BLEDevice {
     var readable: [PropertyID] = [.deviceType, .friendlyNameDevice, .bluetoothAddressDevice]
     var writable: [PropertyID] = [.friendlyNameDevice]
     var triggers: Set<Trigger> = []
-    if characteristic(GattUUID.batteryLevel) != nil { readable.append(.batteryLevelDevice) }
+    if hasBatteryInterface || characteristic(GattUUID.batteryLevel) != nil { readable.append(.batteryLevelDevice) }
     if characteristic(GattUUID.firmwareRevision) != nil { readable.append(.versionDevice) }
     if isD600 {
       readable.append(.deviceSpecific)
@@ -36,9 +36,16 @@ extension BLEDevice {
       // Six bytes, most significant first, as the SDK prints it (AA:22:33:44:55:66, capture-sdk.md §8).
       return .array(address.split(separator: ":").compactMap { UInt8($0, radix: 16) })
     case .batteryLevelDevice:
-      let c = try requireCharacteristic(GattUUID.batteryLevel, "battery level")
-      guard let percent = try await client.readValue(c.path).first else {
-        throw CaptureError(.bleGatt, "battery level read returned no bytes")
+      // bluetoothd's battery plugin (on by default in Debian) claims 0x180F and exports Battery1
+      // instead of the GATT characteristic; without the plugin, 0x2A19 is read directly.
+      let percent: UInt8
+      if let c = characteristic(GattUUID.batteryLevel) {
+        guard let first = try await client.readValue(c.path).first else {
+          throw CaptureError(.bleGatt, "battery level read returned no bytes")
+        }
+        percent = first
+      } else {
+        percent = try await client.batteryPercentage(devicePath)
       }
       return .ulong(BatteryLevel(current: percent, minimum: 0, maximum: 100).packed)
     case .versionDevice:
