@@ -67,11 +67,16 @@ final class Sandbox: @unchecked Sendable {
 
   func path(_ name: String) -> String { root + "/" + name }
 
+  /// Added to every child's environment (e.g. DBUS_SYSTEM_BUS_ADDRESS of a BlueZ rig).
+  var extraEnvironment: [String: String] = [:]
+
   var environment: [String: String] {
     [
       "XDG_STATE_HOME": stateHome, "HOME": root + "/home", "PATH": "/usr/local/bin:/usr/bin:/bin",
       "LANG": "C.UTF-8",
-    ]
+      // No system bus unless a test gives one: never reach the host's real bluetoothd.
+      "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + root + "/no-system-bus",
+    ].merging(extraEnvironment) { _, extra in extra }
   }
 
   /// Runs capture with `arguments` in this sandbox (working directory = the sandbox root).
