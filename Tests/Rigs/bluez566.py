@@ -818,7 +818,8 @@ class Adapter(Obj):
         if not self.sessions:
             return
         for peer in list(W.peers.values()):
-            if peer.adapter is self and self.matches(peer):
+            # a connected LE peripheral does not advertise, so discovery does not see it
+            if peer.adapter is self and not peer.connected and self.matches(peer):
                 peer.found()
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 '''The BlueZ test rig: a private "system" dbus-daemon carrying the bluez566.py mock.
 
-  rig.py start [--dir DIR] [--param KEY=VALUE]...   start bus + mock, add hci0, print the environment
+  rig.py start [--dir DIR] [--param KEY=VALUE]... [--stop-with PID]
+                                                    start bus + mock, add hci0, print the environment;
+                                                    --stop-with: stop the rig by itself when PID exits
   rig.py stop [--dir DIR] [--keep]                  SIGKILL the bus (the mock exits with it), remove DIR
   rig.py restart-bluez [--dir DIR]                  kill the mock and start it again (bluetoothd restart)
   rig.py ctl [--dir DIR] METHOD [ARG]...            call org.bluez.Mock.METHOD on /org/bluez
@@ -329,6 +331,11 @@ def main(argv):
     p_start.add_argument('--dir')
     p_start.add_argument('--param', action='append', default=[], metavar='KEY=VALUE',
                          help='template parameter; VALUE is JSON (2, true, "x") or a bare string')
+    p_start.add_argument('--stop-with', type=int, metavar='PID',
+                         help='a watcher stops the rig when this process exits (e.g. the test runner)')
+    p_watch = sub.add_parser('_watch')
+    p_watch.add_argument('--dir', required=True)
+    p_watch.add_argument('pid', type=int)
     p_stop = sub.add_parser('stop')
     p_stop.add_argument('--dir')
     p_stop.add_argument('--keep', action='store_true', help='keep the rig directory (logs, state)')
@@ -357,7 +364,16 @@ def main(argv):
             except BaseException:
                 rig.stop(keep=True)
                 raise
+            if a.stop_with:
+                subprocess.Popen([DEBIAN_PYTHON, os.path.abspath(__file__), '_watch', '--dir', rig.dir,
+                                  str(a.stop_with)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True).returncode = 0
             sys.stdout.write(rig.env_text())
+        elif a.command == '_watch':
+            while _alive(a.pid) and os.path.exists(os.path.join(a.dir, 'rig.env')):
+                time.sleep(0.2)
+            if os.path.exists(os.path.join(a.dir, 'rig.env')):
+                Rig(a.dir).load().stop()
         elif a.command == 'stop':
             Rig(directory).load().stop(keep=a.keep)
         elif a.command == 'restart-bluez':
