@@ -41,7 +41,9 @@ public final class BlueZClient: Sendable {
   // MARK: objects and events
 
   public func objects() async throws(CaptureError) -> BlueZObjects {
-    do { return BlueZObjects(try await bus.getManagedObjects(destination: BlueZName.service, path: "/")) } catch {
+    do {
+      return BlueZObjects(try await bus.getManagedObjects(destination: BlueZName.service, path: "/"))
+    } catch {
       throw BlueZErrorMap.captureError(error, "reading bluetoothd's objects")
     }
   }
@@ -54,10 +56,12 @@ public final class BlueZClient: Sendable {
       let known = adapters.map(\.name).joined(separator: ", ")
       throw CaptureError(
         .notAvailable,
-        "no Bluetooth adapter \(adapterName)" + (known.isEmpty ? " (bluetoothd has none)" : " (have: \(known))"))
+        "no Bluetooth adapter \(adapterName)"
+          + (known.isEmpty ? " (bluetoothd has none)" : " (have: \(known))"))
     }
     guard adapter.isPowered else {
-      throw CaptureError(.notAvailable, "Bluetooth adapter \(adapterName) is powered off (bluetoothctl power on)")
+      throw CaptureError(
+        .notAvailable, "Bluetooth adapter \(adapterName) is powered off (bluetoothctl power on)")
     }
     return adapter
   }
@@ -80,7 +84,8 @@ public final class BlueZClient: Sendable {
           pathNamespace: BlueZName.root))
       owner = try await bus.signals(
         MatchRule(
-          sender: BlueZName.dbus, interface: BlueZName.dbus, member: "NameOwnerChanged", arg0: BlueZName.service))
+          sender: BlueZName.dbus, interface: BlueZName.dbus, member: "NameOwnerChanged",
+          arg0: BlueZName.service))
     } catch {
       throw BlueZErrorMap.captureError(error, "subscribing to bluetoothd's signals")
     }
@@ -147,7 +152,8 @@ public final class BlueZClient: Sendable {
   // Adapter1
   public func setDiscoveryFilter(_ filter: [String: DBusValue]) async throws(CaptureError) {
     _ = try await call(
-      adapterPath, BlueZName.adapter, "SetDiscoveryFilter", [.stringDict(filter)], context: "setting the discovery filter")
+      adapterPath, BlueZName.adapter, "SetDiscoveryFilter", [.stringDict(filter)],
+      context: "setting the discovery filter")
   }
   public func startDiscovery() async throws(CaptureError) {
     _ = try await call(adapterPath, BlueZName.adapter, "StartDiscovery", context: "starting discovery")
@@ -157,7 +163,8 @@ public final class BlueZClient: Sendable {
   }
   public func removeDevice(_ devicePath: String) async throws(CaptureError) {
     _ = try await call(
-      adapterPath, BlueZName.adapter, "RemoveDevice", [.objectPath(devicePath)], context: "removing the device")
+      adapterPath, BlueZName.adapter, "RemoveDevice", [.objectPath(devicePath)],
+      context: "removing the device")
   }
 
   // Device1
@@ -170,10 +177,13 @@ public final class BlueZClient: Sendable {
   public func pair(_ devicePath: String, timeout: Duration) async throws(CaptureError) {
     _ = try await call(devicePath, BlueZName.device, "Pair", timeout: timeout, context: "pairing")
   }
-  public func setDeviceProperty(_ devicePath: String, _ name: String, _ value: DBusValue) async throws(CaptureError) {
+  public func setDeviceProperty(_ devicePath: String, _ name: String, _ value: DBusValue)
+    async throws(CaptureError)
+  {
     do {
       try await bus.setProperty(
-        destination: BlueZName.service, path: devicePath, interface: BlueZName.device, name: name, value: value)
+        destination: BlueZName.service, path: devicePath, interface: BlueZName.device, name: name,
+        value: value)
     } catch {
       throw BlueZErrorMap.captureError(error, "setting \(name)")
     }
@@ -200,14 +210,18 @@ public final class BlueZClient: Sendable {
       path, BlueZName.gattCharacteristic, "ReadValue", [.stringDict([:])], timeout: .seconds(10),
       context: "GATT read")
     guard let bytes = reply.first?.bytesValue else {
-      throw CaptureError(.communicationError, "GATT read: bluetoothd replied with \(reply.map(\.signature)), not ay")
+      throw CaptureError(
+        .communicationError, "GATT read: bluetoothd replied with \(reply.map(\.signature)), not ay")
     }
     return bytes
   }
   /// `type`: "request" (with response), "command" (without) or "reliable" (doc/org.bluez.GattCharacteristic.rst).
-  public func writeValue(_ path: String, _ bytes: [UInt8], type: String = "request") async throws(CaptureError) {
+  public func writeValue(_ path: String, _ bytes: [UInt8], type: String = "request")
+    async throws(CaptureError)
+  {
     _ = try await call(
-      path, BlueZName.gattCharacteristic, "WriteValue", [.bytes(bytes), .stringDict(["type": .string(type)])],
+      path, BlueZName.gattCharacteristic, "WriteValue",
+      [.bytes(bytes), .stringDict(["type": .string(type)])],
       timeout: .seconds(10), context: "GATT write")
   }
   public func startNotify(_ path: String) async throws(CaptureError) {
@@ -230,7 +244,8 @@ public final class BlueZClient: Sendable {
           "DisplayPasskey", "DisplayPinCode":
           return .values([])
         default:
-          return .error(DBusError(name: BlueZName.Error.rejected, message: "capture has no way to enter a PIN"))
+          return .error(
+            DBusError(name: BlueZName.Error.rejected, message: "capture has no way to enter a PIN"))
         }
       }
     } catch {

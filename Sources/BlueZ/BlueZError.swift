@@ -9,7 +9,8 @@ public enum BlueZErrorMap {
     let message = "\(context): \(detail)"
     switch error.name {
     case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-      return CaptureError(.notAvailable, "\(context): bluetoothd is not running (no org.bluez on the system bus)")
+      return CaptureError(
+        .notAvailable, "\(context): bluetoothd is not running (no org.bluez on the system bus)")
     case "org.freedesktop.DBus.Error.AccessDenied", BlueZName.Error.notAuthorized:
       return CaptureError(.bluetoothPermissionMissing, "\(message); is this user allowed to use Bluetooth?")
     case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
@@ -22,12 +23,14 @@ public enum BlueZErrorMap {
       "org.freedesktop.DBus.Error.UnknownInterface", BlueZName.Error.doesNotExist:
       return CaptureError(.notFound, message)
     case "org.freedesktop.DBus.Error.InvalidSignature", "org.freedesktop.DBus.Error.InvalidArgs":
-      return CaptureError(.communicationError, "\(context): unexpected reply from bluetoothd (\(error.message))")
+      return CaptureError(
+        .communicationError, "\(context): unexpected reply from bluetoothd (\(error.message))")
     case BlueZName.Error.notReady:
       return CaptureError(.notAvailable, "\(context): the adapter is not ready (powered off?)")
     case BlueZName.Error.inProgress:
       return CaptureError(.pendingOperationNotCompleted, message)
-    case BlueZName.Error.notPermitted, BlueZName.Error.authenticationFailed, BlueZName.Error.authenticationRejected,
+    case BlueZName.Error.notPermitted, BlueZName.Error.authenticationFailed,
+      BlueZName.Error.authenticationRejected,
       BlueZName.Error.authenticationCanceled, BlueZName.Error.rejected:
       return CaptureError(.commandDenied, message)
     case BlueZName.Error.notSupported:

@@ -8,14 +8,17 @@ public struct BlueZObjects: Sendable {
   public init(_ objects: [String: [String: [String: DBusValue]]]) { self.objects = objects }
 
   public func adapters() -> [AdapterInfo] {
-    objects.compactMap { path, ifaces in ifaces[BlueZName.adapter].map { AdapterInfo(path: path, properties: $0) } }
-      .sorted { $0.path < $1.path }
+    objects.compactMap { path, ifaces in
+      ifaces[BlueZName.adapter].map { AdapterInfo(path: path, properties: $0) }
+    }
+    .sorted { $0.path < $1.path }
   }
 
   public func devices(on adapter: String? = nil) -> [DeviceProperties] {
     objects.compactMap { path, ifaces -> DeviceProperties? in
       guard let props = ifaces[BlueZName.device] else { return nil }
-      let device = DeviceProperties(path: path, properties: props, hasBattery: ifaces[BlueZName.battery] != nil)
+      let device = DeviceProperties(
+        path: path, properties: props, hasBattery: ifaces[BlueZName.battery] != nil)
       if let adapter, device.adapter != adapter { return nil }
       return device
     }.sorted { $0.path < $1.path }
@@ -83,7 +86,9 @@ public struct DeviceProperties: Sendable {
   public var isBonded: Bool { properties["Bonded"]?.boolValue ?? isPaired }
   public var isTrusted: Bool { properties["Trusted"]?.boolValue ?? false }
   public var servicesResolved: Bool { properties["ServicesResolved"]?.boolValue ?? false }
-  public var uuids: [String] { properties["UUIDs"]?.arrayValue?.compactMap { $0.stringValue?.lowercased() } ?? [] }
+  public var uuids: [String] {
+    properties["UUIDs"]?.arrayValue?.compactMap { $0.stringValue?.lowercased() } ?? []
+  }
 }
 
 public struct CharacteristicInfo: Sendable, Hashable {

@@ -40,13 +40,15 @@ enum ConnectCommand {
       return .noError
     case .bluetooth(let address):
       let connected = try await BLEManager.connect(
-        address: address, adapter: context.globals.adapter, pair: options.pair, timeout: context.globals.timeout)
+        address: address, adapter: context.globals.adapter, pair: options.pair,
+        timeout: context.globals.timeout)
       try context.state.update { (state: inout StateFile) throws(CaptureError) in
         state.devices.removeAll { $0.id == connected.address }
         state.devices.append(
           RememberedDevice(
             id: connected.address, alias: options.alias, name: connected.name,
-            type: connected.family.deviceTypes[0].rawValue, transport: "ble", lastSeen: Timestamp.now().iso8601))
+            type: connected.family.deviceTypes[0].rawValue, transport: "ble",
+            lastSeen: Timestamp.now().iso8601))
       }
       printArrivals(connected.arrivals, context)
       return .noError
@@ -80,10 +82,12 @@ enum RemoveCommand {
     switch selector {
     case .socketCam:
       throw .notSupported(
-        "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable")
+        "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable"
+      )
     case .bluetooth(let address):
       let removed = try await BLEManager.remove(address: address, adapter: context.globals.adapter)
-      let remembered = try context.state.update { (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
+      let remembered = try context.state.update {
+        (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
         let entry = state.devices.first { $0.id == address }
         state.devices.removeAll { $0.id == address }
         return entry
@@ -202,7 +206,8 @@ enum DiscoverCommand {
         output.json(event)
       } else {
         output.line(
-          "\(found.address)\t\(found.name ?? "")\t\(found.type.typeName)\t\(found.rssi.map(String.init) ?? "")")
+          "\(found.address)\t\(found.name ?? "")\t\(found.type.typeName)\t\(found.rssi.map(String.init) ?? "")"
+        )
       }
     }
     if output.isJSON {
@@ -240,13 +245,16 @@ enum PartnershipCommand {
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     let selector = try await context.resolve(options.selector)
     guard case .bluetooth(let address) = selector else {
-      if selector == .socketCam { throw .notSupported("SocketCam is built in; it has no Bluetooth partnership") }
+      if selector == .socketCam {
+        throw .notSupported("SocketCam is built in; it has no Bluetooth partnership")
+      }
       throw DriverRegistry.transportMissing(selector)
     }
     let adapter = context.globals.adapter
     switch options.action {
     case "set":
-      _ = try await BLEManager.connect(address: address, adapter: adapter, pair: true, timeout: context.globals.timeout)
+      _ = try await BLEManager.connect(
+        address: address, adapter: adapter, pair: true, timeout: context.globals.timeout)
     case "reset":
       // The D600 config command that deletes its bonds (0F FE DA FA ED, device-protocols.md §2.6), then the
       // host forgets its side, so neither keeps a stale key. Other models have no public command for it.

@@ -24,6 +24,28 @@ final class EventSink: Sendable {
 
   var result: DrainResult { tally.withLock { $0 } }
 
+  private let firstDecode = Mutex<[CheckedContinuation<Void, Never>]?>([])
+
+  /// Returns after the first decoded code is handled, or when the drain ends.
+  func waitForFirstDecode() async {
+    await withCheckedContinuation { continuation in
+      let resumeNow = firstDecode.withLock { waiters -> Bool in
+        guard waiters != nil else { return true }
+        waiters!.append(continuation)
+        return false
+      }
+      if resumeNow { continuation.resume() }
+    }
+  }
+
+  private func releaseWaiters() {
+    let waiters = firstDecode.withLock { w -> [CheckedContinuation<Void, Never>] in
+      defer { w = nil }
+      return w ?? []
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
   func markTimedOut() { tally.withLock { $0.timedOut = true } }
   func markInterrupted() { tally.withLock { $0.interrupted = true } }
   func record(_ error: CaptureError) {
@@ -35,6 +57,7 @@ final class EventSink: Sendable {
     for await event in events {
       handle(event)
     }
+    releaseWaiters()
   }
 
   func handle(_ event: Event) {
@@ -56,6 +79,7 @@ final class EventSink: Sendable {
         }
       }
       onDecoded(count)
+      releaseWaiters()
     case .error(let error):
       record(error)
       // Errors always reach stderr; the JSON stream also carries them as events.

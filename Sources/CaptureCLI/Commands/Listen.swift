@@ -54,7 +54,9 @@ enum ListenCommand {
     var devices: [any Device] = []
     for selector in selectors {
       let sources = selector == .socketCam ? options.sources : []
-      do { devices.append(try await context.open(selector, sources: sources, reconnects: selector != .socketCam)) } catch {
+      do {
+        devices.append(try await context.open(selector, sources: sources, reconnects: selector != .socketCam))
+      } catch {
         for device in devices { await device.close() }
         throw error
       }

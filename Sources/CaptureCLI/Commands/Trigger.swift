@@ -36,6 +36,8 @@ enum TriggerCommand {
   /// The SDK's Start keeps a scanner reading for about 3 s (capture-sdk.md §7.1); a camera read without
   /// --timeout uses the same window.
   static let cameraReadWindow: Duration = .seconds(3)
+  /// `trigger DEV start --wait` on a scanner waits this long for a code without --timeout.
+  static let scannerReadWindow: Duration = .seconds(10)
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     let device = try await context.open(options.selector, sources: options.sources)
@@ -52,6 +54,31 @@ enum TriggerCommand {
     }
     var failure: CaptureError?
     do { try await device.trigger(options.action) } catch { failure = error }
+    if options.sources.isEmpty && failure == nil {
+      // A scanner: the command went out. With --wait, stay for its first decoded code (or the timeout);
+      // without, the trigger is all that was asked.
+      guard options.wait, options.action != .stop, options.action != .enable, options.action != .disable
+      else {
+        timer.cancel()
+        await device.close()
+        await drain.value
+        return sink.result.firstError?.code ?? .noError
+      }
+      let waitTimer = Deadline(options.timeout ?? context.globals.timeout ?? scannerReadWindow) {
+        sink.markTimedOut()
+        await device.close()
+      }
+      await sink.waitForFirstDecode()
+      waitTimer.cancel()
+      timer.cancel()
+      await device.close()
+      await drain.value
+      let result = sink.result
+      if result.decoded > 0 { return .noError }
+      if result.interrupted { return .cancel }
+      context.output.error(CaptureError(.requestTimedOut, "no code was read before the wait ran out"))
+      return .requestTimedOut
+    }
     timer.cancel()
     await device.close()
     await drain.value

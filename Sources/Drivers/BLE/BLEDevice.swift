@@ -22,6 +22,12 @@ public final class BLEDevice: Device, @unchecked Sendable {
     var objects: BlueZObjects
     var isConnected = true
     var isClosed = false
+    /// One reconnect loop at a time (link loss and bluetoothd's return can both start one).
+    var isReconnecting = false
+    /// linkBack is running (a reconnect loop and a ServicesResolved signal can both call it).
+    var isResuming = false
+    /// The last presence event sent was an arrival: close() owes a removal.
+    var isAnnounced = true
     var d600Scan = D600ScanAssembler()
     var d600Answer = D600ConfigAnswerAssembler()
     var direct = DirectAssembler()
@@ -37,7 +43,9 @@ public final class BLEDevice: Device, @unchecked Sendable {
 
   // MARK: open
 
-  static func open(address: String, request: OpenRequest, timeout: Duration?) async throws(CaptureError) -> BLEDevice {
+  static func open(address: String, request: OpenRequest, timeout: Duration?) async throws(CaptureError)
+    -> BLEDevice
+  {
     let client = try await BlueZClient.connect(adapter: request.adapter)
     do throws(CaptureError) {
       let events = try await client.events()  // subscribe first, then read (bluer)
@@ -45,7 +53,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
       _ = try client.adapter(in: objects)
       guard var device = objects.device(address: address, on: client.adapterPath) else {
         throw CaptureError(
-          .notFound, "\(address) is not known to bluetoothd on \(client.adapterName); run capture discover first")
+          .notFound,
+          "\(address) is not known to bluetoothd on \(client.adapterName); run capture discover first")
       }
       if !device.isConnected || !device.servicesResolved {
         try await Self.connectAndResolve(client, device.path, events, timeout: timeout ?? connectTimeout)
@@ -95,7 +104,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
       return first
     }
     guard done else {
-      throw CaptureError(.requestTimedOut, "connected, but the device's GATT services were not resolved in time")
+      throw CaptureError(
+        .requestTimedOut, "connected, but the device's GATT services were not resolved in time")
     }
   }
 
@@ -140,8 +150,10 @@ public final class BLEDevice: Device, @unchecked Sendable {
     switch family {
     case .d600, .d600NoPairing:
       let noPair = family == .d600NoPairing
-      let scan = try requireCharacteristic(noPair ? GattUUID.d600ScanDataNoPairing : GattUUID.d600ScanData, "scan data")
-      let config = try requireCharacteristic(noPair ? GattUUID.d600ConfigIONoPairing : GattUUID.d600ConfigIO, "config")
+      let scan = try requireCharacteristic(
+        noPair ? GattUUID.d600ScanDataNoPairing : GattUUID.d600ScanData, "scan data")
+      let config = try requireCharacteristic(
+        noPair ? GattUUID.d600ConfigIONoPairing : GattUUID.d600ConfigIO, "config")
       routes[scan.path] = .d600ScanData
       routes[config.path] = .d600Config
     case .s550:
@@ -150,11 +162,20 @@ public final class BLEDevice: Device, @unchecked Sendable {
       }
     default: break
     }
-    if let battery = characteristic(GattUUID.batteryLevel), battery.canNotify { routes[battery.path] = .battery }
+    if let battery = characteristic(GattUUID.batteryLevel), battery.canNotify {
+      routes[battery.path] = .battery
+    }
     state.withLock { $0.routes = routes }
-    for path in routes.keys.sorted() { try await client.startNotify(path) }
+    for path in routes.keys.sorted() {
+      do {
+        try await client.startNotify(path)
+      } catch  where error.message.contains("Already notifying") {
+        // Our session survived the link loss: bluetoothd re-arms it on reconnect (bluez-testing.md).
+      }
+    }
     if family == .d600 || family == .d600NoPairing {
-      let answer = try await configCommand(D600ConfigCommand.operatingMode.rawValue, [D600OperatingMode.scanner])
+      let answer = try await configCommand(
+        D600ConfigCommand.operatingMode.rawValue, [D600OperatingMode.scanner])
       if let answer, !answer.isSuccess {
         request.warn("\(info.name): scanner mode (config AE 07) answered status \(answer.status)")
       }
@@ -177,14 +198,17 @@ public final class BLEDevice: Device, @unchecked Sendable {
   func handle(_ event: BlueZEvent) async {
     switch event {
     case .propertiesChanged(let path, BlueZName.gattCharacteristic, let changed, _):
-      guard let value = changed["Value"]?.bytesValue, let route = state.withLock({ $0.routes[path] }) else { return }
+      guard let value = changed["Value"]?.bytesValue, let route = state.withLock({ $0.routes[path] }) else {
+        return
+      }
       receive(value, on: route)
     case .propertiesChanged(let path, BlueZName.device, let changed, _) where path == devicePath:
       if changed["Connected"]?.boolValue == false { linkLost(reason: "the link to \(address) was lost") }
       if changed["ServicesResolved"]?.boolValue == true, request.reconnects { await linkBack() }
     case .propertiesChanged(let path, BlueZName.battery, let changed, _) where path == devicePath:
       if let percent = changed["Percentage"]?.byteValue, !hasBatteryRoute { emitBattery(percent) }
-    case .interfacesRemoved(let path, let interfaces) where path == devicePath && interfaces.contains(BlueZName.device):
+    case .interfacesRemoved(let path, let interfaces)
+    where path == devicePath && interfaces.contains(BlueZName.device):
       linkLost(reason: "\(address) was removed from bluetoothd")
     case .serviceVanished:
       linkLost(reason: "bluetoothd left the bus")
@@ -195,7 +219,9 @@ public final class BLEDevice: Device, @unchecked Sendable {
     }
   }
 
-  var hasBatteryRoute: Bool { state.withLock { $0.routes.values.contains { if case .battery = $0 { true } else { false } } } }
+  var hasBatteryRoute: Bool {
+    state.withLock { $0.routes.values.contains { if case .battery = $0 { true } else { false } } }
+  }
 
   func receive(_ bytes: [UInt8], on route: Route) {
     switch route {
@@ -203,7 +229,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
       let frames = state.withLock { $0.d600Scan.feed(bytes) }
       for frame in frames { emitD600(frame) }
     case .d600Config:
-      let (answer, waiter) = state.withLock { s -> (D600ConfigAnswer?, CheckedContinuation<D600ConfigAnswer?, Never>?) in
+      let (answer, waiter) = state.withLock {
+        s -> (D600ConfigAnswer?, CheckedContinuation<D600ConfigAnswer?, Never>?) in
         // A malformed answer block is dropped; the waiter then times out with a clear error.
         guard let answer = try? s.d600Answer.feed(bytes) else { return (nil, nil) }
         return (answer, s.answerWaiters.isEmpty ? nil : s.answerWaiters.removeFirst())
@@ -223,6 +250,17 @@ public final class BLEDevice: Device, @unchecked Sendable {
     continuation.yield(Event(time: .now(), device: who, payload: payload))
   }
 
+  /// Arrival and removal events, each once per change, for every half of the device (S370).
+  func announce(arrived: Bool) {
+    let changed = state.withLock { s -> Bool in
+      guard s.isAnnounced != arrived else { return false }
+      s.isAnnounced = arrived
+      return true
+    }
+    guard changed else { return }
+    for type in family.deviceTypes { emit(arrived ? .deviceArrival : .deviceRemoval, type: type) }
+  }
+
   func emitBattery(_ percent: UInt8) {
     emit(.batteryLevel(BatteryLevel(current: percent, minimum: 0, maximum: 100)))
   }
@@ -235,7 +273,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
       let source = frame.family.flatMap(NFCProtocolMap.sdkTagTypeID).map(DataSource.init) ?? .notSpecified
       emit(.decodedData(DecodedData(dataSource: source, bytes: frame.payload)))
     case .oversized(let raw):
-      emit(.error(CaptureError(.invalidFormat, "D600 frame longer than 4096 bytes (\(raw.count) bytes kept)")))
+      emit(
+        .error(CaptureError(.invalidFormat, "D600 frame longer than 4096 bytes (\(raw.count) bytes kept)")))
     case .malformed(let raw):
       emit(.decodedData(DecodedData(dataSource: .notSpecified, bytes: raw)))
     }
@@ -248,8 +287,11 @@ public final class BLEDevice: Device, @unchecked Sendable {
     case .message(let message):
       guard let tag = SpringCoreTagEvent.decode(message), tag.kind != .removed else { return }
       let source =
-        tag.info.flatMap { NFCProtocolMap.sdkTagTypeID(family: $0.protocol) }.map(DataSource.init) ?? .notSpecified
-      emit(.decodedData(DecodedData(dataSource: source, bytes: tag.data.isEmpty ? tag.tagID : tag.data, tagID: tag.tagID)))
+        tag.info.flatMap { NFCProtocolMap.sdkTagTypeID(family: $0.protocol) }.map(DataSource.init)
+        ?? .notSpecified
+      emit(
+        .decodedData(
+          DecodedData(dataSource: source, bytes: tag.data.isEmpty ? tag.tagID : tag.data, tagID: tag.tagID)))
     case .malformed(let raw):
       emit(.error(CaptureError(.invalidFormat, "malformed SpringCore Direct message (\(raw.count) bytes)")))
     }
@@ -261,7 +303,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
       return s.isConnected && !s.isClosed
     }
     guard wasConnected else { return }
-    for type in family.deviceTypes { emit(.deviceRemoval, type: type) }
+    announce(arrived: false)
     failWaiters()
     if request.reconnects {
       Task { await self.reconnectLoop() }
@@ -281,6 +323,12 @@ public final class BLEDevice: Device, @unchecked Sendable {
 
   /// Reconnects with backoff (0.25 s doubling to 5 s) until the device is back or capture is closed.
   func reconnectLoop() async {
+    let first = state.withLock { s -> Bool in
+      defer { s.isReconnecting = true }
+      return !s.isReconnecting
+    }
+    guard first else { return }
+    defer { state.withLock { $0.isReconnecting = false } }
     var delay: Duration = .milliseconds(250)
     while !state.withLock({ $0.isClosed || $0.isConnected }) {
       do {
@@ -288,7 +336,9 @@ public final class BLEDevice: Device, @unchecked Sendable {
         if let device = objects.device(address: address, on: client.adapterPath) {
           state.withLock { $0.devicePath = device.path }
           if !device.isConnected { try await client.connect(device.path, timeout: .seconds(10)) }
-          if try await client.objects().device(address: address, on: client.adapterPath)?.servicesResolved == true {
+          if try await client.objects().device(address: address, on: client.adapterPath)?.servicesResolved
+            == true
+          {
             await linkBack()
             return
           }
@@ -303,7 +353,13 @@ public final class BLEDevice: Device, @unchecked Sendable {
 
   /// The link is back: re-read the objects, re-arm notify sessions, announce the arrival again.
   func linkBack() async {
-    guard state.withLock({ !$0.isConnected && !$0.isClosed }) else { return }
+    let mine = state.withLock { s -> Bool in
+      guard !s.isConnected && !s.isClosed && !s.isResuming else { return false }
+      s.isResuming = true
+      return true
+    }
+    guard mine else { return }
+    defer { state.withLock { $0.isResuming = false } }
     do {
       let objects = try await client.objects()
       state.withLock {
@@ -313,7 +369,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
         $0.direct = DirectAssembler()
       }
       try await bringUp()
-      for type in family.deviceTypes { emit(.deviceArrival, type: type) }
+      announce(arrived: true)
     } catch {
       state.withLock { $0.isConnected = false }
       request.warn("\(address): could not resume after reconnecting: \(error.message)")
@@ -332,8 +388,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
     if connected {
       // Our notify sessions end with our bus connection anyway; stopping them is courtesy.
       for path in routes { try? await client.stopNotify(path) }
-      for type in family.deviceTypes { emit(.deviceRemoval, type: type) }
     }
+    announce(arrived: false)
     continuation.finish()
     client.close()
   }
@@ -343,7 +399,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
   /// Sends a block-framed config command (§2.6) and waits up to 2 s for its answer.
   func configCommand(_ command: UInt8, _ payload: [UInt8]) async throws(CaptureError) -> D600ConfigAnswer? {
     let noPair = family == .d600NoPairing
-    let config = try requireCharacteristic(noPair ? GattUUID.d600ConfigIONoPairing : GattUUID.d600ConfigIO, "config")
+    let config = try requireCharacteristic(
+      noPair ? GattUUID.d600ConfigIONoPairing : GattUUID.d600ConfigIO, "config")
     let answer = Task { () -> D600ConfigAnswer? in
       await withCheckedContinuation { c in self.state.withLock { $0.answerWaiters.append(c) } }
     }

@@ -95,7 +95,9 @@ public enum BLEManager {
   }
 
   /// Finds a device bluetoothd knows, running a short discovery if it does not know it yet.
-  static func locate(_ client: BlueZClient, _ address: String, _ events: AsyncStream<BlueZEvent>, within: Duration)
+  static func locate(
+    _ client: BlueZClient, _ address: String, _ events: AsyncStream<BlueZEvent>, within: Duration
+  )
     async throws(CaptureError) -> DeviceProperties
   {
     let objects = try await client.objects()
@@ -141,7 +143,8 @@ public enum BLEManager {
     }
     var objects = try await client.objects()
     device = objects.device(address: address, on: client.adapterPath) ?? device
-    let family = BLEFamily.identify(uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
+    let family = BLEFamily.identify(
+      uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
     if (family.needsBonding || pair) && !device.isPaired {
       try await client.registerAgent()
       try await client.pair(device.path, timeout: budget)
@@ -149,7 +152,8 @@ public enum BLEManager {
     if !device.isTrusted { try await client.setDeviceProperty(device.path, "Trusted", .boolean(true)) }
     objects = try await client.objects()
     device = objects.device(address: address, on: client.adapterPath) ?? device
-    return ConnectedDevice(address: device.address, name: device.alias, family: family, isPaired: device.isPaired)
+    return ConnectedDevice(
+      address: device.address, name: device.alias, family: family, isPaired: device.isPaired)
   }
 
   /// Disconnects and makes bluetoothd forget the device (pairing and GATT cache go with it).
@@ -162,7 +166,8 @@ public enum BLEManager {
     let objects = try await client.objects()
     _ = try client.adapter(in: objects)
     guard let device = objects.device(address: address, on: client.adapterPath) else { return nil }
-    let family = BLEFamily.identify(uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
+    let family = BLEFamily.identify(
+      uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
     if device.isConnected { try? await client.disconnect(device.path) }
     try await client.removeDevice(device.path)
     return (device.alias, family)
@@ -181,7 +186,8 @@ public enum BLEManager {
     public var variant: String
   }
 
-  public static func partnership(address: String, adapter: String?) async throws(CaptureError) -> Partnership {
+  public static func partnership(address: String, adapter: String?) async throws(CaptureError) -> Partnership
+  {
     let client = try await BlueZClient.connect(adapter: adapter)
     defer { client.close() }
     let objects = try await client.objects()
@@ -192,7 +198,8 @@ public enum BLEManager {
     let uuids = objects.serviceUUIDs(of: device.path).union(device.uuids)
     let family = BLEFamily.identify(uuids: uuids, name: device.name)
     let variant: String
-    if family == .d600 || uuids.contains(GattUUID.directServiceBound) || uuids.contains(GattUUID.s370ServiceBound)
+    if family == .d600 || uuids.contains(GattUUID.directServiceBound)
+      || uuids.contains(GattUUID.s370ServiceBound)
       || uuids.contains(GattUUID.s320ServiceBound)
     {
       variant = "pairing-required"
@@ -203,6 +210,7 @@ public enum BLEManager {
     }
     return Partnership(
       address: device.address, name: device.alias, family: family, isPaired: device.isPaired,
-      isBonded: device.isBonded, isTrusted: device.isTrusted, isConnected: device.isConnected, variant: variant)
+      isBonded: device.isBonded, isTrusted: device.isTrusted, isConnected: device.isConnected,
+      variant: variant)
   }
 }

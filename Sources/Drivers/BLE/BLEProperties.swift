@@ -9,7 +9,9 @@ extension BLEDevice {
     var readable: [PropertyID] = [.deviceType, .friendlyNameDevice, .bluetoothAddressDevice]
     var writable: [PropertyID] = [.friendlyNameDevice]
     var triggers: Set<Trigger> = []
-    if hasBatteryInterface || characteristic(GattUUID.batteryLevel) != nil { readable.append(.batteryLevelDevice) }
+    if hasBatteryInterface || characteristic(GattUUID.batteryLevel) != nil {
+      readable.append(.batteryLevelDevice)
+    }
     if characteristic(GattUUID.firmwareRevision) != nil { readable.append(.versionDevice) }
     if isD600 {
       readable.append(.deviceSpecific)
@@ -24,7 +26,8 @@ extension BLEDevice {
     return Capabilities(readable: readable, writable: writable, triggers: triggers, events: events)
   }
 
-  public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+  public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue
+  {
     guard capabilities.canRead(property) else { throw unsupported(property) }
     switch property {
     case .deviceType:
@@ -61,7 +64,8 @@ extension BLEDevice {
         throw CaptureError(.requestTimedOut, "the D600 did not answer config command \(hex(command))")
       }
       guard answer.isSuccess else {
-        throw CaptureError(.commandDenied, "the D600 refused config command \(hex(command)) (status \(answer.status))")
+        throw CaptureError(
+          .commandDenied, "the D600 refused config command \(hex(command)) (status \(answer.status))")
       }
       return .array(answer.data)
     default:
@@ -76,7 +80,9 @@ extension BLEDevice {
       // Device1.Alias: the name shown for the device on this host (doc/org.bluez.Device.rst).
       try await client.setDeviceProperty(devicePath, "Alias", .string(name))
     case (.triggerDevice, .byte(let raw)):
-      guard let action = Trigger(rawValue: raw) else { throw .invalidParameter("unknown trigger value \(raw)") }
+      guard let action = Trigger(rawValue: raw) else {
+        throw .invalidParameter("unknown trigger value \(raw)")
+      }
       try await trigger(action)
     case (.dataConfirmationDevice, .ulong(let packed)):
       let confirmation = DataConfirmation(packed: packed)
@@ -88,11 +94,15 @@ extension BLEDevice {
         try await scanControl(command)
       }
     case (.restoreFactoryDefaultsDevice, _):
-      try await configExpectingSuccess(D600ConfigCommand.resetOrDeleteBonds.rawValue, D600ResetMagic.factoryReset)
+      try await configExpectingSuccess(
+        D600ConfigCommand.resetOrDeleteBonds.rawValue, D600ResetMagic.factoryReset)
     case (.deletePairingBondingDevice, _):
-      try await configExpectingSuccess(D600ConfigCommand.resetOrDeleteBonds.rawValue, D600ResetMagic.deleteBonds)
+      try await configExpectingSuccess(
+        D600ConfigCommand.resetOrDeleteBonds.rawValue, D600ResetMagic.deleteBonds)
     case (.deviceSpecific, .array(let bytes)):
-      guard let command = bytes.first else { throw .invalidParameter("device-specific needs the command bytes") }
+      guard let command = bytes.first else {
+        throw .invalidParameter("device-specific needs the command bytes")
+      }
       try await configExpectingSuccess(command, Array(bytes.dropFirst()))
     default:
       throw .invalidParameter("wrong value type \(value.type.name) for \(property.cliName)")
@@ -104,7 +114,8 @@ extension BLEDevice {
       throw CaptureError(.requestTimedOut, "the D600 did not answer config command \(hex(command))")
     }
     guard answer.isSuccess else {
-      throw CaptureError(.commandDenied, "the D600 refused config command \(hex(command)) (status \(answer.status))")
+      throw CaptureError(
+        .commandDenied, "the D600 refused config command \(hex(command)) (status \(answer.status))")
     }
   }
 

@@ -1,0 +1,297 @@
+// capture against the project's bluetoothd model (Tests/Rigs): every BLE command end to end, with the
+// device simulators producing the frames the reference quotes.
+
+import Foundation
+import Testing
+
+private let d600 = "00:11:22:7E:F6:19"
+private let d600NoPair = "00:11:22:7E:F6:20"
+private let s550 = "00:11:22:33:44:55"
+private let s370 = "00:11:22:37:37:00"
+private let generic = "00:11:22:99:99:99"
+private let scanDataUUID = "ce3e81b8-d871-4613-ba78-5ffc0b1520a6"
+
+private func events(_ outcome: Outcome) -> [JSONValue] {
+  outcome.outLines.compactMap { try? parseJSON($0) }
+}
+
+private func kinds(_ outcome: Outcome) -> [String] { events(outcome).compactMap { $0["event"]?.string } }
+
+/// Polls until the D600 has been brought up again (its config write of AE 07 after ClearWrites), i.e.
+/// a listen has reconnected and re-armed its notify sessions.
+private func waitForBringUp(_ rig: BlueZRig, _ address: String, times: Int = 1) async throws {
+  for _ in 0..<150 {
+    let writes = try await rig.ctl("GetWrites", BlueZRig.devicePath(address)).lowercased()
+    if writes.components(separatedBy: "1254fc72-336e-4bb2-a0a8-71c7d28d73ce").count - 1 >= times {
+      try await Task.sleep(for: .milliseconds(200))
+      return
+    }
+    try await Task.sleep(for: .milliseconds(100))
+  }
+  Issue.record("the D600 was not brought up \(times) times within 15 s")
+}
+
+/// Polls until the D600 (or S550) has a notify session from a capture process, i.e. listen is ready.
+private func waitForListener(_ rig: BlueZRig, _ address: String, uuid: String) async throws {
+  for _ in 0..<100 {
+    if try await rig.ctl("GetState", BlueZRig.devicePath(address)).contains(uuid) { return }
+    try await Task.sleep(for: .milliseconds(100))
+  }
+  Issue.record("no notify session on \(uuid) after 10 s")
+}
+
+@Suite("BLE devices through BlueZ (rig)", .serialized)
+struct BLEDeviceTests {
+  @Test(
+    "discover streams Socket Mobile devices with type, RSSI and UUIDs, then discoveryEnd; --all adds others")
+  func discover() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "false")
+      try await rig.ctl("AddLEDevice", s550, "S550 [334455]", "s550", "--", "-61", "false")
+      try await rig.ctl("AddLEDevice", generic, "Thermometer", "generic", "--", "-70", "false")
+      let outcome = try await sandbox.capture(["--json", "discover", "--timeout", "1500ms"])
+      #expect(outcome.status == 0, "\(outcome)")
+      let found = events(outcome)
+      #expect(found.last?["event"]?.string == "discoveryEnd")
+      #expect(found.last?["count"]?.int == 2)
+      let byAddress = Dictionary(
+        uniqueKeysWithValues: found.dropLast().compactMap { e in e["address"]?.string.map { ($0, e) } })
+      #expect(Set(byAddress.keys) == [d600, s550])
+      #expect(byAddress[d600]?["device"]?["type"]?.int == 327701)
+      #expect(byAddress[d600]?["device"]?["typeName"]?.string == "ScannerD600")
+      #expect(byAddress[d600]?["rssi"]?.int == -50)
+      #expect(byAddress[d600]?["uuids"]?.array?.first?.string == "6cb501b7-96f6-4eef-acb1-d7535f153cf0")
+      #expect(byAddress[s550]?["device"]?["type"]?.int == 327702)
+      #expect(found.allSatisfy { $0.keysAreCamelCase })
+
+      let all = try await sandbox.capture(["--json", "discover", "--all", "--timeout", "1500ms"])
+      #expect(Set(events(all).compactMap { $0["address"]?.string }) == [d600, s550, generic])
+      let named = try await sandbox.capture(["discover", "--name", "S550*", "--timeout", "1s"])
+      #expect(named.status == 0)
+      #expect(named.outLines.map { $0.split(separator: "\t").first.map(String.init) } == [s550])
+    }
+  }
+
+  @Test("no adapter, no bluetoothd, no bus: exit 32 with the reason")
+  func unavailable() async throws {
+    try await withRig { rig, sandbox in
+      let noAdapter = try await sandbox.capture(["discover", "--adapter", "hci7", "--timeout", "1s"])
+      #expect(noAdapter.status == 32)
+      #expect(noAdapter.errLines.first?.contains("no Bluetooth adapter hci7") == true, "\(noAdapter)")
+      _ = rig
+    }
+    let sandbox = try Sandbox()
+    let noBus = try await sandbox.capture(["discover", "--timeout", "1s"])
+    #expect(noBus.status == 32)
+    #expect(noBus.errLines.first?.hasPrefix("capture: ESKT_NOTAVAILABLE (-32): ") == true, "\(noBus)")
+  }
+
+  @Test("connect pairs the pairing-required D600, trusts it, remembers it and prints its arrival")
+  func connectD600() async throws {
+    try await withRig { rig, sandbox in
+      let path = try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "false")
+      #expect(path.contains("dev_00_11_22_7E_F6_19"))
+      let outcome = try await sandbox.capture(["--json", "connect", d600, "--alias", "dock"])
+      #expect(outcome.status == 0, "\(outcome)")
+      let arrival = events(outcome)
+      #expect(arrival.count == 1)
+      #expect(arrival.first?["event"]?.string == "deviceArrival")
+      #expect(arrival.first?["device"]?["id"]?.string == d600)
+      #expect(arrival.first?["device"]?["type"]?.int == 327701)
+      let state = try await rig.ctl("GetState", BlueZRig.devicePath(d600))
+      #expect(state.contains("\"Paired\": true") || state.contains("\"Paired\":true"), "\(state)")
+      #expect(state.contains("\"Trusted\": true") || state.contains("\"Trusted\":true"), "\(state)")
+      let list = try await sandbox.capture(["--json", "list"])
+      let devices = try parseJSON(list.out)["devices"]?.array ?? []
+      #expect(devices.contains { $0["id"]?.string == d600 && $0["alias"]?.string == "dock" })
+      // The alias now names the device.
+      let byAlias = try await sandbox.capture(["get", "dock", "device-type"])
+      #expect(byAlias.outLines == ["327701 (ScannerD600)"], "\(byAlias)")
+    }
+  }
+
+  @Test("connect to an address bluetoothd never saw exits 17")
+  func connectUnknown() async throws {
+    try await withRig { _, sandbox in
+      let outcome = try await sandbox.capture(["--timeout", "2s", "connect", "00:11:22:00:00:01"])
+      #expect(outcome.status == 17, "\(outcome)")
+      #expect(outcome.errLines.first?.hasPrefix("capture: ESKT_NOTFOUND (-17): ") == true)
+    }
+  }
+
+  @Test("an S370 arrives twice: its barcode half 0x5011B and its NFC half 0x5061B")
+  func s370TwoArrivals() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", s370, "Socket S370 [373700]", "s370", "--", "-55", "false")
+      let outcome = try await sandbox.capture(["--json", "connect", s370])
+      #expect(outcome.status == 0, "\(outcome)")
+      #expect(events(outcome).compactMap { $0["device"]?["type"]?.int } == [0x5011B, 0x5061B])
+    }
+  }
+
+  @Test("get reads battery (Battery1), firmware version, type, address and the BlueZ alias; set renames")
+  func getAndSet() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      try await rig.ctl("SetBattery", BlueZRig.devicePath(d600), "77")
+      let outcome = try await sandbox.capture([
+        "--json", "get", d600, "battery-level", "version", "device-type", "bluetooth-address",
+        "friendly-name",
+      ])
+      #expect(outcome.status == 0, "\(outcome)")
+      let properties = try parseJSON(outcome.out)["properties"]?.array ?? []
+      let values = Dictionary(
+        uniqueKeysWithValues: properties.compactMap { p in p["name"]?.string.map { ($0, p) } })
+      // ScanAPI packing (capture-sdk.md §7.3): max 100 << 24 | min 0 << 16 | current 77 << 8.
+      #expect(values["battery-level"]?["value"]?.int == (100 << 24) | (77 << 8))
+      #expect(values["battery-level"]?["valueName"]?.string == "77%")
+      #expect(values["version"]?["value"]?["major"]?.int == 1)
+      #expect(values["version"]?["value"]?["middle"]?.int == 50)
+      #expect(values["device-type"]?["value"]?.int == 327701)
+      #expect(
+        values["bluetooth-address"]?["value"]?.array?.compactMap(\.int) == [
+          0x00, 0x11, 0x22, 0x7E, 0xF6, 0x19,
+        ])
+      #expect(values["friendly-name"]?["value"]?.string == "Socket D600 [7EF619]")
+
+      let set = try await sandbox.capture(["set", d600, "friendly-name", "Dock 4"])
+      #expect(set.status == 0, "\(set)")
+      let again = try await sandbox.capture(["get", d600, "friendly-name"])
+      #expect(again.outLines == ["Dock 4"])
+      let unsupported = try await sandbox.capture(["get", d600, "power-state"])
+      #expect(unsupported.status == 15)
+    }
+  }
+
+  @Test("listen decodes D600 frames (family → SDK tag type) and S550 tag events, battery changes too")
+  func listenDecodes() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      try await rig.ctl("AddLEDevice", s550, "S550 [334455]", "s550", "--", "-60", "true")
+      async let listening = sandbox.capture(["--json", "listen", d600, s550, "--count", "3"], timeLimit: 30)
+      try await waitForBringUp(rig, d600)
+      try await waitForListener(rig, s550, uuid: "23d33996-e604-4f8b-baf7-547944030552")
+      // The AXM capture: "4F" (NFC Forum) + "st.com/nfc-rfid" + 00, in 20-byte notifications.
+      try await rig.ctl("ScanText", BlueZRig.devicePath(d600), "4F", "st.com/nfc-rfid")
+      try await rig.ctl("SetBattery", BlueZRig.devicePath(d600), "41")
+      try await rig.ctl("TagRead", BlueZRig.devicePath(s550), "02C40044F99DB6", "text:hello tag", "1")
+      try await rig.ctl("ScanText", BlueZRig.devicePath(d600), "01", "second")
+      let outcome = try await listening
+      #expect(outcome.status == 0, "\(outcome)")
+      let all = events(outcome)
+      let decoded = all.filter { $0["event"]?.string == "decodedData" }
+      #expect(decoded.count == 3)
+      #expect(decoded[0]["text"]?.string == "st.com/nfc-rfid")
+      #expect(decoded[0]["dataSource"]?["id"]?.int == 0x10A)
+      #expect(decoded[0]["device"]?["id"]?.string == d600)
+      #expect(decoded[1]["text"]?.string == "hello tag")
+      #expect(decoded[1]["tagId"]?.string == "02C40044F99DB6")
+      #expect(decoded[1]["dataSource"]?["id"]?.int == 0x100)
+      #expect(decoded[2]["text"]?.string == "second")
+      #expect(decoded[2]["dataSource"]?["id"]?.int == 0x100)
+      #expect(all.contains { $0["event"]?.string == "batteryLevel" && $0["percent"]?.int == 41 })
+      #expect(kinds(outcome).first == "deviceArrival")
+      #expect(kinds(outcome).last == "deviceRemoval")
+    }
+  }
+
+  @Test("listen survives link loss and a bluetoothd restart: removal, arrival again, no code lost or doubled")
+  func listenReconnects() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      async let listening = sandbox.capture(["--json", "listen", d600, "--count", "3"], timeLimit: 40)
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ScanText", dev, "4F", "before")
+      try await Task.sleep(for: .milliseconds(300))
+      try await rig.ctl("ClearWrites", dev)
+      try await rig.ctl("LinkLoss", dev)
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ScanText", dev, "4F", "after link loss")
+      try await Task.sleep(for: .milliseconds(300))
+      try await rig.restartBluez()
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ScanText", dev, "4F", "after restart")
+      let outcome = try await listening
+      #expect(outcome.status == 0, "\(outcome)")
+      let texts = events(outcome).filter { $0["event"]?.string == "decodedData" }.compactMap {
+        $0["text"]?.string
+      }
+      #expect(texts == ["before", "after link loss", "after restart"])
+      #expect(
+        kinds(outcome).filter { $0 != "decodedData" } == [
+          "deviceArrival", "deviceRemoval", "deviceArrival", "deviceRemoval", "deviceArrival",
+          "deviceRemoval",
+        ])
+    }
+  }
+
+  @Test("bad frames: an oversized frame is reported and the next frame still decodes; a storm loses nothing")
+  func badFramesAndStorm() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      try await rig.ctl("SetChunkSize", "180")
+      async let listening = sandbox.capture(["--json", "listen", d600, "--count", "501"], timeLimit: 60)
+      try await waitForBringUp(rig, d600)
+      // "4F" + 5000 bytes + 00: over the 4096-byte cap (TS's limit, device-protocols.md §2.8).
+      let oversized = (["34", "46"] + Array(repeating: "78", count: 5000) + ["00"]).joined(separator: " ")
+      try await rig.ctl("Scan", dev, oversized)
+      try await rig.ctl("ScanText", dev, "4F", "after the big one")
+      try await rig.ctl("Storm", dev, "500", "34 46 61 62 00")
+      let outcome = try await listening
+      #expect(outcome.status == 85, "\(outcome)")
+      let all = events(outcome)
+      #expect(all.contains { $0["event"]?.string == "error" && $0["error"]?["code"]?.int == -85 })
+      let texts = all.filter { $0["event"]?.string == "decodedData" }.compactMap { $0["text"]?.string }
+      #expect(texts.first == "after the big one")
+      #expect(texts.dropFirst().count == 500)
+      #expect(texts.dropFirst().allSatisfy { $0 == "ab" })
+    }
+  }
+
+  @Test("trigger and data confirmation write the D600 scan-control commands")
+  func triggerWrites() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      let start = try await sandbox.capture(["trigger", d600, "start"])
+      #expect(start.status == 0, "\(start)")
+      let confirm = try await sandbox.capture(["set", d600, "data-confirmation", "good"])
+      #expect(confirm.status == 0, "\(confirm)")
+      let writes = try await rig.ctl("GetWrites", dev)
+      // Config AE 07 (scanner mode) at bring-up, then A1 on scan control (20-byte buffer).
+      #expect(writes.lowercased().contains("833a2364-bca0-4647-8113-478e1fc449ba"), "\(writes)")
+      #expect(writes.lowercased().contains("1254fc72-336e-4bb2-a0a8-71c7d28d73ce"), "\(writes)")
+      let unsupported = try await sandbox.capture(["trigger", d600, "enable"])
+      #expect(unsupported.status == 15)
+    }
+  }
+
+  @Test("partnership status, reset (0F FE DA FA ED) and remove")
+  func partnershipAndRemove() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "false")
+      #expect(try await sandbox.capture(["connect", d600]).status == 0)
+      let status = try await sandbox.capture(["--json", "partnership", "status", d600])
+      #expect(status.status == 0, "\(status)")
+      let doc = try parseJSON(status.out)
+      #expect(doc["bonded"] == .bool(true))
+      #expect(doc["variant"]?.string == "pairing-required")
+      let reset = try await sandbox.capture(["partnership", "reset", d600])
+      #expect(reset.status == 0, "\(reset)")
+      let writes = try await rig.ctl("GetWrites", dev)
+      #expect(writes.lowercased().replacingOccurrences(of: " ", with: "").contains("0f"), "\(writes)")
+
+      try await rig.ctl("AddLEDevice", s550, "S550 [334455]", "s550", "--", "-60", "true")
+      let removed = try await sandbox.capture(["--json", "remove", s550])
+      #expect(removed.status == 0, "\(removed)")
+      #expect(kinds(removed) == ["deviceRemoval"])
+      let again = try await sandbox.capture(["remove", s550])
+      #expect(again.status == 17, "\(again)")
+      let s550Reset = try await sandbox.capture(["partnership", "reset", "00:11:22:33:44:56"])
+      #expect(s550Reset.status == 17 || s550Reset.status == 15)
+    }
+  }
+}

@@ -1,0 +1,91 @@
+// A private system bus with the project's bluetoothd 5.66 model (Tests/Rigs), one per test, started
+// and stopped through Tests/Rigs/rig.py.
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+final class BlueZRig: @unchecked Sendable {
+  static let rigScript = DocsTests.repositoryRoot + "/Tests/Rigs/rig.py"
+  let directory: String
+  let busAddress: String
+
+  init(parameters: [String: String] = ["TemporaryTimeout": "2"]) async throws {
+    var arguments = [Self.rigScript, "start", "--stop-with", String(getpid())]
+    for (key, value) in parameters.sorted(by: { $0.key < $1.key }) {
+      arguments += ["--param", "\(key)=\(value)"]
+    }
+    let outcome = try await Runner.run(
+      "/usr/bin/python3", arguments, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+    guard outcome.status == 0 else { throw HarnessError(description: "rig.py start failed: \(outcome)") }
+    var values: [String: String] = [:]
+    for line in outcome.outLines {
+      let parts = line.split(separator: "=", maxSplits: 1)
+      if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
+    }
+    guard let dir = values["RIG_DIR"], let bus = values["DBUS_SYSTEM_BUS_ADDRESS"] else {
+      throw HarnessError(description: "rig.py start printed no address: \(outcome)")
+    }
+    directory = dir
+    busAddress = bus
+  }
+
+  func stop() async {
+    _ = try? await Runner.run(
+      "/usr/bin/python3", [Self.rigScript, "stop", "--dir", directory],
+      environment: ["PATH": "/usr/bin:/bin"],
+      timeLimit: 20)
+  }
+
+  /// Calls the rig's control API (org.bluez.Mock); returns rig.py's JSON reply text.
+  @discardableResult
+  func ctl(_ arguments: String...) async throws -> String {
+    try await ctl(arguments)
+  }
+
+  @discardableResult
+  func ctl(_ arguments: [String]) async throws -> String {
+    let outcome = try await Runner.run(
+      "/usr/bin/python3", [Self.rigScript, "ctl", "--dir", directory] + arguments,
+      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 30)
+    guard outcome.status == 0 else {
+      throw HarnessError(description: "rig.py ctl \(arguments.joined(separator: " ")) failed: \(outcome)")
+    }
+    return outcome.out.trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  func restartBluez() async throws {
+    let outcome = try await Runner.run(
+      "/usr/bin/python3", [Self.rigScript, "restart-bluez", "--dir", directory],
+      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+    guard outcome.status == 0 else { throw HarnessError(description: "restart-bluez failed: \(outcome)") }
+  }
+
+  static func devicePath(_ address: String) -> String {
+    "/org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_")
+  }
+
+  /// A sandbox whose capture processes use this rig as their system bus.
+  func sandbox() throws -> Sandbox {
+    let sandbox = try Sandbox()
+    sandbox.extraEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": busAddress]
+    return sandbox
+  }
+}
+
+/// Runs `body` with a fresh rig and always stops it.
+func withRig(
+  _ parameters: [String: String] = ["TemporaryTimeout": "2"], _ body: (BlueZRig, Sandbox) async throws -> Void
+) async throws {
+  let rig = try await BlueZRig(parameters: parameters)
+  do {
+    try await body(rig, try rig.sandbox())
+  } catch {
+    await rig.stop()
+    throw error
+  }
+  await rig.stop()
+}
