@@ -24,13 +24,14 @@ extension ParsedArguments {
 }
 
 extension Context {
-  func open(_ selector: DeviceSelector, sources: [FrameSourceItem] = [], reconnects: Bool = false)
-    async throws(CaptureError) -> any Device
-  {
+  func open(
+    _ selector: DeviceSelector, sources: [FrameSourceItem] = [], reconnects: Bool = false, wantsEvents: Bool = true
+  ) async throws(CaptureError) -> any Device {
     let output = self.output
     var request = OpenRequest(
       selector: selector, frameSources: sources, adapter: globals.adapter, warn: { output.warn($0) })
     request.reconnects = reconnects
+    request.wantsEvents = wantsEvents
     request.timeout = globals.timeout
     return try await opener.open(request, state: state)
   }

@@ -65,7 +65,7 @@ enum GetCommand {
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     if options.list { return try await listProperties(options, context) }
-    let device = try await context.open(options.selector!)
+    let device = try await context.open(options.selector!, wantsEvents: false)
     defer { Task { await device.close() } }
     let requests = options.all ? allRequests(device) : options.requests
 

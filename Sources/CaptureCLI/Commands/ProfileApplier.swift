@@ -19,7 +19,7 @@ enum ProfileApplier {
     -> ResultCode
   {
     let entries = try parse(try readProfile(path), path: path)
-    let device = try await context.open(selector)
+    let device = try await context.open(selector, wantsEvents: false)
     var rows: [(label: String, status: String, error: CaptureError?)] = []
     for entry in entries.sorted(by: { order($0.property) < order($1.property) }) {
       let argument: PropertyValue

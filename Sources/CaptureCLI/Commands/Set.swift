@@ -65,7 +65,7 @@ enum SetCommand {
     if let path = options.profilePath {
       return try await ProfileApplier.run(path: path, dryRun: options.dryRun, options.selector, context)
     }
-    let device = try await context.open(options.selector)
+    let device = try await context.open(options.selector, wantsEvents: false)
     var firstError: CaptureError?
     for assignment in options.assignments {
       do {

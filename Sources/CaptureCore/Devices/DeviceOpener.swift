@@ -18,6 +18,9 @@ public struct OpenRequest: Sendable {
   /// listen: keep the device across link loss and bluetoothd restarts, reconnecting when it returns
   /// (its events then include deviceRemoval and a later deviceArrival).
   public var reconnects: Bool = false
+  /// The command reads events (listen, trigger): drivers arm notifications at open. get and set
+  /// leave it false and stay cheap.
+  public var wantsEvents: Bool = true
   /// How long opening may take (connecting a BLE device); nil for the driver's default.
   public var timeout: Duration? = nil
 

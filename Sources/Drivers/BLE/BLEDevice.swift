@@ -28,6 +28,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
     var isResuming = false
     /// The last presence event sent was an arrival: close() owes a removal.
     var isAnnounced = true
+    /// Notify sessions are armed and the D600 is in scanner mode.
+    var isBroughtUp = false
     var d600Scan = D600ScanAssembler()
     var d600Answer = D600ConfigAnswerAssembler()
     var direct = DirectAssembler()
@@ -65,8 +67,9 @@ public final class BLEDevice: Device, @unchecked Sendable {
       let family = BLEFamily.identify(uuids: uuids, name: device.name)
       let ble = BLEDevice(
         client: client, request: request, address: address, family: family, device: device, objects: objects)
-      try await ble.bringUp()
       ble.startPump(events)
+      // get/set need no notify sessions: a battery read stays one GetManagedObjects and one read.
+      if request.wantsEvents { try await ble.bringUp() }
       return ble
     } catch {
       client.close()
@@ -145,7 +148,14 @@ public final class BLEDevice: Device, @unchecked Sendable {
   }
 
   /// Subscribes to what the family sends and switches a D600 to scanner mode (config AE 07, §2.3).
+  /// Brings the device up once, for the commands that did not need it at open (set data-confirmation,
+  /// trigger, device-specific on a D600 opened by get/set).
+  func ensureBroughtUp() async throws(CaptureError) {
+    if !state.withLock({ $0.isBroughtUp }) { try await bringUp() }
+  }
+
   func bringUp() async throws(CaptureError) {
+    state.withLock { $0.isBroughtUp = true }
     var routes: [String: Route] = [:]
     switch family {
     case .d600, .d600NoPairing:
@@ -398,6 +408,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
 
   /// Sends a block-framed config command (§2.6) and waits up to 2 s for its answer.
   func configCommand(_ command: UInt8, _ payload: [UInt8]) async throws(CaptureError) -> D600ConfigAnswer? {
+    if command != D600ConfigCommand.operatingMode.rawValue { try await ensureBroughtUp() }
     let noPair = family == .d600NoPairing
     let config = try requireCharacteristic(
       noPair ? GattUUID.d600ConfigIONoPairing : GattUUID.d600ConfigIO, "config")
@@ -417,6 +428,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
   }
 
   func scanControl(_ bytes: [UInt8]) async throws(CaptureError) {
+    try await ensureBroughtUp()
     let noPair = family == .d600NoPairing
     let control = try requireCharacteristic(
       noPair ? GattUUID.d600ScanControlNoPairing : GattUUID.d600ScanControl, "scan control")
