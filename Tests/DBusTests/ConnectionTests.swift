@@ -261,7 +261,8 @@ import Testing
       let elapsed = monotonicSeconds() - start
       #expect(error?.name == DBusError.Name.noReply)
       #expect(elapsed >= 0.29)
-      #expect(elapsed < 1.5)
+      // Generous: the suite runs in parallel on two cores, and under the thread sanitizer.
+      #expect(elapsed < 2.0)
       // The connection is still usable.
       let stillUsable = try await client.nameHasOwner(server.uniqueName)
       #expect(stillUsable)
@@ -378,6 +379,8 @@ import Testing
       let start = monotonicSeconds()
       let emitting = Task {
         for i in 0..<count {
+          // Share the two cooperative threads with the tests running alongside.
+          if i % 256 == 0 { await Task.yield() }
           try emitter.emitSignal(
             path: "/org/bluez/hci0/dev_00_11_22_33_44_55/service0010/char0011",
             interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
@@ -395,6 +398,7 @@ import Testing
         if value?.first != UInt8(truncatingIfNeeded: next) { inOrder = false }
         next += 1
         if next == count { break }
+        if next % 256 == 0 { await Task.yield() }
       }
       try await emitting.value
       let elapsed = monotonicSeconds() - start
