@@ -31,7 +31,7 @@ final class ConnectionCore: @unchecked Sendable {
   private var waiters: [ObjectIdentifier: Waiter] = [:]
   private var exported: [String: ExportedObject] = [:]
   /// Method calls to exported objects whose handlers have not answered yet.
-  private var requests: [UInt64: Message] = [:]
+  private var requests: [UInt64: (message: Message, task: Task<Void, Never>)] = [:]
   private var filterContext: UnsafeMutableRawPointer?
 
   init(connection: OpaquePointer, label: String) {
@@ -142,7 +142,6 @@ final class ConnectionCore: @unchecked Sendable {
       connectionLost()
       for path in exported.keys { _ = dbus_connection_unregister_object_path(connection, path) }
       exported.removeAll()
-      requests.removeAll()
       if let filterContext {
         // remove_filter calls the free function, releasing the filter's reference.
         dbus_connection_remove_filter(connection, ConnectionCore.filterFunction, filterContext)
@@ -345,6 +344,10 @@ final class ConnectionCore: @unchecked Sendable {
     let lostWaiters = waiters
     waiters.removeAll()
     for waiter in lostWaiters.values { waiter.finish() }
+    // Nobody can receive their replies any more.
+    let lostRequests = requests
+    requests.removeAll()
+    for request in lostRequests.values { request.task.cancel() }
   }
 
   // MARK: - Filter (signals)
@@ -664,17 +667,18 @@ final class ConnectionCore: @unchecked Sendable {
     // libdbus re-enable the read watch (its live-messages counter), and that callback must run on the
     // queue like every other.
     let id = makeID()
-    requests[id] = Message(retaining: message)
     let handler = object.handler
     // Handlers run concurrently, one task per call, so a handler waiting on a user (a pairing agent)
-    // does not hold up other calls.
-    Task {
+    // does not hold up other calls. The completion is queued behind this block, so the request is
+    // registered before it can be looked up.
+    let task = Task {
       let reply = await handler(call)
       self.queue.async {
         guard let request = self.requests.removeValue(forKey: id) else { return }
-        self.sendReply(reply, to: request)
+        self.sendReply(reply, to: request.message)
       }
     }
+    requests[id] = (Message(retaining: message), task)
     return DBUS_HANDLER_RESULT_HANDLED
   }
 

@@ -148,7 +148,8 @@ public final class DBusConnection: Sendable {
   /// Exports an object at `path`: method calls to it go to `handler`, whose reply is sent back
   /// (unless the caller asked for none). `org.freedesktop.DBus.Introspectable` is answered here
   /// (listing exported children) and `org.freedesktop.DBus.Peer` by libdbus; every other interface
-  /// reaches the handler. Calls run concurrently, one task each. Throws `InvalidArgs` for an invalid
+  /// reaches the handler. Calls run concurrently, one task each; when the connection is lost or
+  /// closed, the tasks of unanswered calls are cancelled. Throws `InvalidArgs` for an invalid
   /// path and `org.freedesktop.DBus.Error.ObjectPathInUse` when the path is already exported.
   public func export(path: String, handler: @escaping @Sendable (DBusMethodCall) async -> DBusReply)
     throws(DBusError)

@@ -765,4 +765,66 @@ import Testing
       while try await observer.nameHasOwner(name) { try await Task.sleep(for: .milliseconds(10)) }
     }
   }
+
+  @Test func connectionsFreeTheirCoreWhenClosedOrDropped() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let cores = try await withDeadline {
+      let server = try bus.connect()
+      let client = try bus.connect()
+      try Self.exportTestObject(on: server)
+      let stream = try await client.signals(MatchRule(interface: Self.testInterface))
+      try server.emitSignal(path: "/", interface: Self.testInterface, member: "Hello")
+      #expect(await collect(stream, count: 1).count == 1)
+      let reply = try await client.call(
+        destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
+        member: "Echo", [.int32(1)])
+      #expect(reply == [.int32(1)])
+      // The client is closed; the server only dropped.
+      client.close()
+      return [client.core, server.core]
+    }
+    weak var closed = cores[0]
+    weak var dropped = cores[1]
+    _ = consume cores
+    // Every libdbus context held a reference to the core; teardown released them all.
+    for _ in 0..<200 where closed != nil || dropped != nil { try await Task.sleep(for: .milliseconds(10)) }
+    #expect(closed == nil)
+    #expect(dropped == nil)
+  }
+
+  @Test func handlersAreCancelledWhenTheConnectionCloses() async throws {
+    let bus = try TestBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    let client = try bus.connect()
+    defer { client.close() }
+    let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
+    let (ended, endedContinuation) = AsyncStream.makeStream(of: Bool.self)
+    try server.export(path: "/org/example/Agent") { _ in
+      startedContinuation.yield()
+      try? await Task.sleep(for: .seconds(3600))
+      endedContinuation.yield(Task.isCancelled)
+      return .values([])
+    }
+    try await withDeadline {
+      let pending = Task {
+        await dbusError {
+          try await client.call(
+            destination: server.uniqueName, path: "/org/example/Agent", interface: Self.testInterface,
+            member: "RequestConfirmation")
+        }
+      }
+      for await _ in started { break }
+      server.close()
+      var cancelled: Bool?
+      for await value in ended {
+        cancelled = value
+        break
+      }
+      #expect(cancelled == true)
+      // The bus tells the caller its peer left.
+      #expect(await pending.value?.name == "org.freedesktop.DBus.Error.NoReply")
+    }
+  }
 }
