@@ -441,26 +441,13 @@ final class ConnectionCore: @unchecked Sendable {
 
   // MARK: - Sending
 
-  /// Messages waiting for the queue, in order. A burst of signals costs one queue hop, not one each.
-  private let outbox = Mutex<[Message]>([])
-
   /// Queues a message that expects no reply (a signal).
   func send(_ message: Message) throws(DBusError) {
     guard isConnected else { throw .disconnected() }
-    let first = outbox.withLock { outbox in
-      outbox.append(message)
-      return outbox.count == 1
+    queue.async {
+      guard let connection = self.connection, !self.disconnected else { return }
+      _ = dbus_connection_send(connection, message.pointer, nil)
     }
-    if first { queue.async { self.sendOutbox() } }
-  }
-
-  private func sendOutbox() {
-    let messages = outbox.withLock { outbox in
-      defer { outbox.removeAll(keepingCapacity: true) }
-      return outbox
-    }
-    guard let connection, !disconnected else { return }
-    for message in messages { _ = dbus_connection_send(connection, message.pointer, nil) }
   }
 
   // MARK: - Pending calls
