@@ -354,6 +354,14 @@ import Testing
         received.allSatisfy {
           $0.path == "/test/a" && $0.member == "Tick" && $0.interface == Self.testInterface
         })
+      // A value with an apostrophe and a comma survives the match rule's quoting.
+      let quoted = try await receiver.signals(
+        MatchRule(interface: Self.testInterface, arg0: "it's, quoted\\"))
+      try emitter.emitSignal(
+        path: "/", interface: Self.testInterface, member: "Q", [.string("its, quoted\\")])
+      try emitter.emitSignal(
+        path: "/", interface: Self.testInterface, member: "Q", [.string("it's, quoted\\")])
+      #expect(await collect(quoted, count: 1).first?.body == [.string("it's, quoted\\")])
       // Everything emitted has reached the bus, and the bus has answered this receiver since.
       try await emitter.flush()
       try await receiver.flush()
@@ -733,7 +741,8 @@ import Testing
       #expect(export?.name == invalidArgs)
       connection.unexport(path: "not a path")
       let rules = [
-        MatchRule(type: "bogus"), MatchRule(sender: "bad sender"), MatchRule(interface: "x"),
+        MatchRule(type: "bogus"), MatchRule(type: "method_call"), MatchRule(sender: "bad sender"),
+        MatchRule(interface: "x"),
         MatchRule(member: "a.b"), MatchRule(path: "p"), MatchRule(path: "/a", pathNamespace: "/a"),
         MatchRule(arg0: "nul\0"),
       ]
