@@ -30,6 +30,8 @@ final class ConnectionCore: @unchecked Sendable {
   private var subscriptions: [UInt64: Subscription] = [:]
   private var waiters: [ObjectIdentifier: Waiter] = [:]
   private var exported: [String: ExportedObject] = [:]
+  /// Method calls to exported objects whose handlers have not answered yet.
+  private var requests: [UInt64: (message: Message, task: Task<Void, Never>)] = [:]
   private var filterContext: UnsafeMutableRawPointer?
 
   init(connection: OpaquePointer, label: String) {
@@ -102,10 +104,9 @@ final class ConnectionCore: @unchecked Sendable {
         Unmanaged.passRetained(self).toOpaque(),
         { data in ConnectionCore.release(data) })
       let context = Unmanaged.passRetained(self).toOpaque()
-      if dbus_connection_add_filter(
+      let added = dbus_connection_add_filter(
         connection, ConnectionCore.filterFunction, context, ConnectionCore.release)
-        != 0
-      {
+      if added != 0 {
         filterContext = context
       } else {
         Unmanaged<ConnectionCore>.fromOpaque(context).release()
@@ -343,6 +344,10 @@ final class ConnectionCore: @unchecked Sendable {
     let lostWaiters = waiters
     waiters.removeAll()
     for waiter in lostWaiters.values { waiter.finish() }
+    // Nobody can receive their replies any more.
+    let lostRequests = requests
+    requests.removeAll()
+    for request in lostRequests.values { request.task.cancel() }
   }
 
   // MARK: - Filter (signals)
@@ -658,14 +663,22 @@ final class ConnectionCore: @unchecked Sendable {
       sender: Message.string(dbus_message_get_sender(message)),
       path: Message.string(dbus_message_get_path(message)) ?? object.path, interface: interface,
       member: member, body: Marshalling.body(of: message))
-    let request = Message(retaining: message)
+    // The request stays here, not in the handler's task: a received message's last release can make
+    // libdbus re-enable the read watch (its live-messages counter), and that callback must run on the
+    // queue like every other.
+    let id = makeID()
     let handler = object.handler
     // Handlers run concurrently, one task per call, so a handler waiting on a user (a pairing agent)
-    // does not hold up other calls.
-    Task {
+    // does not hold up other calls. The completion is queued behind this block, so the request is
+    // registered before it can be looked up.
+    let task = Task {
       let reply = await handler(call)
-      self.queue.async { self.sendReply(reply, to: request) }
+      self.queue.async {
+        guard let request = self.requests.removeValue(forKey: id) else { return }
+        self.sendReply(reply, to: request.message)
+      }
     }
+    requests[id] = (Message(retaining: message), task)
     return DBUS_HANDLER_RESULT_HANDLED
   }
 

@@ -111,9 +111,12 @@ public final class DBusConnection: Sendable {
   /// and then read current state without missing a change in between. Signals are buffered without
   /// limit until read. The stream finishes when the connection is lost or closed. Ending the stream
   /// (its consuming task cancelled, or the stream dropped) removes the rule from the bus
-  /// (RemoveMatch) and stops delivery.
+  /// (RemoveMatch) and stops delivery. `InvalidArgs` for a rule the bus would refuse or whose type is
+  /// not `signal`.
   public func signals(_ rule: MatchRule) async throws(DBusError) -> AsyncStream<DBusSignal> {
     try rule.validate()
+    // Only signals are routed to streams; any other type would subscribe to nothing.
+    guard rule.type == "signal" else { throw .invalidArgs("signals() needs a rule of type 'signal'") }
     guard isConnected else { throw .disconnected() }
     let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
     let id = core.subscribe(rule, continuation)
@@ -148,7 +151,8 @@ public final class DBusConnection: Sendable {
   /// Exports an object at `path`: method calls to it go to `handler`, whose reply is sent back
   /// (unless the caller asked for none). `org.freedesktop.DBus.Introspectable` is answered here
   /// (listing exported children) and `org.freedesktop.DBus.Peer` by libdbus; every other interface
-  /// reaches the handler. Calls run concurrently, one task each. Throws `InvalidArgs` for an invalid
+  /// reaches the handler. Calls run concurrently, one task each; when the connection is lost or
+  /// closed, the tasks of unanswered calls are cancelled. Throws `InvalidArgs` for an invalid
   /// path and `org.freedesktop.DBus.Error.ObjectPathInUse` when the path is already exported.
   public func export(path: String, handler: @escaping @Sendable (DBusMethodCall) async -> DBusReply)
     throws(DBusError)

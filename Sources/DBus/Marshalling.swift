@@ -44,14 +44,11 @@ enum Marshalling {
       if fd < 0 { throw .invalidArgs("\(fd) is not a file descriptor") }
     case .array(let elementSignature, let elements):
       try checkDepth(depth + 1)
-      // A dict entry type is valid only as an array element, so the element signature is checked
-      // together with its "a" (the signature of this array was checked by the caller, but an array
-      // inside a variant reaches here first).
-      try checkSingleCompleteType("a" + elementSignature)
-      let code = elementSignature.utf8.first
-      let basic = elementSignature.utf8.count == 1
+      // The element signature itself was validated with the signature that contains it: the
+      // argument's (in validate(body:)) or the enclosing variant's. Each element must have exactly
+      // that type.
       for element in elements {
-        if basic ? element.typeCode != code : element.signature != elementSignature {
+        if !conforms(element, to: elementSignature) {
           throw .invalidArgs(
             "an array of '\(elementSignature)' holds a value of type '\(element.signature)'")
         }
@@ -80,9 +77,16 @@ enum Marshalling {
     }
   }
 
-  /// A string argument: D-Bus strings are UTF-8 without NUL (spec, "Basic types": STRING).
+  /// A string argument: D-Bus strings are UTF-8 without NUL (spec, "Basic types": STRING). Swift
+  /// strings are always well-formed UTF-8, so pure ASCII needs no further check; anything else also
+  /// goes through libdbus's own rules (dbus_validate_utf8).
   static func checkString(_ string: String) throws(DBusError) {
-    if string.utf8.contains(0) { throw .invalidArgs("a D-Bus string cannot contain NUL") }
+    var ascii = true
+    for byte in string.utf8 {
+      if byte == 0 { throw .invalidArgs("a D-Bus string cannot contain NUL") }
+      if byte >= 0x80 { ascii = false }
+    }
+    if ascii { return }
     let valid = string.withCString { dbus_validate_utf8($0, nil) != 0 }
     if !valid { throw .invalidArgs("not valid UTF-8 for D-Bus") }
   }
@@ -101,10 +105,58 @@ enum Marshalling {
   }
 
   static func checkSingleCompleteType(_ signature: String) throws(DBusError) {
+    // One basic type code or `v` is always a single complete type; skip the C call for them.
+    if signature.utf8.count == 1, let code = signature.utf8.first, basicOrVariant.contains(code) { return }
     if signature.utf8.contains(0)
       || !signature.withCString({ dbus_signature_validate_single($0, nil) != 0 })
     {
       throw .invalidArgs("'\(printable(signature))' is not a single complete D-Bus type")
+    }
+  }
+
+  private static let basicOrVariant: Set<UInt8> = Set("ybnqiuxtdsoghv".utf8)
+
+  /// Whether `value` has exactly the type `signature` (itself a valid single complete type), compared
+  /// byte by byte without building the value's signature.
+  static func conforms(_ value: DBusValue, to signature: String) -> Bool {
+    var signature = signature
+    return signature.withUTF8 { bytes in
+      var index = 0
+      return match(value, bytes, &index) && index == bytes.count
+    }
+  }
+
+  private static func match(_ value: DBusValue, _ signature: UnsafeBufferPointer<UInt8>, _ index: inout Int)
+    -> Bool
+  {
+    guard index < signature.count else { return false }
+    let code = signature[index]
+    guard code == value.typeCode else { return false }
+    index += 1
+    switch value {
+    case .array(let element, _):
+      // Complete types are self-delimiting, so the element signature matches when it is a prefix here.
+      var element = element
+      return element.withUTF8 { elementBytes in
+        guard signature.count - index >= elementBytes.count,
+          elementBytes.elementsEqual(signature[index..<index + elementBytes.count])
+        else { return false }
+        index += elementBytes.count
+        return true
+      }
+    case .dictEntry(let key, let value):
+      guard match(key, signature, &index), match(value, signature, &index),
+        index < signature.count, signature[index] == UInt8(ascii: "}")
+      else { return false }
+      index += 1
+      return true
+    case .structure(let fields):
+      for field in fields where !match(field, signature, &index) { return false }
+      guard index < signature.count, signature[index] == UInt8(ascii: ")") else { return false }
+      index += 1
+      return true
+    default:
+      return true
     }
   }
 

@@ -147,4 +147,18 @@ import Testing
     #expect(
       refused([.array(elementSignature: "{sv}", [.dictEntry(.string("k"), .variant(.int32(1)))])]) == nil)
   }
+
+  @Test func conformance() {
+    #expect(Marshalling.conforms(.int32(1), to: "i"))
+    #expect(!Marshalling.conforms(.int32(1), to: "u"))
+    #expect(!Marshalling.conforms(.int32(1), to: "ii"))
+    #expect(Marshalling.conforms(.dictEntry(.string("k"), .variant(.bytes([]))), to: "{sv}"))
+    #expect(!Marshalling.conforms(.dictEntry(.string("k"), .int32(1)), to: "{sv}"))
+    #expect(Marshalling.conforms(.structure([.int32(1), .strings([])]), to: "(ias)"))
+    #expect(!Marshalling.conforms(.structure([.int32(1)]), to: "(ias)"))
+    #expect(!Marshalling.conforms(.structure([.int32(1), .strings([]), .byte(0)]), to: "(ias)"))
+    #expect(Marshalling.conforms(.array(elementSignature: "a{sv}", []), to: "aa{sv}"))
+    #expect(!Marshalling.conforms(.array(elementSignature: "a{sv}", []), to: "aa{si}"))
+    #expect(!Marshalling.conforms(.array(elementSignature: "a{sv}", []), to: "aa"))
+  }
 }
