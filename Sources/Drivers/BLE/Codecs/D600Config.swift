@@ -143,7 +143,7 @@ public enum D600ConfigAnswerError: Error, Sendable, Hashable {
   case outOfSequence(expectedBlock: Int, raw: [UInt8])
   /// A new first block arrived before a chained answer was complete. `partial` is what had arrived;
   /// `restart` is the new answer when that first block was complete on its own, otherwise the assembler
-  /// now collects it.
+  /// now collects it. (When that first block is itself unusable, its own error is thrown instead.)
   case interrupted(partial: D600ConfigAnswer, restart: D600ConfigAnswer?)
   /// The answer grew past `maxAnswerLength` data bytes; `partial` holds the first `maxAnswerLength`.
   /// Its remaining continuation blocks are skipped silently.
