@@ -217,12 +217,14 @@ public struct D600ConfigAnswerAssembler: Sendable {
       case .discarding:
         if header & 0x20 == 0 { state = .idle }
         return nil
-      case .collecting(let status, let data, let block):
+      case .collecting(let status, var data, let block):
+        // Releasing the state's copy first lets `data` grow in place instead of being copied per block.
+        state = .idle
         if checksToggle, (header & 0x40 != 0) != (block % 2 == 0) {
-          state = .idle
           throw .outOfSequence(expectedBlock: block, raw: notification)
         }
-        return try append(status: status, data: data + body, more: header & 0x20 != 0, nextBlock: block + 1)
+        data += body
+        return try append(status: status, data: data, more: header & 0x20 != 0, nextBlock: block + 1)
       }
     }
   }
