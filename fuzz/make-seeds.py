@@ -43,6 +43,7 @@ write("d600-scan", {
     "thinfilm": b"\x00" + notifications([b"18\xb7\x03example.com\xfe\x00"]),
     "short": b"\x00" + notifications([b"4\x00", b"\x00"]),
     "long-1k": b"\x10" + notifications(chunks(b"4F" + b"x" * 1000 + b"\x00", 250)),
+    "oversized-then-st": b"\x00" + notifications(chunks(b"4F" + b"x" * 4200 + b"\x00" + ST, 250)),
 })
 
 

@@ -143,7 +143,7 @@ public enum D600ConfigAnswerError: Error, Sendable, Hashable {
   case outOfSequence(expectedBlock: Int, raw: [UInt8])
   /// A new first block arrived before a chained answer was complete. `partial` is what had arrived;
   /// `restart` is the new answer when that first block was complete on its own, otherwise the assembler
-  /// now collects it.
+  /// now collects it. (When that first block is itself unusable, its own error is thrown instead.)
   case interrupted(partial: D600ConfigAnswer, restart: D600ConfigAnswer?)
   /// The answer grew past `maxAnswerLength` data bytes; `partial` holds the first `maxAnswerLength`.
   /// Its remaining continuation blocks are skipped silently.
@@ -217,12 +217,14 @@ public struct D600ConfigAnswerAssembler: Sendable {
       case .discarding:
         if header & 0x20 == 0 { state = .idle }
         return nil
-      case .collecting(let status, let data, let block):
+      case .collecting(let status, var data, let block):
+        // Releasing the state's copy first lets `data` grow in place instead of being copied per block.
+        state = .idle
         if checksToggle, (header & 0x40 != 0) != (block % 2 == 0) {
-          state = .idle
           throw .outOfSequence(expectedBlock: block, raw: notification)
         }
-        return try append(status: status, data: data + body, more: header & 0x20 != 0, nextBlock: block + 1)
+        data += body
+        return try append(status: status, data: data, more: header & 0x20 != 0, nextBlock: block + 1)
       }
     }
   }
