@@ -12,10 +12,10 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 # Build: the C libraries behind SocketCam. Test: image generators, man page linter.
 # Bench: the peers measured side by side.
 BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev
-TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock
+TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi
 BENCH_PACKAGES = zbar-tools zxing-cpp-tools
 
-.PHONY: all build deps test-deps bench-deps demo test docs check-docs lint install uninstall bench clean
+.PHONY: all build deps test-deps bench-deps demo test docs check-docs lint install uninstall bench fuzz clean
 
 all: build
 
@@ -35,9 +35,11 @@ build: deps
 demo: build
 	XDG_STATE_HOME=$${XDG_STATE_HOME:-$$(mktemp -d)} $(BIN) listen socketcam --dir samples/
 
+# The BLE tests start their own private bus and bluetoothd model (Tests/Rigs) per test and stop them.
 test: test-deps
 	$(SWIFT) build
 	$(SWIFT) test --parallel
+	/usr/bin/python3 -m unittest Tests/Rigs/test_rig.py
 	$(MAKE) --no-print-directory check-docs CONFIG=debug
 
 # man/ and completions/ are generated from the command tree; they must match what is checked in.
@@ -70,6 +72,11 @@ uninstall:
 
 bench: bench-deps build
 	bench/socketcam.sh $(BIN)
+	bench/ble.sh $(BIN)
+
+# The BLE frame decoders under libFuzzer, SECONDS each (default 600).
+fuzz:
+	fuzz/run.sh $${SECONDS:-600}
 
 clean:
 	rm -rf .build
