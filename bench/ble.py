@@ -152,22 +152,38 @@ try:
                                 "type='signal',sender='org.bluez',member='PropertiesChanged',path_namespace='" + DEV + "'"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
     time.sleep(0.5)
-    t0 = time.perf_counter()
-    ctl(d, "Storm", DEV, "10000", "34 46 31 32 33 34 35 36 37 38 00")
+    import threading
     seen = 0
-    for line in monitor.stdout:
-        if "member=PropertiesChanged" in line:
-            seen += 1
-            if seen >= 10000:
-                break
-    peer_time = time.perf_counter() - t0
+    last = None
+    t0 = time.perf_counter()
+
+    def count_lines():
+        global seen, last
+        for line in monitor.stdout:
+            if "member=PropertiesChanged" in line:
+                seen += 1
+                last = time.perf_counter()
+                if seen >= 10000:
+                    break
+    reader = threading.Thread(target=count_lines, daemon=True)
+    reader.start()
+    ctl(d, "Storm", DEV, "10000", "34 46 31 32 33 34 35 36 37 38 00")
+    # dbus-monitor may be dropped messages by the daemon when it falls behind: stop waiting 5 s after
+    # the last one it printed.
+    while reader.is_alive():
+        reader.join(0.5)
+        if last is not None and time.perf_counter() - last > 5:
+            break
+        if time.perf_counter() - t0 > 60:
+            break
+    peer_time = (last or time.perf_counter()) - t0
     monitor.kill()
     holder.terminate()
     holder.wait()
 finally:
     stop_rig(d)
-print(f"    dbus-monitor alone: {seen} signals in {peer_time:.2f} s   ratio capture/dbus-monitor = {ours/peer_time:.2f}"
-      " (goal <= 1.00, 0 lost)")
+print(f"    dbus-monitor alone: {seen} of 10000 signals, last after {peer_time:.2f} s;"
+      f" ratio capture/dbus-monitor (time to the last event) = {ours/peer_time:.2f} (goal <= 1.00, 0 lost)")
 
 # (c) memory after 100,000 events.
 ours, decoded, _, rss = storm_run(100000, sample_rss=True)

@@ -1,1 +1,0 @@
-// BLE driver and BlueZ rig tests (issue 3).
