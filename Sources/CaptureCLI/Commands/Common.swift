@@ -25,7 +25,8 @@ extension ParsedArguments {
 
 extension Context {
   func open(
-    _ selector: DeviceSelector, sources: [FrameSourceItem] = [], reconnects: Bool = false, wantsEvents: Bool = true
+    _ selector: DeviceSelector, sources: [FrameSourceItem] = [], reconnects: Bool = false,
+    wantsEvents: Bool = true
   ) async throws(CaptureError) -> any Device {
     let output = self.output
     var request = OpenRequest(

@@ -13,6 +13,11 @@ where RawValue: FixedWidthInteger & Sendable {
 extension CaptureValueEnum {
   public static var aliases: [String: Self] { [:] }
 
+  /// The case name in kebab-case (`authenticationEncryption` → `authentication-encryption`); an enum
+  /// whose command-line word differs from its case name (Trigger.continuousScan → `continuous`)
+  /// spells it out itself.
+  public var cliName: String { kebabCase(String(describing: self)) }
+
   /// The case whose `cliName` (or alias) matches, case-insensitively and ignoring `-`, `_` and spaces, or
   /// whose raw value is the given decimal or `0x` hex number.
   public static func parse(_ text: String) -> Self? {
@@ -100,16 +105,6 @@ public enum TriggerMode: UInt8, CaptureValueEnum {
   case autoLock = 3
   case normalLock = 4
   case presentation = 5
-
-  public var cliName: String {
-    switch self {
-    case .localOnly: "local-only"
-    case .remoteAndLocal: "remote-and-local"
-    case .autoLock: "auto-lock"
-    case .normalLock: "normal-lock"
-    case .presentation: "presentation"
-    }
-  }
 }
 
 /// Power source (PowerStateDevice get and the Power event, §7.2). The state is the low byte of the ulong.
@@ -118,15 +113,6 @@ public enum PowerState: UInt8, CaptureValueEnum {
   case onBattery = 1
   case onCradle = 2
   case onAc = 4
-
-  public var cliName: String {
-    switch self {
-    case .unknown: "unknown"
-    case .onBattery: "on-battery"
-    case .onCradle: "on-cradle"
-    case .onAc: "on-ac"
-    }
-  }
 
   public static let aliases: [String: PowerState] = [
     "battery": .onBattery,
@@ -140,14 +126,6 @@ public enum DataConfirmationLed: UInt8, CaptureValueEnum {
   case none = 0
   case green = 1
   case red = 2
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .green: "green"
-    case .red: "red"
-    }
-  }
 }
 
 /// Beep field of a data confirmation (§7.4).
@@ -155,14 +133,6 @@ public enum DataConfirmationBeep: UInt8, CaptureValueEnum {
   case none = 0
   case good = 1
   case bad = 2
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .good: "good"
-    case .bad: "bad"
-    }
-  }
 }
 
 /// Rumble field of a data confirmation (§7.4).
@@ -170,14 +140,6 @@ public enum DataConfirmationRumble: UInt8, CaptureValueEnum {
   case none = 0
   case good = 1
   case bad = 2
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .good: "good"
-    case .bad: "bad"
-    }
-  }
 }
 
 /// Who acknowledges decoded data (DataConfirmationMode, capture-level byte, §7.4).
@@ -191,15 +153,6 @@ public enum DataConfirmationMode: UInt8, CaptureValueEnum {
   /// The app must send DataConfirmationDevice.
   case app = 3
 
-  public var cliName: String {
-    switch self {
-    case .off: "off"
-    case .device: "device"
-    case .capture: "capture"
-    case .app: "app"
-    }
-  }
-
   public static let aliases: [String: DataConfirmationMode] = [
     "mode-off": .off,
     "mode-device": .device,
@@ -212,13 +165,6 @@ public enum DataConfirmationMode: UInt8, CaptureValueEnum {
 public enum DeviceDataAcknowledgment: UInt8, CaptureValueEnum {
   case off = 0
   case on = 1
-
-  public var cliName: String {
-    switch self {
-    case .off: "off"
-    case .on: "on"
-    }
-  }
 }
 
 /// DataFormatDevice byte (§7.10). The last four are for NFC readers; the S1 docs say only tagTypeAndId and
@@ -231,17 +177,6 @@ public enum DataFormat: UInt8, CaptureValueEnum {
   case dataOnly = 4
   case tagTypeAndId = 10
   case tagTypeAndData = 12
-
-  public var cliName: String {
-    switch self {
-    case .raw: "raw"
-    case .packet: "packet"
-    case .idOnly: "id-only"
-    case .dataOnly: "data-only"
-    case .tagTypeAndId: "tag-type-and-id"
-    case .tagTypeAndData: "tag-type-and-data"
-    }
-  }
 }
 
 /// SecurityModeDevice byte: Bluetooth security (§7.11).
@@ -249,27 +184,12 @@ public enum SecurityMode: UInt8, CaptureValueEnum {
   case none = 0
   case authentication = 1
   case authenticationEncryption = 2
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .authentication: "authentication"
-    case .authenticationEncryption: "authentication-encryption"
-    }
-  }
 }
 
 /// DeletePairingBondingDevice byte (§7.11).
 public enum DeletePairing: UInt8, CaptureValueEnum {
   case current = 0
   case all = 1
-
-  public var cliName: String {
-    switch self {
-    case .current: "current"
-    case .all: "all"
-    }
-  }
 }
 
 /// Bluetooth profile (§7.11). The 2023 sources stop at hid.
@@ -281,16 +201,6 @@ public enum ProfileSelect: UInt8, CaptureValueEnum {
   case hid = 2
   case reader = 3
   case coupler = 4
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .spp: "spp"
-    case .hid: "hid"
-    case .reader: "reader"
-    case .coupler: "coupler"
-    }
-  }
 }
 
 /// Bluetooth role in ProfileConfigDevice (§7.11; the array layout was not found).
@@ -298,14 +208,6 @@ public enum ProfileConfigRole: UInt8, CaptureValueEnum {
   case none = 0
   case acceptor = 1
   case initiator = 2
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .acceptor: "acceptor"
-    case .initiator: "initiator"
-    }
-  }
 }
 
 /// DisconnectDevice byte (§7.11).
@@ -314,14 +216,6 @@ public enum Disconnect: UInt8, CaptureValueEnum {
   case disableRadio = 1
   /// BLE: free the device for a new connection.
   case makeAvailable = 2
-
-  public var cliName: String {
-    switch self {
-    case .startProfile: "start-profile"
-    case .disableRadio: "disable-radio"
-    case .makeAvailable: "make-available"
-    }
-  }
 }
 
 /// ConnectReasonDevice value: why the device connected (§7.11).
@@ -332,43 +226,18 @@ public enum ConnectReason: UInt8, CaptureValueEnum {
   case userAction = 3
   case hostChange = 4
   case retry = 5
-
-  public var cliName: String {
-    switch self {
-    case .unknown: "unknown"
-    case .powerOn: "power-on"
-    case .barcode: "barcode"
-    case .userAction: "user-action"
-    case .hostChange: "host-change"
-    case .retry: "retry"
-    }
-  }
 }
 
 /// StartUpRoleSPPDevice byte: reconnect-to-last-host behaviour (§7.11).
 public enum StartUpRoleSpp: UInt8, CaptureValueEnum {
   case acceptor = 0
   case lastRole = 1
-
-  public var cliName: String {
-    switch self {
-    case .acceptor: "acceptor"
-    case .lastRole: "last-role"
-    }
-  }
 }
 
 /// ConnectionBeepConfigDevice byte (§7.11).
 public enum ConnectBeepConfig: UInt8, CaptureValueEnum {
   case noBeep = 0
   case beep = 1
-
-  public var cliName: String {
-    switch self {
-    case .noBeep: "no-beep"
-    case .beep: "beep"
-    }
-  }
 }
 
 /// StandConfigDevice ulong (§7.12), current numbering (2026 S1/S2, JS 1.3.50). The 2023 sources numbered
@@ -379,16 +248,6 @@ public enum StandConfig: UInt32, CaptureValueEnum {
   case standMode = 2
   case detectMode = 3
   case autoMode = 4
-
-  public var cliName: String {
-    switch self {
-    case .disabled: "disabled"
-    case .mobileMode: "mobile-mode"
-    case .standMode: "stand-mode"
-    case .detectMode: "detect-mode"
-    case .autoMode: "auto-mode"
-    }
-  }
 
   public static let aliases: [String: StandConfig] = [
     "mobile": .mobileMode,
@@ -404,14 +263,6 @@ public enum SocketCamStatus: UInt8, CaptureValueEnum {
   case disable = 1
   case notSupported = 2
 
-  public var cliName: String {
-    switch self {
-    case .enable: "enable"
-    case .disable: "disable"
-    case .notSupported: "not-supported"
-    }
-  }
-
   public static let aliases: [String: SocketCamStatus] = [
     "enabled": .enable,
     "disabled": .disable,
@@ -422,13 +273,6 @@ public enum SocketCamStatus: UInt8, CaptureValueEnum {
 public enum Flash: UInt8, CaptureValueEnum {
   case off = 0
   case on = 1
-
-  public var cliName: String {
-    switch self {
-    case .off: "off"
-    case .on: "on"
-    }
-  }
 }
 
 /// Single Partnership modes (§7.14; the SinglePartnership array layout was not found).
@@ -440,17 +284,6 @@ public enum SinglePartnershipMode: UInt8, CaptureValueEnum {
   case uuid = 3
   case webUIPrompt = 4
   case deviceId = 5
-
-  public var cliName: String {
-    switch self {
-    case .disable: "disable"
-    case .webApi: "web-api"
-    case .webUI: "web-ui"
-    case .uuid: "uuid"
-    case .webUIPrompt: "web-ui-prompt"
-    case .deviceId: "device-id"
-    }
-  }
 }
 
 /// AddDevice byte (§7.15): which radio the add/discovery flow uses.
@@ -459,13 +292,6 @@ public enum BluetoothDiscoveryMode: UInt8, CaptureValueEnum {
   case ble = 1
   /// Bluetooth Classic.
   case classic = 2
-
-  public var cliName: String {
-    switch self {
-    case .ble: "ble"
-    case .classic: "classic"
-    }
-  }
 
   public static let aliases: [String: BluetoothDiscoveryMode] = [
     "bluetooth-low-energy": .ble,
@@ -479,15 +305,6 @@ public enum SoundActionType: UInt8, CaptureValueEnum {
   case goodReadLocal = 1
   case badRead = 2
   case badReadLocal = 3
-
-  public var cliName: String {
-    switch self {
-    case .goodRead: "good-read"
-    case .goodReadLocal: "good-read-local"
-    case .badRead: "bad-read"
-    case .badReadLocal: "bad-read-local"
-    }
-  }
 }
 
 /// Tone frequency in a sound configuration array (§7.9; big-endian uint16 on the wire).
@@ -496,15 +313,6 @@ public enum SoundFrequency: UInt16, CaptureValueEnum {
   case low = 1
   case medium = 2
   case high = 3
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .low: "low"
-    case .medium: "medium"
-    case .high: "high"
-    }
-  }
 }
 
 /// MonitorMode selector (§7.17; debug service builds only).
@@ -512,14 +320,6 @@ public enum MonitorDbg: UInt8, CaptureValueEnum {
   case level = 1
   case channel = 2
   case fileLineLevel = 3
-
-  public var cliName: String {
-    switch self {
-    case .level: "level"
-    case .channel: "channel"
-    case .fileLineLevel: "file-line-level"
-    }
-  }
 }
 
 /// StatisticCountersDevice counter ids (§7.17, `Counter`).
@@ -556,43 +356,6 @@ public enum StatisticCounter: Int16, CaptureValueEnum {
   case powerOn = 28
   case powerOff = 29
   case standModeChange = 30
-
-  public var cliName: String {
-    switch self {
-    case .skip: "skip"
-    case .unknown: "unknown"
-    case .connect: "connect"
-    case .disconnect: "disconnect"
-    case .unbound: "unbound"
-    case .factoryReset: "factory-reset"
-    case .reads: "reads"
-    case .triggerButtonUp: "trigger-button-up"
-    case .triggerButtonDown: "trigger-button-down"
-    case .powerButtonUp: "power-button-up"
-    case .powerButtonDown: "power-button-down"
-    case .onAcTimeInMinutes: "on-ac-time-in-minutes"
-    case .onBatTimeInMinutes: "on-bat-time-in-minutes"
-    case .rfcommSend: "rfcomm-send"
-    case .rfcommReceive: "rfcomm-receive"
-    case .rfcommReceiveDiscarded: "rfcomm-receive-discarded"
-    case .uartSend: "uart-send"
-    case .uartReceive: "uart-receive"
-    case .uartReceiveDiscarded: "uart-receive-discarded"
-    case .buttonLeftPress: "button-left-press"
-    case .buttonLeftRelease: "button-left-release"
-    case .buttonRightPress: "button-right-press"
-    case .buttonRightRelease: "button-right-release"
-    case .ringUnitDetach: "ring-unit-detach"
-    case .ringUnitAttach: "ring-unit-attach"
-    case .decodedBytes: "decoded-bytes"
-    case .abnormalShutdowns: "abnormal-shutdowns"
-    case .batteryChargeCycles: "battery-charge-cycles"
-    case .batteryChargeCount: "battery-charge-count"
-    case .powerOn: "power-on"
-    case .powerOff: "power-off"
-    case .standModeChange: "stand-mode-change"
-    }
-  }
 }
 
 /// ThemeSelectionDevice themes (§7.17; the array layout was not found).
@@ -602,29 +365,12 @@ public enum ThemeSelection: UInt8, CaptureValueEnum {
   case access = 2
   case value = 3
   case membership = 4
-
-  public var cliName: String {
-    switch self {
-    case .none: "none"
-    case .health: "health"
-    case .access: "access"
-    case .value: "value"
-    case .membership: "membership"
-    }
-  }
 }
 
 /// LassoStatusDevice byte (§7.17).
 public enum LassoDeviceStatus: UInt8, CaptureValueEnum {
   case disable = 0
   case enable = 1
-
-  public var cliName: String {
-    switch self {
-    case .disable: "disable"
-    case .enable: "enable"
-    }
-  }
 }
 extension PowerState {
   /// Decodes the PowerStateDevice / Power event ulong: the state is the low byte (`SKTPOWER_GETSTATE`,
