@@ -4,6 +4,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 private let d600 = "00:11:22:7E:F6:19"
 private let d600NoPair = "00:11:22:7E:F6:20"
 private let s550 = "00:11:22:33:44:55"
@@ -107,6 +111,31 @@ struct BLEDeviceTests {
       // The alias now names the device.
       let byAlias = try await sandbox.capture(["get", "dock", "device-type"])
       #expect(byAlias.outLines == ["327701 (ScannerD600)"], "\(byAlias)")
+    }
+  }
+
+  @Test("a device out of range: get exits 42 saying it did not answer; bluetoothd gone: exit 32")
+  func vanished() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      try await rig.ctl("SetInRange", BlueZRig.devicePath(d600), "false")
+      let outcome = try await sandbox.capture(["get", d600, "battery-level"])
+      #expect(outcome.status == 42, "\(outcome)")
+      #expect(outcome.errLines.first?.contains("the device did not answer") == true, "\(outcome)")
+      // bluetoothd stops: the bus is there, org.bluez is not.
+      let env = try String(contentsOfFile: rig.directory + "/rig.env", encoding: .utf8)
+      let pid = env.split(separator: "\n").first { $0.hasPrefix("RIG_MOCK_PID=") }.flatMap {
+        Int32($0.dropFirst(13))
+      }
+      #expect(pid != nil)
+      if let pid { kill(pid, SIGKILL) }
+      try await Task.sleep(for: .milliseconds(300))
+      let gone = try await sandbox.capture(["discover", "--timeout", "1s"])
+      #expect(gone.status == 32, "\(gone)")
+      #expect(
+        gone.errLines == [
+          "capture: ESKT_NOTAVAILABLE (-32): bluetoothd is not running (no org.bluez on the system bus)"
+        ])
     }
   }
 
