@@ -297,6 +297,26 @@ struct BLEDeviceTests {
     }
   }
 
+  @Test("listen --confirm tells a D600 the verdict through its scan control: confirmed true")
+  func confirmOnD600() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      async let listening = sandbox.capture(
+        ["--json", "listen", d600, "--count", "1", "--confirm", "grep -q ok"], timeLimit: 30)
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ClearWrites", dev)
+      try await rig.ctl("ScanText", dev, "4F", "ok-code")
+      let outcome = try await listening
+      #expect(outcome.status == 0, "\(outcome)")
+      let decoded = events(outcome).filter { $0["event"]?.string == "decodedData" }
+      #expect(decoded.first?["confirmation"]?.string == "good")
+      #expect(decoded.first?["confirmed"] == .bool(true))
+      let writes = try await rig.ctl("GetWrites", dev)
+      #expect(writes.lowercased().contains("833a2364-bca0-4647-8113-478e1fc449ba"), "\(writes)")
+    }
+  }
+
   @Test("partnership status, reset (0F FE DA FA ED) and remove")
   func partnershipAndRemove() async throws {
     try await withRig { rig, sandbox in

@@ -56,10 +56,6 @@ struct DeviceTests {
     (["connect", "socketcam", "--pair"], "SocketCam is built in; it has nothing to pair"),
     (["trigger", "socketcam", "enable"], "SocketCam has no trigger to enable"),
     (["set", "socketcam", "data-source", "nfc-forum", "enable"], "SocketCam cannot decode NFC Forum (266)"),
-    (
-      ["listen", "--confirm", "true", "--image", "x.png"],
-      "--confirm (host acknowledgement) is not available in this build of capture yet"
-    ),
   ]
 
   @Test("features not available yet exit 15 and say which", arguments: notSupportedCases)

@@ -161,8 +161,11 @@ enum CommandTree {
       OptionSpec(
         long: "confirm", valueName: "CMD", kind: .command,
         help:
-          "Run CMD for each decoded code (data on stdin, the event as JSON in CAPTURE_EVENT); exit 0 confirms it as good."
+          "Run CMD for each decoded code (data on stdin, the event as JSON in CAPTURE_EVENT); exit 0 confirms it as good, anything else as bad; the device is told when it can be (data-confirmation); plain output passes good codes only."
       ),
+      OptionSpec(
+        long: "confirm-timeout", valueName: "DUR", kind: .duration,
+        help: "A --confirm command running longer than DUR (default 10s) is killed and the code is bad."),
     ] + sourceOptions,
     examples: [
       ("capture listen socketcam --dir samples/", "Decode the sample images as a stream."),

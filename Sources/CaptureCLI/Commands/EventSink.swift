@@ -11,14 +11,18 @@ final class EventSink: Sendable {
   let limit: Int?
   /// Called after each decoded code with the running total (listen --count).
   let onDecoded: @Sendable (Int) -> Void
+  /// listen --confirm: the host's verdict on a code, and whether the device was told.
+  typealias Confirm = @Sendable (Event, DecodedData) async -> (ConfirmCommand.Verdict, Bool)
+  let confirm: Confirm?
 
   init(
-    output: Output, printed: Set<EventKind>?, limit: Int? = nil,
+    output: Output, printed: Set<EventKind>?, limit: Int? = nil, confirm: Confirm? = nil,
     onDecoded: @escaping @Sendable (Int) -> Void = { _ in }
   ) {
     self.output = output
     self.printed = printed
     self.limit = limit
+    self.confirm = confirm
     self.onDecoded = onDecoded
   }
 
@@ -55,8 +59,42 @@ final class EventSink: Sendable {
   /// Drains `events` until the stream ends.
   func drain(_ events: AsyncStream<Event>) async {
     for await event in events {
-      handle(event)
+      if let confirm, case .decodedData(let data) = event.payload {
+        await handleConfirmed(event, data, confirm)
+      } else {
+        handle(event)
+      }
     }
+    releaseWaiters()
+  }
+
+  /// With --confirm, a code is printed only after its verdict: JSON events carry `confirmation`
+  /// ("good"/"bad") and `confirmed` (the device was told); plain output passes good codes only, so
+  /// the command gates what reaches the pipeline.
+  func handleConfirmed(_ event: Event, _ data: DecodedData, _ confirm: Confirm) async {
+    let count = tally.withLock { state -> Int? in
+      if let limit, state.decoded >= limit { return nil }
+      state.decoded += 1
+      return state.decoded
+    }
+    guard let count else { return }
+    let (verdict, told) = await confirm(event, data)
+    if printed?.contains(.decodedData) ?? true {
+      if output.isJSON {
+        var json = Render.event(event)
+        if case .object(var members) = json {
+          members["confirmation"] = .string(verdict.rawValue)
+          members["confirmed"] = .bool(told)
+          json = .object(members)
+        }
+        output.json(json)
+      } else if verdict == .good {
+        output.line(data.text)
+      } else {
+        output.info("\(event.device.name): host rejected \(data.text)")
+      }
+    }
+    onDecoded(count)
     releaseWaiters()
   }
 

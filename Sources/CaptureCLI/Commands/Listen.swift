@@ -8,6 +8,7 @@ enum ListenCommand {
     var timeout: Duration?
     var events: Set<EventKind>?
     var confirm: String?
+    var confirmTimeout: Duration
     var sources: [FrameSourceItem]
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
@@ -34,13 +35,17 @@ enum ListenCommand {
       }
       confirm = parsed.value("confirm")
       if let confirm, confirm.isEmpty { throw parsed.usage("--confirm needs a command") }
+      confirmTimeout =
+        try parsed.value("confirm-timeout").map { (t: String) throws(UsageError) in
+          try Values.duration(t, option: "--confirm-timeout", command: parsed.commandName)
+        } ?? .seconds(10)
+      if parsed.value("confirm-timeout") != nil && confirm == nil {
+        throw parsed.usage("--confirm-timeout works with --confirm CMD")
+      }
     }
   }
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    if options.confirm != nil {
-      throw .notSupported("--confirm (host acknowledgement) is not available in this build of capture yet")
-    }
     var selectors = options.selectors
     if selectors.isEmpty {
       selectors = try context.state.load().devices.compactMap { try? DeviceSelector.parse($0.id) }
@@ -64,7 +69,13 @@ enum ListenCommand {
 
     let all = DeviceList(devices)
     let limit = options.count
-    let sink = EventSink(output: context.output, printed: options.events, limit: limit) { count in
+    let devicesByID = Dictionary(devices.map { ($0.info.id, $0) }, uniquingKeysWith: { first, _ in first })
+    let confirm = options.confirm.map { command in
+      Self.confirmation(ConfirmCommand(command: command, timeLimit: options.confirmTimeout), devicesByID)
+    }
+    let sink = EventSink(
+      output: context.output, printed: options.events, limit: limit, confirm: confirm
+    ) { count in
       if let limit, count >= limit { Task { await all.closeAll() } }
     }
     Interruption.watch {
@@ -111,6 +122,27 @@ enum ListenCommand {
       return .notFound
     }
     return .noError
+  }
+}
+
+extension ListenCommand {
+  /// Runs the host's command for a code and tells the device the verdict when it can take one
+  /// (DataConfirmationDevice: good 0x15 / bad 0x2A, capture-sdk.md §7.4).
+  static func confirmation(_ command: ConfirmCommand, _ devices: [String: any Device]) -> EventSink.Confirm {
+    return { event, data in
+      let verdict = command.run(data: data.bytes, eventJSON: Render.event(event).serialized)
+      guard let device = devices[event.device.id], device.capabilities.canWrite(.dataConfirmationDevice)
+      else {
+        return (verdict, false)
+      }
+      let packed = (verdict == .good ? DataConfirmation.good : DataConfirmation.bad).packed
+      do {
+        try await device.set(.dataConfirmationDevice, .ulong(packed))
+        return (verdict, true)
+      } catch {
+        return (verdict, false)
+      }
+    }
   }
 }
 

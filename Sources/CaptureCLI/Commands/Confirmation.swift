@@ -1,0 +1,91 @@
+import CaptureCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `listen --confirm CMD`: the host acknowledgement of the SDK's App confirmation mode
+/// (DataConfirmationMode.app, capture-sdk.md §7.4). CMD runs once per decoded code with the data on
+/// its stdin and the event as JSON in CAPTURE_EVENT; exit 0 is a good read, anything else (or running
+/// past the time limit) a bad one. The verdict goes to the device as DataConfirmationDevice (good =
+/// green LED, good beep, good rumble = 0x15; bad = 0x2A) where the device can take it.
+struct ConfirmCommand: Sendable {
+  let command: String
+  let timeLimit: Duration
+
+  enum Verdict: String { case good, bad }
+
+  /// Runs the command; its stdout goes to our stderr so it can never corrupt the event stream.
+  func run(data: [UInt8], eventJSON: String) -> Verdict {
+    var input: [Int32] = [-1, -1]
+    guard pipe(&input) == 0 else { return .bad }
+    // Close-on-exec on both ends: the child gets its stdin through dup2 only, and a command spawned
+    // concurrently never holds our pipe open.
+    for fd in input { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, 2, 1)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    // A child must not inherit capture's blocked signals or ignored SIGPIPE (swift-on-linux.md:
+    // children of Swift threads inherit a blocked mask), and gets its own process group so a
+    // timed-out command is killed with everything it started.
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for s in [SIGPIPE, SIGINT, SIGTERM] { sigaddset(&defaults, s) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setflags(
+      &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+    var environment: [String] = []
+    var entry = environ
+    while let pointer = entry.pointee {
+      let text = String(cString: pointer)
+      if !text.hasPrefix("CAPTURE_EVENT=") { environment.append(text) }
+      entry += 1
+    }
+    environment.append("CAPTURE_EVENT=" + eventJSON)
+    let words: [String] = ["/bin/sh", "-c", command]
+    let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+    defer {
+      for p in argv { free(p) }
+      for p in envp { free(p) }
+    }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
+    close(input[0])
+    guard spawned == 0 else {
+      close(input[1])
+      return .bad
+    }
+    // A command that does not read its stdin must not block us: write what fits, then close.
+    _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
+    _ = data.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
+    close(input[1])
+
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeLimit
+    var status: Int32 = 0
+    while true {
+      let r = waitpid(pid, &status, WNOHANG)
+      if r == pid { break }
+      if r < 0 && errno != EINTR { return .bad }
+      if clock.now >= deadline {
+        kill(-pid, SIGKILL)
+        _ = waitpid(pid, &status, 0)
+        return .bad
+      }
+      usleep(2000)
+    }
+    // WIFEXITED / WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
+    return (status & 0x7F) == 0 && ((status >> 8) & 0xFF) == 0 ? .good : .bad
+  }
+}
