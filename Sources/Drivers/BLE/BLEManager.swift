@@ -67,6 +67,9 @@ public enum BLEManager {
             uuids: device.uuids.sorted(), family: BLEFamily.identify(uuids: uuids, name: device.name),
             isSocketMobile: isSocket))
       }
+      // A device bluetoothd heard moments ago still carries an RSSI (it is invalidated when a
+      // discovery stops): it is in range now, so it is reported at once.
+      for device in known.values.sorted(by: { $0.path < $1.path }) where device.rssi != nil { consider(device) }
       // A new device arrives as InterfacesAdded; one bluetoothd already knew is announced by its RSSI
       // changing once it is heard again (bluez-testing.md "Discovery").
       for await event in events {
