@@ -132,12 +132,26 @@ enum ListCommand {
           socketCamEnabled ? "enabled" : "disabled", nil, nil
         )
       ]
+    // Which devices bluetoothd has connected now; without Bluetooth the list is still the remembered one.
+    var connected: [String: ConnectedDevice] = [:]
+    do {
+      for device in try await BLEManager.connected(adapter: context.globals.adapter) {
+        connected[device.address] = device
+      }
+    } catch {
+      context.output.info("not asking bluetoothd: \(error.message)")
+    }
     for device in state.devices {
+      let isConnected = connected.removeValue(forKey: device.id) != nil
       rows.append(
         (
-          device.id, device.name, DeviceType(device.type), device.transport, "remembered", device.alias,
-          device.lastSeen
+          device.id, device.name, DeviceType(device.type), device.transport,
+          isConnected ? "connected" : "remembered",
+          device.alias, device.lastSeen
         ))
+    }
+    for device in connected.values.sorted(by: { $0.address < $1.address }) {
+      rows.append((device.address, device.name, device.family.deviceTypes[0], "ble", "connected", nil, nil))
     }
     let output = context.output
     if output.isJSON {

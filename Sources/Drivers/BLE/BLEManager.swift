@@ -69,7 +69,9 @@ public enum BLEManager {
       }
       // A device bluetoothd heard moments ago still carries an RSSI (it is invalidated when a
       // discovery stops): it is in range now, so it is reported at once.
-      for device in known.values.sorted(by: { $0.path < $1.path }) where device.rssi != nil { consider(device) }
+      for device in known.values.sorted(by: { $0.path < $1.path }) where device.rssi != nil {
+        consider(device)
+      }
       // A new device arrives as InterfacesAdded; one bluetoothd already knew is announced by its RSSI
       // changing once it is heard again (bluez-testing.md "Discovery").
       for await event in events {
@@ -215,5 +217,18 @@ public enum BLEManager {
       address: device.address, name: device.alias, family: family, isPaired: device.isPaired,
       isBonded: device.isBonded, isTrusted: device.isTrusted, isConnected: device.isConnected,
       variant: variant)
+  }
+
+  /// Devices bluetoothd has connected right now (any capture process, or another program), for `list`.
+  public static func connected(adapter: String?) async throws(CaptureError) -> [ConnectedDevice] {
+    let client = try await BlueZClient.connect(adapter: adapter)
+    defer { client.close() }
+    let objects = try await client.objects()
+    return objects.devices(on: client.adapterPath).filter(\.isConnected).map { device in
+      let family = BLEFamily.identify(
+        uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
+      return ConnectedDevice(
+        address: device.address, name: device.alias, family: family, isPaired: device.isPaired)
+    }
   }
 }
