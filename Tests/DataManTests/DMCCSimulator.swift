@@ -30,6 +30,7 @@ final class DMCCSimulator: @unchecked Sendable {
     "SYMBOL.CODABAR": "OFF", "SYMBOL.C93": "OFF", "SYMBOL.DATABAR": "OFF",
   ]
   private var stopped = false
+  private var listenerClosed = false
   private var _fault: Fault
   private var _readText: String
   private var _commands: [String] = []
@@ -78,7 +79,15 @@ final class DMCCSimulator: @unchecked Sendable {
     lock.withLock { stopped = true }
   }
 
-  deinit { close(listenFD) }
+  /// Closes the listening socket now (after `stop`), so the port refuses connections.
+  func closeListener() {
+    lock.withLock {
+      if !listenerClosed { close(listenFD) }
+      listenerClosed = true
+    }
+  }
+
+  deinit { closeListener() }
 
   private var isStopped: Bool { lock.withLock { stopped } }
 
@@ -157,7 +166,9 @@ final class DMCCSimulator: @unchecked Sendable {
       return reply(status: 0, data: value, id: id, checksummed: checksummed)
     case "SET" where words.count == 3:
       let name = words[1].uppercased()
-      guard parameter(name) != nil else { return reply(status: 102, data: "", id: id, checksummed: checksummed) }
+      guard parameter(name) != nil else {
+        return reply(status: 102, data: "", id: id, checksummed: checksummed)
+      }
       let answer = reply(status: 0, data: "", id: id, checksummed: checksummed)
       lock.withLock { parameters[name] = Self.unquote(words[2]) }
       return answer

@@ -44,8 +44,10 @@ struct DMCCCodecTests {
 
   @Test(
     "status → SKT code",
-    arguments: [(0, 0), (1, 0), (100, -38), (101, -18), (102, -18), (103, -36), (104, -37), (105, -32), (106, -38),
-      (999, -38)] as [(Int, Int32)])
+    arguments: [
+      (0, 0), (1, 0), (100, -38), (101, -18), (102, -18), (103, -36), (104, -37), (105, -32), (106, -38),
+      (999, -38),
+    ] as [(Int, Int32)])
   func statusMap(_ status: Int, _ code: Int32) {
     #expect(DMCC.sktCode(status: status) == code)
   }

@@ -41,10 +41,14 @@ struct DataManReaderTests {
     let reader = try await open(simulator)
     defer { Task { await reader.close() } }
     #expect(try await reader.get(.friendlyNameDevice, argument: .none) == .string("Line 3 reader"))
-    #expect(try await reader.get(.versionDevice, argument: .none) == .version(VersionValue(major: 6, middle: 1, minor: 5, build: 0)))
+    #expect(
+      try await reader.get(.versionDevice, argument: .none)
+        == .version(VersionValue(major: 6, middle: 1, minor: 5, build: 0)))
     #expect(try await reader.get(.deviceType, argument: .none) == .ulong(0))
     let qr = PropertyValue.dataSource(DataSourceValue(id: .qrCode, status: .defaultStatus))
-    #expect(try await reader.get(.dataSourceDevice, argument: qr) == .dataSource(DataSourceValue(id: .qrCode, status: .enable)))
+    #expect(
+      try await reader.get(.dataSourceDevice, argument: qr)
+        == .dataSource(DataSourceValue(id: .qrCode, status: .enable)))
     try await reader.set(.dataSourceDevice, .dataSource(DataSourceValue(id: .code39, status: .enable)))
     #expect(simulator.parameter("SYMBOL.C39") == "ON")
     let name = "Dock \"B\" | left\\n"
@@ -92,7 +96,10 @@ struct DataManReaderTests {
     let silent = try DMCCSimulator(fault: .neverAnswer)
     defer { silent.stop() }
     let start = ContinuousClock.now
-    await #expect(throws: CaptureError(.requestTimedOut, "127.0.0.1:\(silent.port) did not answer 'GET DEVICE.TYPE' in time")) {
+    await #expect(
+      throws: CaptureError(
+        .requestTimedOut, "127.0.0.1:\(silent.port) did not answer 'GET DEVICE.TYPE' in time")
+    ) {
       _ = try await open(silent, timeout: .milliseconds(300))
     }
     #expect(ContinuousClock.now - start < .seconds(2))
@@ -158,7 +165,9 @@ struct DataManReaderTests {
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
     _ = withUnsafeMutablePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }

@@ -12,7 +12,9 @@ enum GetCommand {
     /// The JSON member of `properties`: raw parameters carry their own name and are always a String.
     func json(_ value: PropertyValue) -> JSON {
       guard let raw else { return Render.property(property, value) }
-      return .object(["name": .string(raw), "type": .string("String"), "value": .string(value.stringValue ?? "")])
+      return .object([
+        "name": .string(raw), "type": .string("String"), "value": .string(value.stringValue ?? ""),
+      ])
     }
 
     func plain(_ value: PropertyValue) -> String {

@@ -103,7 +103,8 @@ enum SetCommand {
           "device": Render.device(info),
           "properties": .array(
             options.assignments.map {
-              GetCommand.Request(property: $0.property, argument: .none, label: $0.label, raw: $0.raw).json($0.value)
+              GetCommand.Request(property: $0.property, argument: .none, label: $0.label, raw: $0.raw).json(
+                $0.value)
             }),
         ]))
     }

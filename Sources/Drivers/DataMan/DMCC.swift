@@ -90,7 +90,8 @@ public enum DMCC {
   /// A value as typed by a person, made into one DMCC argument: a bare word (ON, OFF, 12, -1.5,
   /// DM8050) stays bare; anything else (spaces, quotes, empty) becomes a quoted string.
   public static func argument(_ value: String) -> String {
-    let bare = !value.isEmpty
+    let bare =
+      !value.isEmpty
       && value.unicodeScalars.allSatisfy {
         ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0)
           || $0 == "." || $0 == "-" || $0 == "+" || $0 == "_"

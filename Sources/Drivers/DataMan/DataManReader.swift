@@ -144,11 +144,14 @@ public final class DataManReader: Device {
       switch source.status {
       case .enable: word = "ON"
       case .disable: word = "OFF"
-      default: throw .invalidParameter("a DataMan symbology is enabled or disabled, not \(source.status.name)")
+      default:
+        throw .invalidParameter("a DataMan symbology is enabled or disabled, not \(source.status.name)")
       }
       _ = try await command(DMCCCommand.set(parameter, word))
     case (.triggerDevice, .byte(let raw)):
-      guard let action = Trigger(rawValue: raw) else { throw .invalidParameter("unknown trigger value \(raw)") }
+      guard let action = Trigger(rawValue: raw) else {
+        throw .invalidParameter("unknown trigger value \(raw)")
+      }
       try await trigger(action)
     default:
       throw .invalidParameter("wrong value type \(value.type.name) for \(property.cliName)")
@@ -210,7 +213,8 @@ public final class DataManReader: Device {
         return id
       }
       guard let id else {
-        waiter.resume(returning: .failure(CaptureError(.communicationError, "\(connection.endpoint): not connected")))
+        waiter.resume(
+          returning: .failure(CaptureError(.communicationError, "\(connection.endpoint): not connected")))
         return
       }
       do throws(CaptureError) {
@@ -237,7 +241,8 @@ public final class DataManReader: Device {
     }
     let detail = reply.data.isEmpty ? "" : ": \(reply.text)"
     return CaptureError(
-      ResultCode(DMCC.sktCode(status: reply.status)), "'\(command)': DMCC status \(reply.status), \(meaning)\(detail)")
+      ResultCode(DMCC.sktCode(status: reply.status)),
+      "'\(command)': DMCC status \(reply.status), \(meaning)\(detail)")
   }
 
   // MARK: Reader thread
@@ -278,7 +283,9 @@ public final class DataManReader: Device {
       case .idle:
         break
       case .closed:
-        finish(error: CaptureError(.communicationError, "\(connection.endpoint): the reader closed the connection"))
+        finish(
+          error: CaptureError(.communicationError, "\(connection.endpoint): the reader closed the connection")
+        )
         return
       }
       expire()
@@ -323,7 +330,8 @@ public final class DataManReader: Device {
     for waiter in late {
       waiter.continuation.resume(
         returning: .failure(
-          CaptureError(.requestTimedOut, "\(connection.endpoint) did not answer '\(waiter.command)' in time")))
+          CaptureError(.requestTimedOut, "\(connection.endpoint) did not answer '\(waiter.command)' in time"))
+      )
     }
   }
 
@@ -395,7 +403,8 @@ private struct Handshake {
             guard status == 0 else { throw DataManReader.statusError(reply, text) }
             return reply.text
           case .badChecksum(id):
-            throw CaptureError(.invalidChecksum, "\(connection.endpoint): the reply to '\(text)' had a bad checksum")
+            throw CaptureError(
+              .invalidChecksum, "\(connection.endpoint): the reply to '\(text)' had a bad checksum")
           case .read(_, let bytes), .plain(let bytes):
             reads.append(bytes)
           default: continue

@@ -38,7 +38,8 @@ final class TCPConnection: Sendable {
     var list: UnsafeMutablePointer<addrinfo>?
     let rc = getaddrinfo(host, String(port), &hints, &list)
     guard rc == 0, let first = list else {
-      throw CaptureError(.notAvailable, "\(endpoint): cannot resolve host: \(String(cString: gai_strerror(rc)))")
+      throw CaptureError(
+        .notAvailable, "\(endpoint): cannot resolve host: \(String(cString: gai_strerror(rc)))")
     }
     defer { freeaddrinfo(first) }
     let deadline = ContinuousClock.now + timeout
@@ -69,7 +70,8 @@ final class TCPConnection: Sendable {
   }
 
   private static func connect(
-    _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t, deadline: ContinuousClock.Instant,
+    _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t,
+    deadline: ContinuousClock.Instant,
     endpoint: String
   ) throws(CaptureError) {
     if Glibc.connect(fd, address, length) == 0 { return }
