@@ -152,15 +152,19 @@ final class TCPConnection: Sendable {
     }
   }
 
-  /// Wakes a reader blocked in poll (it sees EOF) without closing the descriptor under it.
-  func shutdown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+  /// Wakes a reader blocked in poll (it sees EOF) without closing the descriptor under it. Under the
+  /// lock, so it never reaches a descriptor number that `close` already gave back and the kernel reused.
+  func shutdown() {
+    isClosed.withLock { closed in
+      if !closed { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+  }
 
   func close() {
-    let first = isClosed.withLock { closed in
-      defer { closed = true }
-      return !closed
+    isClosed.withLock { closed in
+      if !closed { Glibc.close(fd) }
+      closed = true
     }
-    if first { Glibc.close(fd) }
   }
 
   deinit { close() }
