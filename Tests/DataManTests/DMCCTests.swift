@@ -114,6 +114,37 @@ struct DMCCCodecTests {
     }
   }
 
+  @Test("random replies between garbage lines, cut at random points: every reply out, in order")
+  func interleaved() {
+    var generator = SystemRandomNumberGenerator()
+    for _ in 0..<50 {
+      var stream: [UInt8] = []
+      var expected: [DMCCMessage] = []
+      for id in 0..<20 {
+        if Bool.random(using: &generator) {
+          // Garbage that cannot contain CR LF or start a header.
+          let junk = (0..<Int.random(in: 1...40, using: &generator)).map { _ in
+            UInt8.random(in: 0x20...0x7B, using: &generator)
+          }
+          stream += [UInt8(ascii: "#")] + junk + [13, 10]
+          expected.append(.plain([UInt8(ascii: "#")] + junk))
+        }
+        let value = Array("v\(id)".utf8)
+        stream += Self.withChecksum("||1:\(id)[0]" + String(decoding: value, as: UTF8.self)) + [13, 10]
+        expected.append(.reply(commandID: id, status: 0, data: value))
+      }
+      var parser = DMCCResponseParser()
+      var got: [DMCCMessage] = []
+      var start = 0
+      while start < stream.count {
+        let end = min(stream.count, start + Int.random(in: 1...17, using: &generator))
+        got += parser.feed(stream[start..<end])
+        start = end
+      }
+      #expect(got == expected)
+    }
+  }
+
   @Test("base64 round trip and rejects")
   func base64() {
     for length in 0..<40 {

@@ -267,7 +267,9 @@ public final class DataManReader: Device {
 
   private func readLoop() {
     var parser = DMCCResponseParser()
-    defer { connection.close() }
+    // Shut down, not closed: `command` may still be sending on another thread, and a closed descriptor
+    // number can be reused by the kernel. TCPConnection closes it when the last reference goes.
+    defer { connection.shutdown() }
     while true {
       if state.withLock({ $0.finished }) { return }
       let received: TCPConnection.Received
