@@ -125,6 +125,18 @@ final class DMCCSimulator: @unchecked Sendable {
     get { lock.withLock { _readText } }
     set { lock.withLock { _readText = newValue } }
   }
+  /// Send TRIGGER ON's read result as a second status-0 reply under the command's id, not as status 1.
+  var resultUnderCommandID: Bool {
+    get { lock.withLock { _resultUnderCommandID } }
+    set { lock.withLock { _resultUnderCommandID = newValue } }
+  }
+  private var _resultUnderCommandID = false
+  /// Seconds to wait before answering each command (a slow reader).
+  var replyDelay: Double {
+    get { lock.withLock { _replyDelay } }
+    set { lock.withLock { _replyDelay = newValue } }
+  }
+  private var _replyDelay = 0.0
   /// Every command line received, without header and footer.
   var commands: [String] { lock.withLock { _commands } }
 
@@ -201,6 +213,7 @@ final class DMCCSimulator: @unchecked Sendable {
         case .neverAnswer: continue
         default: break
         }
+        if replyDelay > 0 { Thread.sleep(forTimeInterval: replyDelay) }
         for reply in answer(line) {
           let sent = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
           if sent < 0 { return }
@@ -257,7 +270,9 @@ final class DMCCSimulator: @unchecked Sendable {
       let ack = reply(status: 0, data: "", id: id, checksummed: checksummed)
       let data = Array(readText.utf8)
       if extended {
-        return ack + [Array("||[1]".utf8) + Array(Data(data).base64EncodedString().utf8) + [13, 10]]
+        let encoded = Array(Data(data).base64EncodedString().utf8)
+        if resultUnderCommandID, let id { return ack + [Array("||0:\(id)[0]".utf8) + encoded + [13, 10]] }
+        return ack + [Array("||[1]".utf8) + encoded + [13, 10]]
       }
       return ack + [data + [13, 10]]
     case "TRIGGER" where words.count == 2 && words[1].uppercased() == "OFF":

@@ -91,6 +91,34 @@ struct DataManReaderTests {
     await #expect(throws: CaptureError.self) { try await reader.trigger(.continuousScan) }
   }
 
+  @Test("a result sent under TRIGGER ON's id after its ack is a read; a late GET answer is not")
+  func resultUnderCommandID() async throws {
+    let simulator = try DMCCSimulator(readText: "UNDER-ID")
+    defer { simulator.stop() }
+    simulator.resultUnderCommandID = true
+    let reader = try await open(simulator)
+    try await reader.trigger(.start)
+    var decoded: [[UInt8]] = []
+    for await event in reader.events {
+      if case .decodedData(let data) = event.payload {
+        decoded.append(data.bytes)
+        await reader.close()
+      }
+    }
+    #expect(decoded == [Array("UNDER-ID".utf8)])
+
+    let slow = try DMCCSimulator()
+    defer { slow.stop() }
+    let late = try await open(slow, timeout: .milliseconds(300))
+    slow.replyDelay = 0.5
+    await #expect(throws: CaptureError.self) { _ = try await late.get(.friendlyNameDevice, argument: .none) }
+    try await Task.sleep(for: .milliseconds(400))
+    await late.close()
+    var kinds: [EventKind] = []
+    for await event in late.events { kinds.append(event.kind) }
+    #expect(kinds == [.deviceArrival, .deviceRemoval])
+  }
+
   @Test("faults: never answers → 42, refused → 32, bad checksum → 36, closed → 38 and removal")
   func faults() async throws {
     let silent = try DMCCSimulator(fault: .neverAnswer)

@@ -35,6 +35,9 @@ public final class DataManReader: Device {
   private struct LinkState {
     var nextID = 10
     var pending: [Int: Pending] = [:]
+    /// Ids of TRIGGER commands sent: a later status-0 line with data under one of them is its read
+    /// result. Only these: a late answer to a GET that timed out must not become invented scan data.
+    var triggerIDs: Set<Int> = []
     /// Removal was reported and the stream finished; nothing more is yielded.
     var finished = false
   }
@@ -210,6 +213,10 @@ public final class DataManReader: Device {
         let id = s.nextID
         s.nextID = s.nextID >= 99_999 ? 10 : s.nextID + 1
         s.pending[id] = Pending(continuation: waiter, deadline: deadline, command: text)
+        if text.uppercased().hasPrefix("TRIGGER") {
+          if s.triggerIDs.count > 64 { s.triggerIDs.removeAll() }
+          s.triggerIDs.insert(id)
+        }
         return id
       }
       guard let id else {
@@ -299,10 +306,11 @@ public final class DataManReader: Device {
     case .reply(let id, let status, let data):
       if let id, let waiter = state.withLock({ $0.pending.removeValue(forKey: id) }) {
         waiter.continuation.resume(returning: .success(Reply(status: status, data: data)))
-      } else if status == 0 && !data.isEmpty {
-        // A second status-0 line for a command already answered: the result that follows TRIGGER ON.
+      } else if let id, status == 0, !data.isEmpty, state.withLock({ $0.triggerIDs.contains(id) }) {
+        // A second status-0 line for a TRIGGER already answered: the result that follows TRIGGER ON.
         yieldRead(DMCC.base64Decode(data[...]) ?? data)
       }
+    // Anything else is a late answer to a command that timed out: dropped, it is not scan data.
     case .read(_, let bytes):
       yieldRead(bytes)
     case .plain(let bytes):
