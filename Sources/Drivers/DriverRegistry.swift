@@ -23,7 +23,9 @@ public struct DriverRegistry: DeviceOpener {
       return try await open(resolved, state: state)
     case .bluetooth(let address):
       return try await BLEDevice.open(address: address, request: request, timeout: request.timeout)
-    case .tcp, .serial, .hid:
+    case .tcp(let host, let port):
+      return try await DataManReader.open(host: host, port: port, request: request)
+    case .serial, .hid:
       throw Self.transportMissing(request.selector)
     }
   }

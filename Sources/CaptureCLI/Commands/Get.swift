@@ -6,7 +6,24 @@ enum GetCommand {
     var property: PropertyID
     var argument: PropertyValue
     var label: String
+    /// A device-native parameter (`dmcc:PARAM.NAME`), read with `Device.getRaw` instead of a property.
+    var raw: String? = nil
+
+    /// The JSON member of `properties`: raw parameters carry their own name and are always a String.
+    func json(_ value: PropertyValue) -> JSON {
+      guard let raw else { return Render.property(property, value) }
+      return .object([
+        "name": .string(raw), "type": .string("String"), "value": .string(value.stringValue ?? ""),
+      ])
+    }
+
+    func plain(_ value: PropertyValue) -> String {
+      raw == nil ? Render.plainValue(property, value) : value.stringValue ?? ""
+    }
   }
+
+  /// `dmcc:NAME` (ARCHITECTURE.md §1 has no syntax for native parameters; issue 4 deliverable 5 adds it).
+  static func isRaw(_ word: String) -> Bool { word.lowercased().hasPrefix("dmcc:") }
 
   struct Options: Sendable {
     var selector: DeviceSelector?
@@ -40,6 +57,11 @@ enum GetCommand {
       var requests: [Request] = []
       var i = 0
       while i < words.count {
+        if GetCommand.isRaw(words[i]) {
+          requests.append(Request(property: PropertyID(0), argument: .none, label: words[i], raw: words[i]))
+          i += 1
+          continue
+        }
         let property = try PropertyArguments.property(words[i], parsed)
         guard property.isReadable else {
           throw parsed.usage("\(property.cliName) cannot be read (it is write-only)")
@@ -73,7 +95,11 @@ enum GetCommand {
     var firstError: CaptureError?
     for request in requests {
       do {
-        results.append((request, try await device.get(request.property, argument: request.argument)))
+        if let raw = request.raw {
+          results.append((request, .string(try await device.getRaw(raw))))
+        } else {
+          results.append((request, try await device.get(request.property, argument: request.argument)))
+        }
       } catch {
         if options.all && error.code == .notSupported { continue }
         firstError = firstError ?? error
@@ -89,15 +115,15 @@ enum GetCommand {
     } else if output.isJSON {
       var document: [String: JSON] = [
         "device": Render.device(device.info),
-        "properties": .array(results.map { Render.property($0.0.property, $0.1) }),
+        "properties": .array(results.map { $0.0.json($0.1) }),
       ]
       if let firstError { document["error"] = Render.error(firstError)["error"] }
       output.json(.object(document))
     } else if requests.count == 1 && !options.all {
-      if let (request, value) = results.first { output.line(Render.plainValue(request.property, value)) }
+      if let (request, value) = results.first { output.line(request.plain(value)) }
     } else {
       for (request, value) in results {
-        output.line("\(request.label)\t\(Render.plainValue(request.property, value))")
+        output.line("\(request.label)\t\(request.plain(value))")
       }
     }
     return firstError?.code ?? .noError

@@ -9,6 +9,8 @@ enum SetCommand {
     var property: PropertyID
     var value: PropertyValue
     var label: String
+    /// A device-native parameter (`dmcc:PARAM.NAME`), written with `Device.setRaw`.
+    var raw: String? = nil
   }
 
   struct Options: Sendable {
@@ -33,6 +35,15 @@ enum SetCommand {
       guard !words.isEmpty else { throw parsed.usage("missing PROPERTY VALUE (or --from FILE)") }
       var i = 0
       while i < words.count {
+        if GetCommand.isRaw(words[i]) {
+          guard i + 1 < words.count else { throw parsed.usage("\(words[i]) needs a value") }
+          assignments.append(
+            Assignment(
+              property: PropertyID(0), value: .string(words[i + 1]), label: "\(words[i]) \(words[i + 1])",
+              raw: words[i]))
+          i += 2
+          continue
+        }
         let property = try PropertyArguments.property(words[i], parsed)
         let arity = PropertyValueCodec.setArity(property)
         guard i + arity < words.count + (arity == 0 ? 1 : 0) else {
@@ -69,7 +80,11 @@ enum SetCommand {
     var firstError: CaptureError?
     for assignment in options.assignments {
       do {
-        try await device.set(assignment.property, assignment.value)
+        if let raw = assignment.raw {
+          try await device.setRaw(raw, assignment.value.stringValue ?? "")
+        } else {
+          try await device.set(assignment.property, assignment.value)
+        }
         context.output.info("set \(assignment.label)")
       } catch {
         firstError = firstError ?? error
@@ -86,7 +101,11 @@ enum SetCommand {
       context.output.json(
         .object([
           "device": Render.device(info),
-          "properties": .array(options.assignments.map { Render.property($0.property, $0.value) }),
+          "properties": .array(
+            options.assignments.map {
+              GetCommand.Request(property: $0.property, argument: .none, label: $0.label, raw: $0.raw).json(
+                $0.value)
+            }),
         ]))
     }
     return firstError?.code ?? .noError

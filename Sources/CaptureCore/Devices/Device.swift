@@ -38,6 +38,22 @@ public protocol Device: AnyObject, Sendable {
   /// `deviceArrival` when it is back, and finishes only on `close()`.
   var events: AsyncStream<Event> { get }
   func close() async
+  /// Reads a device-native parameter that has no SDK property, named `scheme:NAME` as typed
+  /// (`dmcc:DEVICE.TYPE` for a Cognex DataMan, device-protocols.md §7). Its value is the device's text.
+  func getRaw(_ name: String) async throws(CaptureError) -> String
+  /// Writes a device-native parameter (see `getRaw`); `value` is passed as the user typed it.
+  func setRaw(_ name: String, _ value: String) async throws(CaptureError)
+}
+
+extension Device {
+  /// Devices without native parameters answer NOTSUPPORTED, as for any property outside their table.
+  public func getRaw(_ name: String) async throws(CaptureError) -> String {
+    throw .notSupported("\(info.name) has no native parameter '\(name)'")
+  }
+
+  public func setRaw(_ name: String, _ value: String) async throws(CaptureError) {
+    throw .notSupported("\(info.name) has no native parameter '\(name)'")
+  }
 }
 
 extension Device {

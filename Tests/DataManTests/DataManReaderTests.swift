@@ -1,0 +1,204 @@
+import CaptureCore
+import Testing
+
+@testable import Drivers
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The driver against the loopback simulator.
+@Suite("DataMan reader over DMCC/TCP")
+struct DataManReaderTests {
+  func open(_ simulator: DMCCSimulator, timeout: Duration = .seconds(3)) async throws(CaptureError)
+    -> DataManReader
+  {
+    var request = OpenRequest(selector: .tcp(host: "127.0.0.1", port: simulator.port))
+    request.timeout = timeout
+    return try await DataManReader.open(host: "127.0.0.1", port: simulator.port, request: request)
+  }
+
+  @Test("open: extended mode, name from DEVICE.NAME, DeviceType none, arrival first")
+  func opens() async throws {
+    let simulator = try DMCCSimulator()
+    defer { simulator.stop() }
+    let reader = try await open(simulator)
+    #expect(reader.info.name == "Line 3 reader")
+    #expect(reader.info.type == .none)
+    #expect(reader.info.id == "tcp://127.0.0.1:\(simulator.port)")
+    #expect(simulator.parameter("COM.DMCC-RESPONSE") == "1")
+    #expect(simulator.commands.prefix(2) == ["SET COM.DMCC-RESPONSE 1", "GET DEVICE.TYPE"])
+    await reader.close()
+    var kinds: [EventKind] = []
+    for await event in reader.events { kinds.append(event.kind) }
+    #expect(kinds == [.deviceArrival, .deviceRemoval])
+  }
+
+  @Test("properties: friendly name, version, device type, data sources, raw parameters")
+  func properties() async throws {
+    let simulator = try DMCCSimulator()
+    defer { simulator.stop() }
+    let reader = try await open(simulator)
+    defer { Task { await reader.close() } }
+    #expect(try await reader.get(.friendlyNameDevice, argument: .none) == .string("Line 3 reader"))
+    #expect(
+      try await reader.get(.versionDevice, argument: .none)
+        == .version(VersionValue(major: 6, middle: 1, minor: 5, build: 0)))
+    #expect(try await reader.get(.deviceType, argument: .none) == .ulong(0))
+    let qr = PropertyValue.dataSource(DataSourceValue(id: .qrCode, status: .defaultStatus))
+    #expect(
+      try await reader.get(.dataSourceDevice, argument: qr)
+        == .dataSource(DataSourceValue(id: .qrCode, status: .enable)))
+    try await reader.set(.dataSourceDevice, .dataSource(DataSourceValue(id: .code39, status: .enable)))
+    #expect(simulator.parameter("SYMBOL.C39") == "ON")
+    let name = "Dock \"B\" | left\\n"
+    try await reader.set(.friendlyNameDevice, .string(name))
+    #expect(simulator.parameter("DEVICE.NAME") == name)
+    #expect(try await reader.get(.friendlyNameDevice, argument: .none) == .string(name))
+    #expect(try await reader.getRaw("dmcc:DEVICE.TYPE") == "DM8050")
+    try await reader.setRaw("dmcc:SYMBOL.PDF417", "ON")
+    #expect(simulator.parameter("SYMBOL.PDF417") == "ON")
+    await #expect(throws: CaptureError.self) { try await reader.get(.batteryLevelDevice, argument: .none) }
+    do {
+      try await reader.setRaw("dmcc:NO.SUCH", "1")
+      Issue.record("an unknown parameter was accepted")
+    } catch {
+      #expect(error.code == .invalidParameter)
+    }
+    do {
+      _ = try await reader.getRaw("dmcc:A B")
+      Issue.record("a name with a space was sent")
+    } catch {
+      #expect(error.code == .invalidParameter)
+    }
+  }
+
+  @Test("TRIGGER ON: the base64 read result becomes one decodedData with the exact bytes")
+  func triggers() async throws {
+    let simulator = try DMCCSimulator(readText: "ABC-é-123")
+    defer { simulator.stop() }
+    let reader = try await open(simulator)
+    try await reader.trigger(.start)
+    var decoded: [DecodedData] = []
+    for await event in reader.events {
+      if case .decodedData(let data) = event.payload {
+        decoded.append(data)
+        await reader.close()
+      }
+    }
+    #expect(decoded.map(\.bytes) == [Array("ABC-é-123".utf8)])
+    #expect(simulator.commands.contains("TRIGGER ON"))
+    await #expect(throws: CaptureError.self) { try await reader.trigger(.continuousScan) }
+  }
+
+  @Test("a result sent under TRIGGER ON's id after its ack is a read; a late GET answer is not")
+  func resultUnderCommandID() async throws {
+    let simulator = try DMCCSimulator(readText: "UNDER-ID")
+    defer { simulator.stop() }
+    simulator.resultUnderCommandID = true
+    let reader = try await open(simulator)
+    try await reader.trigger(.start)
+    var decoded: [[UInt8]] = []
+    for await event in reader.events {
+      if case .decodedData(let data) = event.payload {
+        decoded.append(data.bytes)
+        await reader.close()
+      }
+    }
+    #expect(decoded == [Array("UNDER-ID".utf8)])
+
+    let slow = try DMCCSimulator()
+    defer { slow.stop() }
+    let late = try await open(slow, timeout: .milliseconds(300))
+    slow.replyDelay = 0.5
+    await #expect(throws: CaptureError.self) { _ = try await late.get(.friendlyNameDevice, argument: .none) }
+    try await Task.sleep(for: .milliseconds(400))
+    await late.close()
+    var kinds: [EventKind] = []
+    for await event in late.events { kinds.append(event.kind) }
+    #expect(kinds == [.deviceArrival, .deviceRemoval])
+  }
+
+  @Test("faults: never answers → 42, refused → 32, bad checksum → 36, closed → 38 and removal")
+  func faults() async throws {
+    let silent = try DMCCSimulator(fault: .neverAnswer)
+    defer { silent.stop() }
+    let start = ContinuousClock.now
+    await #expect(
+      throws: CaptureError(
+        .requestTimedOut, "127.0.0.1:\(silent.port) did not answer 'GET DEVICE.TYPE' in time")
+    ) {
+      _ = try await open(silent, timeout: .milliseconds(300))
+    }
+    #expect(ContinuousClock.now - start < .seconds(2))
+
+    let refusedPort = try Self.closedPort()
+    var request = OpenRequest(selector: .tcp(host: "127.0.0.1", port: refusedPort))
+    request.timeout = .seconds(1)
+    do {
+      _ = try await DataManReader.open(host: "127.0.0.1", port: refusedPort, request: request)
+      Issue.record("connected to a closed port")
+    } catch {
+      #expect(error.code == .notAvailable)
+      #expect(error.message.contains("127.0.0.1:\(refusedPort)"))
+    }
+
+    let corrupt = try DMCCSimulator(fault: .corruptChecksum)
+    defer { corrupt.stop() }
+    do {
+      _ = try await open(corrupt)
+      Issue.record("a bad checksum was accepted")
+    } catch {
+      #expect(error.code == .invalidChecksum)
+    }
+
+    let closing = try DMCCSimulator()
+    defer { closing.stop() }
+    let reader = try await open(closing)
+    closing.fault = .closeOnCommand
+    do {
+      _ = try await reader.get(.friendlyNameDevice, argument: .none)
+      Issue.record("a closed connection answered")
+    } catch {
+      #expect(error.code == .communicationError)
+    }
+    var kinds: [EventKind] = []
+    for await event in reader.events { kinds.append(event.kind) }
+    #expect(kinds.first == .deviceArrival && kinds.last == .deviceRemoval)
+  }
+
+  @Test("a host name resolves (localhost) and IPv6 loopback is attempted")
+  func resolves() async throws {
+    let simulator = try DMCCSimulator()
+    defer { simulator.stop() }
+    var request = OpenRequest(selector: .tcp(host: "localhost", port: simulator.port))
+    request.timeout = .seconds(2)
+    let reader = try await DataManReader.open(host: "localhost", port: simulator.port, request: request)
+    #expect(reader.info.name == "Line 3 reader")
+    await reader.close()
+    let port = try Self.closedPort()
+    do {
+      _ = try TCPConnection.connect(host: "::1", port: port, timeout: .seconds(1))
+      Issue.record("connected to a closed IPv6 port")
+    } catch {
+      #expect(error.code == .notAvailable)
+    }
+  }
+
+  /// A port nothing listens on: bind an ephemeral port, then close it.
+  static func closedPort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return UInt16(bigEndian: address.sin_port)
+  }
+}
