@@ -52,6 +52,21 @@ enum ConnectCommand {
       }
       printArrivals(connected.arrivals, context)
       return .noError
+    case .tcp:
+      // A DataMan: open it (which proves it answers DMCC), remember it under its URI, print the arrival.
+      if options.pair { throw .notSupported("a DataMan on TCP has nothing to pair") }
+      let device = try await context.open(selector, wantsEvents: false)
+      let info = device.info
+      await device.close()
+      try context.state.update { (state: inout StateFile) throws(CaptureError) in
+        state.devices.removeAll { $0.id == info.id }
+        state.devices.append(
+          RememberedDevice(
+            id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue, transport: "tcp",
+            lastSeen: Timestamp.now().iso8601))
+      }
+      printArrivals([info], context)
+      return .noError
     default:
       throw DriverRegistry.transportMissing(selector)
     }
@@ -104,6 +119,23 @@ enum RemoveCommand {
         } else {
           context.output.line("\(address)\t\(name)\t\(type.typeName)\tremoved")
         }
+      }
+      return .noError
+    case .tcp:
+      // Nothing to unpair on TCP: forgetting it is the whole removal.
+      let id = selector.description
+      let remembered = try context.state.update {
+        (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
+        let entry = state.devices.first { $0.id == id }
+        state.devices.removeAll { $0.id == id }
+        return entry
+      }
+      guard let remembered else { throw CaptureError(.notFound, "\(id) is not remembered") }
+      let info = DeviceInfo(id: id, name: remembered.name, type: DeviceType(remembered.type))
+      if context.output.isJSON {
+        context.output.json(Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)))
+      } else {
+        context.output.line("\(id)\t\(info.name)\t\(info.type.typeName)\tremoved")
       }
       return .noError
     default:

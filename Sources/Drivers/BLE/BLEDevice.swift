@@ -59,7 +59,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
           "\(address) is not known to bluetoothd on \(client.adapterName); run capture discover first")
       }
       if !device.isConnected || !device.servicesResolved {
-        try await Self.connectAndResolve(client, device.path, events, timeout: timeout ?? connectTimeout)
+        try await Self.connectAndResolve(client, device.path, timeout: timeout ?? connectTimeout)
         objects = try await client.objects()
         device = objects.device(address: address, on: client.adapterPath) ?? device
       }
@@ -78,10 +78,13 @@ public final class BLEDevice: Device, @unchecked Sendable {
   }
 
   /// Device1.Connect, then wait for ServicesResolved (bluez-testing.md: it can come before the GATT
-  /// objects are announced, so the caller re-reads GetManagedObjects afterwards).
-  static func connectAndResolve(
-    _ client: BlueZClient, _ path: String, _ events: AsyncStream<BlueZEvent>, timeout: Duration
-  ) async throws(CaptureError) {
+  /// objects are announced, so the caller re-reads GetManagedObjects afterwards). It subscribes its own
+  /// event stream: cancelling a task that iterates an AsyncStream finishes the stream, so a stream
+  /// shared with the device's event pump would end the pump too.
+  static func connectAndResolve(_ client: BlueZClient, _ path: String, timeout: Duration)
+    async throws(CaptureError)
+  {
+    let events = try await client.events()
     let resolved = Task { () -> Bool in
       for await event in events {
         if case .propertiesChanged(let p, BlueZName.device, let changed, _) = event, p == path,

@@ -100,11 +100,12 @@ public enum BLEManager {
   }
 
   /// Finds a device bluetoothd knows, running a short discovery if it does not know it yet.
-  static func locate(
-    _ client: BlueZClient, _ address: String, _ events: AsyncStream<BlueZEvent>, within: Duration
-  )
-    async throws(CaptureError) -> DeviceProperties
+  static func locate(_ client: BlueZClient, _ address: String, within: Duration) async throws(CaptureError)
+    -> DeviceProperties
   {
+    // Its own stream, subscribed before reading: cancelling a task that iterates an AsyncStream
+    // finishes the stream, so streams are never shared between waits.
+    let events = try await client.events()
     let objects = try await client.objects()
     _ = try client.adapter(in: objects)
     if let device = objects.device(address: address, on: client.adapterPath) { return device }
@@ -140,11 +141,10 @@ public enum BLEManager {
   {
     let client = try await BlueZClient.connect(adapter: adapter)
     defer { client.close() }
-    let events = try await client.events()
     let budget = timeout ?? BLEDevice.connectTimeout
-    var device = try await locate(client, address, events, within: min(budget, .seconds(10)))
+    var device = try await locate(client, address, within: min(budget, .seconds(10)))
     if !device.isConnected || !device.servicesResolved {
-      try await BLEDevice.connectAndResolve(client, device.path, events, timeout: budget)
+      try await BLEDevice.connectAndResolve(client, device.path, timeout: budget)
     }
     var objects = try await client.objects()
     device = objects.device(address: address, on: client.adapterPath) ?? device
