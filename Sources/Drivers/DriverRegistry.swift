@@ -23,7 +23,9 @@ public struct DriverRegistry: DeviceOpener {
       return try await open(resolved, state: state)
     case .bluetooth(let address):
       return try await BLEDevice.open(address: address, request: request, timeout: request.timeout)
-    case .tcp, .serial, .hid:
+    case .serial(let path, let parameters):
+      return try SerialScanner.open(path: path, parameters: parameters, request: request)
+    case .tcp, .hid:
       throw Self.transportMissing(request.selector)
     }
   }
