@@ -39,6 +39,7 @@ let package = Package(
     .testTarget(name: "BlackBoxTests", dependencies: ["capture"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),
     .testTarget(name: "BLETests", dependencies: ["BlueZ", "Drivers", "CaptureCore", "DBus"]),
+    .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17

@@ -91,7 +91,7 @@ public struct SPPFrameParser: Sendable {
   public mutating func flushStalled() -> [SPPEvent] {
     var out: [SPPEvent] = []
     if state == .frame {
-      var replay = Array(rejectCandidate().reversed())
+      var replay = Array(rejectCandidate(&out).reversed())
       while let next = replay.popLast() {
         if let rejected = consume(next, &out) { replay.append(contentsOf: rejected.reversed()) }
       }
@@ -104,7 +104,7 @@ public struct SPPFrameParser: Sendable {
   /// partial frame is never completed into a code.
   public mutating func finish() -> [SPPEvent] {
     var out: [SPPEvent] = []
-    garbage += record
+    addGarbage(record, &out)
     record = []
     state = .idle
     swallowsLF = false
@@ -125,7 +125,7 @@ public struct SPPFrameParser: Sendable {
         state = .frame
         record = [byte]
       } else if isLockedToFrames {
-        addGarbage(byte, &out)
+        addGarbage([byte], &out)
       } else if byte == Self.cr || byte == Self.lf {
         // An empty line carries no code; a lone terminator after garbage closes it.
         swallowsLF = byte == Self.cr
@@ -139,10 +139,10 @@ public struct SPPFrameParser: Sendable {
       if record.count == 3 {
         statedLength = Int(record[1]) << 8 | Int(record[2])
         if statedLength < Self.minimumFrameLength || statedLength > Self.maxFrameLength {
-          return rejectCandidate()
+          return rejectCandidate(&out)
         }
       } else if record.count == statedLength {
-        guard byte == Self.etx else { return rejectCandidate() }
+        guard byte == Self.etx else { return rejectCandidate(&out) }
         let frame = record
         record = []
         state = .idle
@@ -161,19 +161,18 @@ public struct SPPFrameParser: Sendable {
           flushGarbage(&out)
           out.append(.code(text: line, raw: line + [byte], dataSource: nil))
         } else {
-          garbage += line + [byte]
+          addGarbage(line + [byte], &out)
           flushGarbage(&out)
         }
       } else if byte == Self.stx && framing == .auto {
         // "re-detected after garbage": a line interrupted by STX was not a line.
-        garbage += record
+        addGarbage(record, &out)
         record = [byte]
         state = .frame
       } else if record.count >= Self.maxFrameLength {
-        garbage += record
+        addGarbage(record + [byte], &out)
         record = []
         state = .skippingLine
-        addGarbage(byte, &out)
       } else {
         record.append(byte)
       }
@@ -182,7 +181,7 @@ public struct SPPFrameParser: Sendable {
         state = .frame
         record = [byte]
       } else {
-        addGarbage(byte, &out)
+        addGarbage([byte], &out)
         if byte == Self.cr || byte == Self.lf {
           state = .idle
           swallowsLF = byte == Self.cr
@@ -194,17 +193,21 @@ public struct SPPFrameParser: Sendable {
   }
 
   /// The candidate's STX was not a frame start: it becomes garbage and the rest is scanned again.
-  private mutating func rejectCandidate() -> [UInt8] {
+  private mutating func rejectCandidate(_ out: inout [SPPEvent]) -> [UInt8] {
     let candidate = record
     record = []
     state = .idle
-    garbage.append(candidate[0])
+    addGarbage(candidate.prefix(1), &out)
     return Array(candidate.dropFirst())
   }
 
-  private mutating func addGarbage(_ byte: UInt8, _ out: inout [SPPEvent]) {
-    garbage.append(byte)
-    if garbage.count >= Self.maxFrameLength { flushGarbage(&out) }
+  /// Collects garbage, reporting it in pieces of at most `maxFrameLength` bytes.
+  private mutating func addGarbage(_ bytes: some Collection<UInt8>, _ out: inout [SPPEvent]) {
+    garbage += bytes
+    while garbage.count >= Self.maxFrameLength {
+      out.append(.malformed(raw: Array(garbage.prefix(Self.maxFrameLength))))
+      garbage.removeFirst(Self.maxFrameLength)
+    }
   }
 
   private mutating func flushGarbage(_ out: inout [SPPEvent]) {

@@ -106,7 +106,8 @@ public final class SerialScanner: Device, Sendable {
   public func close() async {
     stopRequested.store(true, ordering: .releasing)
     // The queue is serial: this block runs once the reader loop has returned.
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in queue.async { done.resume() }
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      queue.async { done.resume() }
     }
     finish()
   }
