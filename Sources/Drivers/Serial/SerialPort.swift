@@ -106,8 +106,10 @@ final class SerialPort {
     case .odd: tio.c_cflag |= tcflag_t(PARENB | PARODD)
     }
     if settings.stopBits == 2 { tio.c_cflag |= tcflag_t(CSTOPB) }
-    // Reads return what is there; poll(2) does the waiting.
-    tio.c_cc.6 = 0  // VMIN
+    // VMIN 1, VTIME 0: with O_NONBLOCK a read with nothing queued fails with EAGAIN, so a read of 0
+    // bytes means end of file (a hangup), never "no data yet" as it would with VMIN 0 (termios(3)).
+    // poll(2) does the waiting.
+    tio.c_cc.6 = 1  // VMIN
     tio.c_cc.5 = 0  // VTIME
     let speed = SerialSettings.speeds[settings.baud] ?? speed_t(B9600)
     _ = try Errno.retryingInterrupts { cfsetispeed(&tio, speed) }
