@@ -113,6 +113,15 @@ struct SplitMix64: RandomNumberGenerator {
     #expect(malformed(events).reduce(0) { $0 + $1.count } == liar.count + filler.count)
   }
 
+  @Test func aRejectedTinyLengthDoesNotLeakIntoTheNextCandidate() {
+    // 02 00 01 states 1 byte (impossible); the frame right after must be checked against its own
+    // length, not the rejected one's.
+    let input: [UInt8] = [0x02, 0x00, 0x01] + frame("OK")
+    let events = parse([input], framing: .stx)
+    #expect(codes(events) == [Array("OK".utf8)])
+    #expect(malformed(events) == [[0x02, 0x00, 0x01]])
+  }
+
   @Test func lengthOverTheCapIsRejectedAtOnce() {
     var liar = frame("LIE")
     liar[1] = 0xFF

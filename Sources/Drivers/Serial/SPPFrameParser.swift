@@ -141,7 +141,7 @@ public struct SPPFrameParser: Sendable {
         if statedLength < Self.minimumFrameLength || statedLength > Self.maxFrameLength {
           return rejectCandidate(&out)
         }
-      } else if record.count == statedLength {
+      } else if record.count > 3 && record.count == statedLength {
         guard byte == Self.etx else { return rejectCandidate(&out) }
         let frame = record
         record = []
