@@ -228,6 +228,39 @@ struct SplitMix64: RandomNumberGenerator {
     }
   }
 
+  @Test(arguments: [SPPFraming.stx, .auto])
+  func randomFramesAmidGarbageAndRandomSplitsAreAllRecoveredInOrder(framing: SPPFraming) {
+    var rng = SplitMix64(state: 7)
+    var input: [UInt8] = []
+    var expected: [[UInt8]] = []
+    for n in 0..<300 {
+      // Garbage without STX cannot hide a frame; with auto mode, the first frame comes first.
+      if n > 0 || framing == .stx {
+        input += (0..<Int.random(in: 0...40, using: &rng)).map { _ in
+          var b = UInt8.random(in: 0...255, using: &rng)
+          if b == SPPFrameParser.stx { b = 0x20 }
+          return b
+        }
+      }
+      let text = String(
+        (0..<Int.random(in: 1...60, using: &rng)).map { _ in
+          Character(Unicode.Scalar(UInt8.random(in: 0x21...0x7E, using: &rng)))
+        })
+      expected.append(Array(text.utf8))
+      input += frame(text)
+    }
+    var parser = SPPFrameParser(framing: framing)
+    var events: [SPPEvent] = []
+    var start = 0
+    while start < input.count {
+      let end = min(input.count, start + Int.random(in: 1...97, using: &rng))
+      events += parser.feed(input[start..<end])
+      start = end
+    }
+    events += parser.finish()
+    #expect(codes(events) == expected)
+  }
+
   @Test func pureNoiseInStxModeGivesNoCode() {
     var rng = SplitMix64(state: 42)
     let noise = (0..<65536).map { _ in UInt8.random(in: 0...255, using: &rng) }
