@@ -40,6 +40,7 @@ let package = Package(
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),
     .testTarget(name: "BLETests", dependencies: ["BlueZ", "Drivers", "CaptureCore", "DBus"]),
     .testTarget(name: "DataManTests", dependencies: ["Drivers", "CaptureCore"]),
+    .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17

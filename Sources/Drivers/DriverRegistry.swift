@@ -25,7 +25,9 @@ public struct DriverRegistry: DeviceOpener {
       return try await BLEDevice.open(address: address, request: request, timeout: request.timeout)
     case .tcp(let host, let port):
       return try await DataManReader.open(host: host, port: port, request: request)
-    case .serial, .hid:
+    case .serial(let path, let parameters):
+      return try SerialScanner.open(path: path, parameters: parameters, request: request)
+    case .hid:
       throw Self.transportMissing(request.selector)
     }
   }

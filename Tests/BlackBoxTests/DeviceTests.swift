@@ -30,10 +30,6 @@ struct DeviceTests {
   /// (arguments, message) — every one exits 15 ESKT_NOTSUPPORTED.
   static let notSupportedCases: [([String], String)] = [
     (
-      ["get", "serial:/dev/ttyACM0?baud=9600", "version"],
-      "serial:/dev/ttyACM0?baud=9600: the serial tty transport is not available in this build of capture"
-    ),
-    (
       ["listen", "hid:/dev/input/event3"],
       "hid:/dev/input/event3: the keyboard-wedge (evdev) transport is not available in this build of capture"
     ),

@@ -104,3 +104,15 @@ public enum SystemFile {
     }
   }
 }
+
+extension Errno {
+  /// Runs a system call that returns -1 and sets errno on failure, retrying EINTR (a signal arriving
+  /// mid-call is not a failure; swift-system's `retryOnInterrupt`).
+  public static func retryingInterrupts<T: BinaryInteger>(_ call: () -> T) throws(Errno) -> T {
+    while true {
+      let result = call()
+      if result >= 0 { return result }
+      if errno != EINTR { throw .current }
+    }
+  }
+}

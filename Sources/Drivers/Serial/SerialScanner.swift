@@ -1,0 +1,211 @@
+import CaptureCore
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A barcode scanner on a tty (`serial:/dev/PATH?baud=N&parity=..&framing=stx|line|auto`): a Socket
+/// scanner in SPP mode over /dev/rfcommN, or any scanner on /dev/ttyACM*, /dev/ttyUSB* (issue 4
+/// deliverables 2 and 3). It only listens: the host→scanner commands of SPP mode are not public
+/// (device-protocols.md §5.3), so trigger and every settable property answer NOTSUPPORTED.
+public final class SerialScanner: Device, Sendable {
+  public let info: DeviceInfo
+  public let events: AsyncStream<Event>
+  let path: String
+  let settings: SerialSettings
+  let framing: SPPFraming
+  let reconnects: Bool
+  private let continuation: AsyncStream<Event>.Continuation
+  private let presence = Mutex(Presence())
+  private let stopRequested = Atomic<Bool>(false)
+  /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
+  private let queue: DispatchQueue
+
+  struct Presence {
+    /// The last presence event sent was an arrival: close() owes a removal.
+    var isAnnounced = true
+    var isFinished = false
+  }
+
+  /// How long the line must stay quiet before a frame still short of its stated length is given up.
+  static let stallMilliseconds = 500
+  /// How often a reconnecting scanner looks for its device node (issue 4: "listen waits for it").
+  static let reconnectMicroseconds: useconds_t = 250_000
+  static let pollMilliseconds: Int32 = 100
+
+  public var capabilities: Capabilities {
+    Capabilities(
+      readable: [.deviceType, .friendlyNameDevice], writable: [], triggers: [],
+      events: [.deviceArrival, .deviceRemoval, .decodedData, .error])
+  }
+
+  /// Validates every parameter before touching the device (usage errors are 18 even when the path is
+  /// wrong too), then opens it.
+  public static func open(path: String, parameters: [String: String], request: OpenRequest)
+    throws(CaptureError) -> SerialScanner
+  {
+    let settings = try SerialSettings(parameters: parameters)
+    var framing = SPPFraming.auto
+    if let text = parameters["framing"] {
+      guard let chosen = SPPFraming(rawValue: text.lowercased()) else {
+        throw .invalidParameter("framing must be stx, line or auto, not '\(text)'")
+      }
+      framing = chosen
+    }
+    if let proto = parameters["protocol"], proto.lowercased() != "spp" {
+      throw .notSupported("serial protocol '\(proto)' is not available in this build of capture (spp only)")
+    }
+    let port = try SerialPort(path: path, settings: settings)
+    let scanner = SerialScanner(
+      selector: request.selector.description, path: path, settings: settings, framing: framing,
+      reconnects: request.reconnects)
+    if request.wantsEvents {
+      scanner.startReading(port)
+    } else {
+      port.close()
+    }
+    return scanner
+  }
+
+  init(selector: String, path: String, settings: SerialSettings, framing: SPPFraming, reconnects: Bool) {
+    self.path = path
+    self.settings = settings
+    self.framing = framing
+    self.reconnects = reconnects
+    // No published device type has the Serial interface (capture-sdk.md §5.2), and a tty says nothing
+    // about the model behind it: type None (0) is the honest answer.
+    self.info = DeviceInfo(id: selector, name: "Serial scanner (\(path))", type: .none)
+    self.queue = DispatchQueue(label: "capture.serial.\(path)")
+    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+  }
+
+  // MARK: properties and trigger
+
+  public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue
+  {
+    switch property {
+    case .deviceType: return .ulong(info.type.rawValue)
+    case .friendlyNameDevice: return .string(path)
+    default: throw unsupported(property)
+    }
+  }
+
+  public func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    throw unsupported(property)
+  }
+
+  public func trigger(_ action: Trigger) async throws(CaptureError) {
+    throw .notSupported(
+      "\(info.name) cannot \(action.cliName): scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+    )
+  }
+
+  public func close() async {
+    stopRequested.store(true, ordering: .releasing)
+    // The queue is serial: this block runs once the reader loop has returned.
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      queue.async { done.resume() }
+    }
+    finish()
+  }
+
+  // MARK: the reader
+
+  private func emit(_ payload: Event.Payload) {
+    continuation.yield(Event(time: .now(), device: info, payload: payload))
+  }
+
+  private func emit(_ parsed: [SPPEvent]) {
+    for event in parsed {
+      switch event {
+      case .code(let text, _, let source):
+        emit(.decodedData(DecodedData(dataSource: DataSource(source ?? 0), bytes: text, origin: path)))
+      case .malformed(let raw):
+        // The SDK error event carries a code and a message only, so the bytes travel in the message,
+        // all of them (the parser caps one malformed run at 4 KiB): nothing the device sent is lost.
+        let hex = raw.map { b in (b < 0x10 ? "0" : "") + String(b, radix: 16, uppercase: true) }
+          .joined(separator: " ")
+        emit(
+          .error(CaptureError(.invalidFormat, "\(raw.count) byte(s) from \(path) were not a barcode: \(hex)"))
+        )
+      }
+    }
+  }
+
+  /// Sends the removal owed by an arrival, once.
+  private func announceRemoval() {
+    let owed = presence.withLock { state in
+      defer { state.isAnnounced = false }
+      return state.isAnnounced && !state.isFinished
+    }
+    if owed { emit(.deviceRemoval) }
+  }
+
+  private func finish() {
+    announceRemoval()
+    let first = presence.withLock { state in
+      defer { state.isFinished = true }
+      return !state.isFinished
+    }
+    if first { continuation.finish() }
+  }
+
+  private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+
+  private func startReading(_ port: SerialPort) {
+    // SerialPort is owned by the loop alone from here on; the box carries it across the queue hop.
+    nonisolated(unsafe) let owned = port
+    queue.async { [self] in readLoop(owned) }
+  }
+
+  private func readLoop(_ first: SerialPort) {
+    var port: SerialPort? = first
+    var parser = SPPFrameParser(framing: framing)
+    var quietMilliseconds = 0
+    while !isStopping {
+      guard let open = port else {
+        // Waiting for the device node to come back (a USB adapter replugged, rfcomm re-bound).
+        usleep(Self.reconnectMicroseconds)
+        guard access(path, F_OK) == 0, let reopened = try? SerialPort(path: path, settings: settings) else {
+          continue
+        }
+        port = reopened
+        parser = SPPFrameParser(framing: framing)
+        presence.withLock { $0.isAnnounced = true }
+        emit(.deviceArrival)
+        continue
+      }
+      let result: SerialPort.ReadResult
+      do throws(CaptureError) {
+        result = try open.read(timeoutMilliseconds: Self.pollMilliseconds)
+      } catch {
+        emit(.error(error))
+        result = .unplugged
+      }
+      switch result {
+      case .data(let bytes):
+        quietMilliseconds = 0
+        emit(parser.feed(bytes))
+      case .idle:
+        quietMilliseconds += Int(Self.pollMilliseconds)
+        if quietMilliseconds >= Self.stallMilliseconds && parser.hasPartialRecord {
+          emit(parser.flushStalled())
+        }
+      case .unplugged:
+        // A frame cut short by the removal is reported as malformed (its bytes kept), never decoded.
+        emit(parser.finish())
+        open.close()
+        port = nil
+        announceRemoval()
+        if !reconnects {
+          finish()
+          return
+        }
+      }
+    }
+    port?.close()
+  }
+}

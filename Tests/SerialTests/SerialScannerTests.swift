@@ -1,0 +1,270 @@
+import CaptureCore
+import Drivers
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// posix_openpt, grantpt, unlockpt and ptsname_r are declared by glibc only under _XOPEN_SOURCE /
+/// _GNU_SOURCE, which Swift's Glibc module does not set: they are looked up at run time instead.
+enum PTYCalls {
+  typealias OpenPT = @convention(c) (Int32) -> Int32
+  typealias OnMaster = @convention(c) (Int32) -> Int32
+  typealias NameOf = @convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32
+
+  static func lookup<F>(_ name: String, _ type: F.Type) -> F {
+    // A null handle is RTLD_DEFAULT on glibc: search the process's global symbols.
+    guard let address = dlsym(nil, name) else { fatalError("\(name) is missing from the C library") }
+    return unsafeBitCast(address, to: type)
+  }
+
+  nonisolated(unsafe) static let openpt = lookup("posix_openpt", OpenPT.self)
+  nonisolated(unsafe) static let grantpt = lookup("grantpt", OnMaster.self)
+  nonisolated(unsafe) static let unlockpt = lookup("unlockpt", OnMaster.self)
+  nonisolated(unsafe) static let ptsname = lookup("ptsname_r", NameOf.self)
+}
+
+/// A simulated SPP scanner: the master side of a pseudo-terminal. The driver opens the slave path as
+/// it would /dev/rfcommN or /dev/ttyUSB0 (ARCHITECTURE.md §5.3 "pseudo-terminals for serial ttys").
+final class PseudoTerminal: @unchecked Sendable {
+  private(set) var master: Int32
+  let slavePath: String
+
+  init() throws {
+    master = PTYCalls.openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
+    guard master >= 0 else { throw Errno.current }
+    guard PTYCalls.grantpt(master) == 0, PTYCalls.unlockpt(master) == 0 else {
+      let failure = Errno.current
+      Glibc.close(master)
+      throw failure
+    }
+    var name = [CChar](repeating: 0, count: 128)
+    guard PTYCalls.ptsname(master, &name, name.count) == 0 else {
+      let failure = Errno.current
+      Glibc.close(master)
+      throw failure
+    }
+    slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  deinit { close() }
+
+  func write(_ bytes: [UInt8]) throws {
+    try bytes.withUnsafeBytes { raw in try SystemFile.writeAll(fd: master, raw) }
+  }
+
+  /// The scanner goes away: the slave side sees a hangup.
+  func close() {
+    if master >= 0 { Glibc.close(master) }
+    master = -1
+  }
+}
+
+/// Everything a device's event stream delivered, collected in the background.
+final class EventLog: Sendable {
+  private let events = Mutex<[Event]>([])
+  private let reader = Mutex<Task<Void, Never>?>(nil)
+
+  init(_ stream: AsyncStream<Event>) {
+    // The task holds the log until the stream finishes, which every device's close() ensures.
+    let task = Task { [self] in
+      for await event in stream { self.events.withLock { $0.append(event) } }
+    }
+    reader.withLock { $0 = task }
+  }
+
+  var all: [Event] { events.withLock { $0 } }
+  var kinds: [EventKind] { all.map(\.kind) }
+
+  /// Waits (up to `seconds`) until `condition` holds for the events so far.
+  @discardableResult
+  func wait(seconds: Double = 5, until condition: ([Event]) -> Bool) async -> [Event] {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+      let now = all
+      if condition(now) { return now }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return all
+  }
+
+  func waitForStreamEnd() async { await reader.withLock { $0 }?.value }
+}
+
+func decoded(_ events: [Event]) -> [DecodedData] {
+  events.compactMap { if case .decodedData(let data) = $0.payload { data } else { nil } }
+}
+
+func errors(_ events: [Event]) -> [CaptureError] {
+  events.compactMap { if case .error(let error) = $0.payload { error } else { nil } }
+}
+
+func openScanner(_ path: String, _ parameters: [String: String] = [:], reconnects: Bool = false)
+  throws(CaptureError) -> SerialScanner
+{
+  var request = OpenRequest(selector: .serial(path: path, parameters: parameters))
+  request.reconnects = reconnects
+  return try SerialScanner.open(path: path, parameters: parameters, request: request)
+}
+
+@Suite(.serialized) struct SerialScannerTests {
+  @Test func framedCodesBecomeDecodedDataWithTheirDataSource() async throws {
+    let pty = try PseudoTerminal()
+    let scanner = try openScanner(pty.slavePath, ["baud": "115200", "framing": "stx"])
+    let log = EventLog(scanner.events)
+    try pty.write(capturedFrame)
+    try pty.write(frame("4006381333931", aim: "E0"))
+    let events = await log.wait { decoded($0).count == 2 }
+    #expect(decoded(events).map(\.bytes) == [capturedText, Array("4006381333931".utf8)])
+    #expect(decoded(events).map(\.dataSource) == [.code128, .ean13])
+    #expect(events.first?.kind == .deviceArrival)
+    #expect(
+      scanner.info
+        == DeviceInfo(
+          id: "serial:\(pty.slavePath)?baud=115200&framing=stx",
+          name: "Serial scanner (\(pty.slavePath))", type: .none))
+    await scanner.close()
+    await log.waitForStreamEnd()
+    #expect(log.kinds == [.deviceArrival, .decodedData, .decodedData, .deviceRemoval])
+  }
+
+  @Test func lineModeAndAutoDetection() async throws {
+    for framing in ["line", "auto"] {
+      let pty = try PseudoTerminal()
+      let scanner = try openScanner(pty.slavePath, ["framing": framing])
+      let log = EventLog(scanner.events)
+      // Raw mode: the CR reaches the driver as CR (no ICRNL), CRLF is one terminator.
+      try pty.write(Array("0123456789\r\nABC-1\r".utf8))
+      let events = await log.wait { decoded($0).count == 2 }
+      #expect(decoded(events).map(\.text) == ["0123456789", "ABC-1"], "\(framing)")
+      #expect(decoded(events).allSatisfy { $0.dataSource == .notSpecified })
+      #expect(errors(events).isEmpty)
+      await scanner.close()
+    }
+  }
+
+  @Test func garbageIsAnInvalidFormatErrorAndTheFramesAroundItSurvive() async throws {
+    let pty = try PseudoTerminal()
+    let scanner = try openScanner(pty.slavePath, ["framing": "stx"])
+    let log = EventLog(scanner.events)
+    try pty.write(frame("FIRST") + [0xDE, 0xAD, 0x00] + frame("SECOND"))
+    let events = await log.wait { decoded($0).count == 2 }
+    #expect(decoded(events).map(\.text) == ["FIRST", "SECOND"])
+    #expect(errors(events).map(\.code) == [.invalidFormat])
+    #expect(errors(events).first?.message.hasSuffix("were not a barcode: DE AD 00") == true)
+    await scanner.close()
+  }
+
+  @Test func stalledLyingLengthIsGivenUpAfterTheLineGoesQuiet() async throws {
+    let pty = try PseudoTerminal()
+    let scanner = try openScanner(pty.slavePath, ["framing": "stx"])
+    let log = EventLog(scanner.events)
+    var liar = frame("LIE")
+    liar[1] = 0x02  // states 512+ bytes; nothing more comes
+    try pty.write(liar + frame("GOOD"))
+    let events = await log.wait { decoded($0).count == 1 }
+    #expect(decoded(events).map(\.text) == ["GOOD"])
+    await scanner.close()
+  }
+
+  /// The device disappears mid-frame. The partial frame is never decoded: its bytes, read before the
+  /// hangup, are reported once as an INVALIDFORMAT error (the parser's `finish`), then the removal,
+  /// and the stream ends (no reconnects requested). The hangup comes before the 500 ms stall timeout,
+  /// so this is the removal path, not the stall path.
+  @Test func deviceDisappearingMidFrame() async throws {
+    let pty = try PseudoTerminal()
+    let scanner = try openScanner(pty.slavePath)
+    let log = EventLog(scanner.events)
+    try pty.write(frame("WHOLE"))
+    await log.wait { decoded($0).count == 1 }
+    let partial = Array(capturedFrame[..<25])
+    try pty.write(partial)
+    try await Task.sleep(for: .milliseconds(250))
+    pty.close()
+    await log.waitForStreamEnd()
+    #expect(log.kinds == [.deviceArrival, .decodedData, .error, .deviceRemoval])
+    #expect(decoded(log.all).map(\.text) == ["WHOLE"])
+    let hex = partial.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16, uppercase: true) }
+      .joined(separator: " ")
+    #expect(
+      errors(log.all) == [
+        CaptureError(.invalidFormat, "25 byte(s) from \(pty.slavePath) were not a barcode: \(hex)")
+      ])
+    await scanner.close()
+    #expect(log.kinds.filter { $0 == .deviceRemoval }.count == 1)
+  }
+
+  /// A pty cannot come back at the same path, so a fixed path is a symlink re-pointed to a new pty, as
+  /// udev re-creates /dev/serial/by-id links when an adapter is replugged.
+  @Test func reconnectsWhenTheDeviceNodeComesBack() async throws {
+    var template = Array("/tmp/capture-serial.XXXXXX".utf8CString)
+    let directory = String(cString: try #require(mkdtemp(&template)))
+    defer { rmdir(directory) }
+    let link = directory + "/scanner"
+    defer { unlink(link) }
+
+    let first = try PseudoTerminal()
+    #expect(symlink(first.slavePath, link) == 0)
+    let scanner = try openScanner(link, ["framing": "auto"], reconnects: true)
+    let log = EventLog(scanner.events)
+    try first.write(capturedFrame)
+    await log.wait { decoded($0).count == 1 }
+
+    // Unplug: the link goes first so the driver cannot reopen the dying node.
+    unlink(link)
+    first.close()
+    await log.wait { $0.last?.kind == .deviceRemoval }
+    #expect(log.kinds == [.deviceArrival, .decodedData, .deviceRemoval])
+
+    let second = try PseudoTerminal()
+    #expect(symlink(second.slavePath, link) == 0)
+    await log.wait { $0.filter { $0.kind == .deviceArrival }.count == 2 }
+    try second.write(Array("AFTER-REPLUG\r\n".utf8))
+    let events = await log.wait { decoded($0).count == 2 }
+    #expect(decoded(events).map(\.text) == ["EQ0000013158", "AFTER-REPLUG"])
+    await scanner.close()
+    await log.waitForStreamEnd()
+    #expect(
+      log.kinds == [
+        .deviceArrival, .decodedData, .deviceRemoval, .deviceArrival, .decodedData, .deviceRemoval,
+      ])
+  }
+
+  @Test func openErrorsMapToTheirResultCodes() throws {
+    #expect(throws: CaptureError(.fileNotFound, "serial device /dev/does-not-exist not found")) {
+      try openScanner("/dev/does-not-exist")
+    }
+    #expect(throws: CaptureError.self) { try openScanner("/dev/null") }
+    do {
+      _ = try openScanner("/dev/null")
+    } catch {
+      #expect(error.code == .communicationError)
+    }
+    for (key, value) in [("baud", "12345"), ("parity", "mark"), ("framing", "xml"), ("databits", "7")] {
+      do {
+        // Parameters are checked before the path: a bad one is 18 even for a missing device.
+        _ = try openScanner("/dev/does-not-exist", [key: value])
+        Issue.record("\(key)=\(value) accepted")
+      } catch {
+        #expect(error.code == .invalidParameter, "\(key)=\(value)")
+      }
+    }
+  }
+
+  @Test func onlyDeviceTypeAndFriendlyNameAreReadable() async throws {
+    let pty = try PseudoTerminal()
+    let scanner = try openScanner(pty.slavePath)
+    #expect(try await scanner.get(.deviceType, argument: .none) == .ulong(0))
+    #expect(try await scanner.get(.friendlyNameDevice, argument: .none) == .string(pty.slavePath))
+    await #expect(throws: CaptureError.self) { try await scanner.get(.batteryLevelDevice, argument: .none) }
+    await #expect(throws: CaptureError.self) { try await scanner.trigger(.start) }
+    do {
+      try await scanner.trigger(.start)
+    } catch {
+      #expect(error.code == .notSupported)
+    }
+    await scanner.close()
+  }
+}
