@@ -13,7 +13,7 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 # Bench: the peers measured side by side.
 BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev
 TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi
-BENCH_PACKAGES = zbar-tools zxing-cpp-tools
+BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd
 
 .PHONY: all build deps test-deps bench-deps demo test docs check-docs lint install uninstall bench fuzz clean
 
@@ -73,6 +73,7 @@ uninstall:
 bench: bench-deps build
 	bench/socketcam.sh $(BIN)
 	bench/ble.sh $(BIN)
+	bench/dmcc.sh $(BIN)
 
 # The BLE frame decoders under libFuzzer, SECONDS each (default 600).
 fuzz:

@@ -130,6 +130,30 @@ struct SerialTests {
     #expect(decoded.allSatisfy { $0["origin"]?.string == pty.slavePath })
   }
 
+  @Test("connect serial:PTY remembers it (list shows it, an alias reaches it); remove forgets it")
+  func connectAndRemove() async throws {
+    let pty = try ScannerPTY()
+    let sandbox = try Sandbox()
+    let selector = "serial:\(pty.slavePath)?baud=115200"
+    let connected = try await sandbox.capture(["--json", "connect", selector, "--alias", "till"])
+    #expect(connected.status == 0, "\(connected)")
+    let arrival = Shape.jsonLines(connected)
+    #expect(arrival.first?["event"]?.string == "deviceArrival")
+    #expect(arrival.first?["device"]?["id"]?.string == selector)
+    let list = try await sandbox.capture(["--json", "list"])
+    let devices = Shape.jsonLines(list).first?["devices"]?.array ?? []
+    #expect(
+      devices.contains {
+        $0["id"]?.string == selector && $0["alias"]?.string == "till" && $0["transport"]?.string == "serial"
+      }, "\(list)")
+    let byAlias = try await sandbox.capture(["get", "till", "device-type"])
+    #expect(byAlias.status == 0, "\(byAlias)")
+    let removed = try await sandbox.capture(["remove", "till"])
+    #expect(removed.status == 0, "\(removed)")
+    let again = try await sandbox.capture(["remove", selector])
+    #expect(again.status == 17)
+  }
+
   @Test("listen on a serial device that does not exist: exit 63, one line")
   func missingDevice() async throws {
     let sandbox = try Sandbox()

@@ -102,7 +102,7 @@ enum CommandTree {
     name: "get", abstract: "Read device properties.",
     synopsis: ["DEVICE PROPERTY...", "DEVICE --all", "--list"],
     discussion:
-      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15.",
+      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15. On a Cognex DataMan, dmcc:PARAM.NAME reads any DMCC parameter.",
     operands: [
       deviceOperand,
       OperandSpec(
@@ -124,7 +124,7 @@ enum CommandTree {
     name: "set", abstract: "Write device properties.",
     synopsis: ["DEVICE PROPERTY VALUE...", "DEVICE --from FILE [--dry-run]"],
     discussion:
-      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ.",
+      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ.",
     operands: [
       deviceOperand,
       OperandSpec(

@@ -52,9 +52,10 @@ enum ConnectCommand {
       }
       printArrivals(connected.arrivals, context)
       return .noError
-    case .tcp:
-      // A DataMan: open it (which proves it answers DMCC), remember it under its URI, print the arrival.
-      if options.pair { throw .notSupported("a DataMan on TCP has nothing to pair") }
+    case .tcp, .serial:
+      // A DataMan or a serial scanner: open it (which proves it is there and answers), remember it under
+      // its selector, print the arrival.
+      if options.pair { throw .notSupported("\(selector.transportName) devices have nothing to pair") }
       let device = try await context.open(selector, wantsEvents: false)
       let info = device.info
       await device.close()
@@ -62,7 +63,8 @@ enum ConnectCommand {
         state.devices.removeAll { $0.id == info.id }
         state.devices.append(
           RememberedDevice(
-            id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue, transport: "tcp",
+            id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
+            transport: selector.transportKey,
             lastSeen: Timestamp.now().iso8601))
       }
       printArrivals([info], context)
@@ -121,8 +123,8 @@ enum RemoveCommand {
         }
       }
       return .noError
-    case .tcp:
-      // Nothing to unpair on TCP: forgetting it is the whole removal.
+    case .tcp, .serial:
+      // Nothing to unpair on TCP or a tty: forgetting it is the whole removal.
       let id = selector.description
       let remembered = try context.state.update {
         (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in

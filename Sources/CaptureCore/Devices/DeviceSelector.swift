@@ -27,6 +27,18 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// The short transport name stored with a remembered device and shown by `list`.
+  public var transportKey: String {
+    switch self {
+    case .socketCam: "socketcam"
+    case .bluetooth: "ble"
+    case .tcp: "tcp"
+    case .serial: "serial"
+    case .hid: "hid"
+    case .name: "name"
+    }
+  }
+
   /// The transport family a selector needs, named in "not supported yet" messages.
   public var transportName: String {
     switch self {
