@@ -1,4 +1,5 @@
 import CaptureCore
+import Simulators
 import Testing
 
 @testable import Drivers

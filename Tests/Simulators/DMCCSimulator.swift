@@ -1,7 +1,7 @@
 // A loopback Cognex DataMan for tests (issue 4, deliverable 6): a TCP server on 127.0.0.1 with an
 // ephemeral port that speaks DMCC as device-protocols.md §7 describes it. Written independently of the
 // driver's codec (it imports only Glibc and Foundation) so a shared misunderstanding cannot hide; the
-// black-box target holds an identical copy because it cannot import test code from here.
+// driver's tests and the black-box tests share it through this small library target.
 
 import Foundation
 
@@ -9,8 +9,8 @@ import Foundation
   import Glibc
 #endif
 
-final class DMCCSimulator: @unchecked Sendable {
-  enum Fault: Sendable {
+public final class DMCCSimulator: @unchecked Sendable {
+  public enum Fault: Sendable {
     case none
     /// Close the connection as soon as a command arrives.
     case closeOnCommand
@@ -20,7 +20,7 @@ final class DMCCSimulator: @unchecked Sendable {
     case corruptChecksum
   }
 
-  let port: UInt16
+  public let port: UInt16
   private let listenFD: Int32
   private let lock = NSLock()
   private var parameters: [String: String] = [
@@ -35,33 +35,33 @@ final class DMCCSimulator: @unchecked Sendable {
   private var _readText: String
   private var _commands: [String] = []
 
-  var fault: Fault {
+  public var fault: Fault {
     get { lock.withLock { _fault } }
     set { lock.withLock { _fault = newValue } }
   }
   /// What TRIGGER ON reads.
-  var readText: String {
+  public var readText: String {
     get { lock.withLock { _readText } }
     set { lock.withLock { _readText = newValue } }
   }
   /// Send TRIGGER ON's read result as a second status-0 reply under the command's id, not as status 1.
-  var resultUnderCommandID: Bool {
+  public var resultUnderCommandID: Bool {
     get { lock.withLock { _resultUnderCommandID } }
     set { lock.withLock { _resultUnderCommandID = newValue } }
   }
   private var _resultUnderCommandID = false
   /// Seconds to wait before answering each command (a slow reader).
-  var replyDelay: Double {
+  public var replyDelay: Double {
     get { lock.withLock { _replyDelay } }
     set { lock.withLock { _replyDelay = newValue } }
   }
   private var _replyDelay = 0.0
   /// Every command line received, without header and footer.
-  var commands: [String] { lock.withLock { _commands } }
+  public var commands: [String] { lock.withLock { _commands } }
 
-  func parameter(_ name: String) -> String? { lock.withLock { parameters[name] } }
+  public func parameter(_ name: String) -> String? { lock.withLock { parameters[name] } }
 
-  init(readText: String = "HELLO-123", fault: Fault = .none) throws {
+  public init(readText: String = "HELLO-123", fault: Fault = .none) throws {
     _readText = readText
     _fault = fault
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -87,12 +87,12 @@ final class DMCCSimulator: @unchecked Sendable {
     thread.start()
   }
 
-  func stop() {
+  public func stop() {
     lock.withLock { stopped = true }
   }
 
   /// Closes the listening socket now (after `stop`), so the port refuses connections.
-  func closeListener() {
+  public func closeListener() {
     lock.withLock {
       if !listenerClosed { close(listenFD) }
       listenerClosed = true
@@ -148,7 +148,7 @@ final class DMCCSimulator: @unchecked Sendable {
   }
 
   /// One command line (without CR LF) → the reply lines to send.
-  func answer(_ line: [UInt8]) -> [[UInt8]] {
+  public func answer(_ line: [UInt8]) -> [[UInt8]] {
     var body = line[...]
     var checksummed = false
     var id: String?
