@@ -41,6 +41,11 @@ public enum ClassicDiscovery {
     return true
   }
 
+  /// The SPP initiator barcodes for this host.
+  public static func pairingCode(adapter: String?) async throws(CaptureError) -> PairingCode {
+    PairingCode(host: try await hostAddress(adapter: adapter))
+  }
+
   /// This host's adapter address: BlueZ `Adapter1.Address` when bluetoothd runs, else HCI.
   public static func hostAddress(adapter: String?, system: any BluetoothSystem = LibBluetoothSystem())
     async throws(CaptureError) -> BluetoothAddress

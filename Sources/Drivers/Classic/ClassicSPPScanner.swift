@@ -56,6 +56,8 @@ public final class ClassicSPPScanner: Device, Sendable {
     var isFinished = false
   }
 
+  /// The transport stored with a remembered Classic scanner in the state file.
+  public static let transportKey = "classic"
   /// RFCOMM connect time limit without --timeout (an absent device's page timeout is ~5 s, Core spec
   /// default Page_Timeout 5.12 s, plus SDP).
   public static let defaultConnectTimeout: Duration = .seconds(15)
@@ -118,6 +120,26 @@ public final class ClassicSPPScanner: Device, Sendable {
       system.close(connection.fd)
     }
     return scanner
+  }
+
+  /// Connects to the scanner at `address` (text as a selector holds it), the channel found by SDP.
+  public static func open(address: String, request: OpenRequest, name: String? = nil)
+    async throws(CaptureError) -> ClassicSPPScanner
+  {
+    guard let parsed = BluetoothAddress(address) else {
+      throw .invalidParameter("'\(address)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
+    }
+    return try await open(.initiate(parsed, channel: nil), request: request, name: name)
+  }
+
+  /// Waits for a scanner in SPP initiator mode to connect on RFCOMM `channel`.
+  public static func accept(channel: Int, request: OpenRequest) async throws(CaptureError)
+    -> ClassicSPPScanner
+  {
+    guard let small = UInt8(exactly: channel), channels.contains(small) else {
+      throw .invalidParameter("RFCOMM channel must be 1-30, not \(channel)")
+    }
+    return try await open(.accept(channel: small), request: request)
   }
 
   /// Makes one connection. `shouldStop` ends a wait for an accepting scanner.

@@ -6,6 +6,8 @@ import Bluetooth
 public struct PairingCode: Sendable, Equatable {
   public var host: BluetoothAddress
   public init(host: BluetoothAddress) { self.host = host }
+  /// The host address as capture prints addresses (`AA:BB:CC:DD:EE:FF`).
+  public var hostText: String { host.description }
   /// For 1D scanners (Code 128).
   public var linear: String { "#FNI\(host.compact)#" }
   /// For 2D scanners (DataMatrix or QR).
