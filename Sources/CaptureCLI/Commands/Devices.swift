@@ -302,6 +302,10 @@ enum DiscoverCommand {
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     let transport = options.le ? "le" : options.classic ? "bredr" : "auto"
     let output = context.output
+    // BlueZ is preferred whenever bluetoothd runs (issue 4); without it, --classic asks HCI directly.
+    if options.classic, await !ClassicDiscovery.bluetoothdReachable(adapter: context.globals.adapter) {
+      return try classicInquiry(options, context)
+    }
     let count = try await BLEManager.discover(
       adapter: context.globals.adapter, transport: transport, all: options.all, namePattern: options.name,
       timeout: options.timeout ?? context.globals.timeout ?? defaultTimeout
@@ -332,6 +336,43 @@ enum DiscoverCommand {
         ]))
     } else {
       output.info("discovery ended: \(count) device(s)")
+    }
+    return .noError
+  }
+}
+
+extension DiscoverCommand {
+  /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
+  static func classicInquiry(_ options: Options, _ context: Context) throws(CaptureError) -> ResultCode {
+    let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
+    var found = try ClassicDiscovery.inquiry(
+      adapter: context.globals.adapter, seconds: seconds, all: options.all)
+    if let pattern = options.name {
+      found.removeAll { fnmatch(pattern, $0.name ?? "", 0) != 0 }
+    }
+    let output = context.output
+    for device in found {
+      let name = device.name ?? device.addressText
+      if output.isJSON {
+        output.json(
+          .object([
+            "event": .string(EventKind.deviceDiscovered.rawValue), "time": .string(Timestamp.now().iso8601),
+            "device": Render.device(DeviceInfo(id: device.addressText, name: name, type: .none)),
+            "address": .string(device.addressText), "addressType": .string("bredr"),
+            "classOfDevice": .int(Int(device.classOfDevice)), "socketMobile": .bool(device.isSocketMobile),
+          ]))
+      } else {
+        output.line("\(device.addressText)\t\(device.name ?? "")\t\(DeviceType.none.typeName)\t")
+      }
+    }
+    if output.isJSON {
+      output.json(
+        .object([
+          "event": .string(EventKind.discoveryEnd.rawValue), "time": .string(Timestamp.now().iso8601),
+          "count": .int(found.count),
+        ]))
+    } else {
+      output.info("discovery ended: \(found.count) device(s)")
     }
     return .noError
   }

@@ -11,6 +11,8 @@ public enum ClassicDiscovery {
     public var name: String?
     /// The 24-bit Class of Device.
     public var classOfDevice: UInt32
+    /// `AA:BB:CC:DD:EE:FF`.
+    public var addressText: String { address.description }
     public var isSocketMobile: Bool { name.map(ClassicDiscovery.isSocketMobileName) ?? false }
   }
 
