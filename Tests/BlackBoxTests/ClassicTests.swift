@@ -72,6 +72,20 @@ struct ClassicBlackBoxTests {
       ])
   }
 
+  @Test("a remembered classic device is removed without bluetoothd (forgetting it is the removal)")
+  func removeClassic() async throws {
+    let sandbox = try Sandbox()
+    _ = try sandbox.write(
+      "state/capture/devices.json",
+      #"{"schemaVersion":1,"devices":[{"id":"AA:BB:CC:DD:EE:01","alias":"dock","name":"Socket 7Xi [DDEE01]","type":0,"transport":"classic"}],"socketCam":{"status":0,"dataSources":{}}}"#
+    )
+    let outcome = try await sandbox.capture("remove", "dock")
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.outLines == ["AA:BB:CC:DD:EE:01\tSocket 7Xi [DDEE01]\tNone\tremoved"])
+    let again = try await sandbox.capture("remove", "AA:BB:CC:DD:EE:01")
+    #expect(again.status == 32, "not remembered any more, and no bluetoothd to ask: \(again)")
+  }
+
   @Test("an address unknown to a missing bluetoothd: both reasons on one line")
   func bothReasons() async throws {
     let sandbox = try Sandbox()

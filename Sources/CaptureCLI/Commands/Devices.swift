@@ -168,7 +168,17 @@ enum RemoveCommand {
         "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable"
       )
     case .bluetooth(let address):
-      let removed = try await BLEManager.remove(address: address, adapter: context.globals.adapter)
+      // A Classic scanner used over RFCOMM may be unknown to (or without) bluetoothd: forgetting it is
+      // then the whole removal.
+      let isClassic = try context.state.load().devices.contains {
+        $0.id == address && $0.transport == ClassicSPPScanner.transportKey
+      }
+      let removed: (name: String, family: BLEFamily)?
+      do throws(CaptureError) {
+        removed = try await BLEManager.remove(address: address, adapter: context.globals.adapter)
+      } catch  where isClassic && error.code == .notAvailable {
+        removed = nil
+      }
       let remembered = try context.state.update {
         (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
         let entry = state.devices.first { $0.id == address }
