@@ -360,3 +360,33 @@ func decodedTexts(_ events: [Event]) -> [String] {
     }
   }
 }
+
+/// The real seam on this machine kind, whose kernel has no AF_BLUETOOTH (bluez-testing.md): every
+/// call must fail with a typed errno that maps to NOTAVAILABLE, never crash or hang. On a host with
+/// Bluetooth the first call succeeds and the test has nothing to check.
+@Suite struct LibBluetoothSystemTests {
+  @Test func withoutBluetoothEveryCallIsNotAvailable() throws {
+    let system = LibBluetoothSystem()
+    let fd: Int32
+    do {
+      fd = try system.socket()
+    } catch {
+      #expect(error.code == EAFNOSUPPORT)
+      var codes: [Int32] = []
+      do { _ = try system.hciDeviceList() } catch { codes.append(error.code) }
+      do { _ = try system.adapterAddress(device: 0) } catch { codes.append(error.code) }
+      do { _ = try system.inquiry(device: 0, length: 1, maxResponses: 1) } catch { codes.append(error.code) }
+      do { _ = try system.remoteName(device: 0, address: scanner, timeoutMilliseconds: 10) } catch {
+        codes.append(error.code)
+      }
+      do { _ = try system.sdpSerialPortChannel(scanner) } catch { codes.append(error.code) }
+      #expect(codes.count == 5)
+      for code in codes {
+        #expect(
+          CaptureError(bluetooth: Errno(code), "x", address: scanner).code == .notAvailable, "errno \(code)")
+      }
+      return
+    }
+    system.close(fd)
+  }
+}
