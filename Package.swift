@@ -13,11 +13,15 @@ let package = Package(
     .executableTarget(name: "capture", dependencies: ["CaptureCLI"]),
     .target(name: "CaptureCLI", dependencies: ["CaptureCore", "Drivers"]),
     .target(name: "CaptureCore"),
-    .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ"]),
+    .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
     // BlueZ over D-Bus (issue 3): a general libdbus client, then one Swift type per BlueZ interface.
     .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
     .target(name: "DBus", dependencies: ["CDBus"]),
     .target(name: "BlueZ", dependencies: ["DBus", "CaptureCore"]),
+    // Bluetooth Classic (issue 4): libbluetooth behind a C shim (macros Swift cannot import), then one
+    // fakeable syscall seam in Swift.
+    .target(name: "CBluetooth", linkerSettings: [.linkedLibrary("bluetooth")]),
+    .target(name: "Bluetooth", dependencies: ["CBluetooth", "CaptureCore"]),
     .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
     .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
     // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (swift-on-linux.md).
@@ -43,6 +47,7 @@ let package = Package(
     .target(name: "Simulators", path: "Tests/Simulators"),
     .testTarget(name: "DataManTests", dependencies: ["Drivers", "CaptureCore", "Simulators"]),
     .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
+    .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17

@@ -1,3 +1,5 @@
+import BlueZ
+import Bluetooth
 import CaptureCore
 
 /// Picks the driver for a selector. Families whose transports are not built yet answer
@@ -22,7 +24,7 @@ public struct DriverRegistry: DeviceOpener {
       }
       return try await open(resolved, state: state)
     case .bluetooth(let address):
-      return try await BLEDevice.open(address: address, request: request, timeout: request.timeout)
+      return try await Self.openBluetooth(address, request: request, state: state)
     case .tcp(let host, let port):
       return try await DataManReader.open(host: host, port: port, request: request)
     case .serial(let path, let parameters):
@@ -30,6 +32,35 @@ public struct DriverRegistry: DeviceOpener {
     case .hid:
       throw Self.transportMissing(request.selector)
     }
+  }
+
+  /// A Bluetooth address is BLE through BlueZ, or Classic SPP over RFCOMM when the state file
+  /// remembers it with transport "classic" or when bluetoothd is absent (so BlueZ cannot know it).
+  /// Without bluetoothd and without AF_BLUETOOTH both reasons are given, BlueZ's first.
+  static func openBluetooth(_ address: String, request: OpenRequest, state: StateStore)
+    async throws(CaptureError) -> any Device
+  {
+    let remembered = try state.load().devices.first { $0.id == address }
+    guard let bdaddr = BluetoothAddress(address) else {
+      throw .invalidParameter("'\(address)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
+    }
+    let classic = ClassicSPPScanner.Link.initiate(bdaddr, channel: nil)
+    if remembered?.transport == ClassicSPPScanner.transportKey {
+      return try await ClassicSPPScanner.open(classic, request: request, name: remembered?.name)
+    }
+    let blueZ: BlueZClient
+    do throws(CaptureError) {
+      blueZ = try await BlueZClient.connect(adapter: request.adapter)
+    } catch {
+      do throws(CaptureError) {
+        return try await ClassicSPPScanner.open(classic, request: request, name: remembered?.name)
+      } catch let classicError {
+        guard classicError.code == .notAvailable else { throw classicError }
+        throw CaptureError(error.code, "\(error.message); Bluetooth Classic: \(classicError.message)")
+      }
+    }
+    blueZ.close()
+    return try await BLEDevice.open(address: address, request: request, timeout: request.timeout)
   }
 
   public static func transportMissing(_ selector: DeviceSelector) -> CaptureError {

@@ -60,13 +60,25 @@ enum CommandTree {
     name: "connect", abstract: "Connect a device, remember it and print its arrival.",
     synopsis: ["DEVICE [--pair] [--alias NAME]"],
     discussion:
-      "Connects DEVICE, pairs it when its profile needs bonding or when --pair is given, remembers it in the state file and prints a deviceArrival event. For socketcam, enables SocketCam.",
+      "Connects DEVICE, pairs it when its profile needs bonding or when --pair is given, remembers it in the state file and prints a deviceArrival event. For socketcam, enables SocketCam. With --classic, a Bluetooth Classic scanner in SPP acceptor mode is connected over RFCOMM (its serial port channel found by SDP) and remembered as classic. --show-pairing-code (no DEVICE needed) prints the SPP initiator command barcodes for this host's adapter; a scanner that reads one connects to this host, where listen --accept takes it.",
     operands: [deviceOperand],
     options: [
       OptionSpec(long: "pair", help: "Pair (bond) with the device before connecting."),
       OptionSpec(long: "alias", valueName: "NAME", help: "Remember the device under NAME."),
+      OptionSpec(
+        long: "classic",
+        help:
+          "Bluetooth Classic: connect over RFCOMM to a scanner in SPP acceptor mode (channel found by SDP)."),
+      OptionSpec(
+        long: "show-pairing-code",
+        help:
+          "Print the command barcode texts (1D and 2D) that make a Classic scanner connect to this host; then run listen --accept."
+      ),
     ],
-    examples: [("capture connect socketcam", "Enable the built-in SocketCam scanner.")])
+    examples: [
+      ("capture connect socketcam", "Enable the built-in SocketCam scanner."),
+      ("capture connect AA:BB:CC:DD:EE:FF --classic", "Connect a Classic scanner in SPP acceptor mode."),
+    ])
 
   static let remove = CommandSpec(
     name: "remove", abstract: "Disconnect a device, unpair it and forget it.",
@@ -166,6 +178,14 @@ enum CommandTree {
       OptionSpec(
         long: "confirm-timeout", valueName: "DUR", kind: .duration,
         help: "A --confirm command running longer than DUR (default 10s) is killed and the code is bad."),
+      OptionSpec(
+        long: "accept",
+        help:
+          "Also wait for a Bluetooth Classic scanner in SPP initiator mode to connect to this host (see connect --show-pairing-code)."
+      ),
+      OptionSpec(
+        long: "channel", valueName: "N", kind: .count,
+        help: "With --accept: the RFCOMM channel (1-30, default 1)."),
     ] + sourceOptions,
     examples: [
       ("capture listen socketcam --dir samples/", "Decode the sample images as a stream."),

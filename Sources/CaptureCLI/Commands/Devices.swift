@@ -7,15 +7,28 @@ import Drivers
 
 enum ConnectCommand {
   struct Options: Sendable {
-    var selector: DeviceSelector
+    /// nil only with --show-pairing-code.
+    var selector: DeviceSelector?
     var pair: Bool
     var alias: String?
+    /// Bluetooth Classic: connect over RFCOMM to a scanner in SPP acceptor mode.
+    var classic: Bool
+    /// Print the command barcodes that make a Classic scanner connect to this host.
+    var showPairingCode: Bool
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
-      try parsed.requireOperands(1...1, "DEVICE")
-      selector = try Values.device(parsed.operands[0], command: parsed.commandName)
+      showPairingCode = parsed.flag("show-pairing-code")
+      classic = parsed.flag("classic")
+      try parsed.requireOperands(showPairingCode ? 0...1 : 1...1, "DEVICE")
+      selector = try parsed.operands.first.map { (text: String) throws(UsageError) in
+        try Values.device(text, command: parsed.commandName)
+      }
       pair = parsed.flag("pair")
       alias = parsed.value("alias")
+      if showPairingCode && (classic || pair || alias != nil) {
+        throw parsed.usage(
+          "--show-pairing-code only prints the barcodes; it takes no --classic, --pair or --alias")
+      }
       if let alias,
         alias.isEmpty
           || (try? DeviceSelector.parse(alias)).map({ if case .name = $0 { false } else { true } }) == true
@@ -28,7 +41,13 @@ enum ConnectCommand {
   /// socketcam: enable SocketCam (SocketCamStatus, capture-sdk.md §7.13) and print its arrival.
   /// A Bluetooth address: connect, pair if needed, remember, print the arrival(s).
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    let selector = try await context.resolve(options.selector)
+    guard let given = options.selector, !options.showPairingCode else {
+      return try await showPairingCode(context)
+    }
+    let selector = try await context.resolve(given)
+    if options.classic {
+      return try await connectClassic(selector, options, context)
+    }
     switch selector {
     case .socketCam:
       if options.pair { throw .notSupported("SocketCam is built in; it has nothing to pair") }
@@ -74,6 +93,53 @@ enum ConnectCommand {
     }
   }
 
+  /// --classic: SDP finds the scanner's serial port channel, RFCOMM connects (the scanner in SPP
+  /// acceptor mode, device-protocols.md §5.2), then it is remembered with transport "classic" so later
+  /// commands open it over RFCOMM.
+  static func connectClassic(_ selector: DeviceSelector, _ options: Options, _ context: Context)
+    async throws(CaptureError) -> ResultCode
+  {
+    guard case .bluetooth(let address) = selector else {
+      throw .invalidParameter("--classic needs a Bluetooth address, not \(selector)")
+    }
+    if options.pair {
+      throw .notSupported(
+        "--pair with --classic: pair the scanner with bluetoothctl first (pairing over BlueZ)")
+    }
+    var request = OpenRequest(selector: selector, adapter: context.globals.adapter)
+    request.wantsEvents = false
+    request.timeout = context.globals.timeout
+    let device = try await ClassicSPPScanner.open(address: address, request: request)
+    let info = device.info
+    await device.close()
+    try context.state.update { (state: inout StateFile) throws(CaptureError) in
+      state.devices.removeAll { $0.id == info.id }
+      state.devices.append(
+        RememberedDevice(
+          id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
+          transport: ClassicSPPScanner.transportKey, lastSeen: Timestamp.now().iso8601))
+    }
+    printArrivals([info], context)
+    return .noError
+  }
+
+  /// --show-pairing-code: the SPP initiator command barcodes for this host's adapter address
+  /// (device-protocols.md §5.2), which a user scans so the scanner connects here (`listen --accept`).
+  static func showPairingCode(_ context: Context) async throws(CaptureError) -> ResultCode {
+    let code = try await ClassicDiscovery.pairingCode(adapter: context.globals.adapter)
+    if context.output.isJSON {
+      context.output.json(
+        .object([
+          "adapter": .string(code.hostText), "code1D": .string(code.linear),
+          "code2D": .string(code.twoDimensional),
+        ]))
+    } else {
+      context.output.line("1D (Code 128):\t\(code.linear)")
+      context.output.line("2D (DataMatrix/QR):\t\(code.twoDimensional)")
+    }
+    return .noError
+  }
+
   static func printArrivals(_ arrivals: [DeviceInfo], _ context: Context) {
     for info in arrivals {
       if context.output.isJSON {
@@ -102,7 +168,17 @@ enum RemoveCommand {
         "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable"
       )
     case .bluetooth(let address):
-      let removed = try await BLEManager.remove(address: address, adapter: context.globals.adapter)
+      // A Classic scanner used over RFCOMM may be unknown to (or without) bluetoothd: forgetting it is
+      // then the whole removal.
+      let isClassic = try context.state.load().devices.contains {
+        $0.id == address && $0.transport == ClassicSPPScanner.transportKey
+      }
+      let removed: (name: String, family: BLEFamily)?
+      do throws(CaptureError) {
+        removed = try await BLEManager.remove(address: address, adapter: context.globals.adapter)
+      } catch  where isClassic && error.code == .notAvailable {
+        removed = nil
+      }
       let remembered = try context.state.update {
         (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
         let entry = state.devices.first { $0.id == address }
@@ -236,6 +312,10 @@ enum DiscoverCommand {
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     let transport = options.le ? "le" : options.classic ? "bredr" : "auto"
     let output = context.output
+    // BlueZ is preferred whenever bluetoothd runs (issue 4); without it, --classic asks HCI directly.
+    if options.classic, await !ClassicDiscovery.bluetoothdReachable(adapter: context.globals.adapter) {
+      return try classicInquiry(options, context)
+    }
     let count = try await BLEManager.discover(
       adapter: context.globals.adapter, transport: transport, all: options.all, namePattern: options.name,
       timeout: options.timeout ?? context.globals.timeout ?? defaultTimeout
@@ -266,6 +346,43 @@ enum DiscoverCommand {
         ]))
     } else {
       output.info("discovery ended: \(count) device(s)")
+    }
+    return .noError
+  }
+}
+
+extension DiscoverCommand {
+  /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
+  static func classicInquiry(_ options: Options, _ context: Context) throws(CaptureError) -> ResultCode {
+    let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
+    var found = try ClassicDiscovery.inquiry(
+      adapter: context.globals.adapter, seconds: seconds, all: options.all)
+    if let pattern = options.name {
+      found.removeAll { fnmatch(pattern, $0.name ?? "", 0) != 0 }
+    }
+    let output = context.output
+    for device in found {
+      let name = device.name ?? device.addressText
+      if output.isJSON {
+        output.json(
+          .object([
+            "event": .string(EventKind.deviceDiscovered.rawValue), "time": .string(Timestamp.now().iso8601),
+            "device": Render.device(DeviceInfo(id: device.addressText, name: name, type: .none)),
+            "address": .string(device.addressText), "addressType": .string("bredr"),
+            "classOfDevice": .int(Int(device.classOfDevice)), "socketMobile": .bool(device.isSocketMobile),
+          ]))
+      } else {
+        output.line("\(device.addressText)\t\(device.name ?? "")\t\(DeviceType.none.typeName)\t")
+      }
+    }
+    if output.isJSON {
+      output.json(
+        .object([
+          "event": .string(EventKind.discoveryEnd.rawValue), "time": .string(Timestamp.now().iso8601),
+          "count": .int(found.count),
+        ]))
+    } else {
+      output.info("discovery ended: \(found.count) device(s)")
     }
     return .noError
   }

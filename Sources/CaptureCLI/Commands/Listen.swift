@@ -1,4 +1,5 @@
 import CaptureCore
+import Drivers
 import Synchronization
 
 enum ListenCommand {
@@ -10,8 +11,22 @@ enum ListenCommand {
     var confirm: String?
     var confirmTimeout: Duration
     var sources: [FrameSourceItem]
+    /// --accept: wait for a Bluetooth Classic scanner in SPP initiator mode on this RFCOMM channel.
+    var acceptChannel: Int?
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
+      if parsed.flag("accept") {
+        acceptChannel =
+          try parsed.value("channel").map { (t: String) throws(UsageError) in
+            try Values.count(t, option: "--channel", command: parsed.commandName)
+          } ?? 1
+        // RFCOMM server channels are 1-30 (RFCOMM: a 5-bit server channel, 0 and 31 reserved).
+        if let channel = acceptChannel, channel > 30 {
+          throw parsed.usage("--channel: RFCOMM channels are 1-30, not \(channel)")
+        }
+      } else if parsed.value("channel") != nil {
+        throw parsed.usage("--channel works with --accept")
+      }
       var selectors: [DeviceSelector] = []
       for operand in parsed.operands {
         let selector = try Values.device(operand, command: parsed.commandName)
@@ -47,7 +62,7 @@ enum ListenCommand {
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     var selectors = options.selectors
-    if selectors.isEmpty {
+    if selectors.isEmpty && options.acceptChannel == nil {
       selectors = try context.state.load().devices.compactMap { try? DeviceSelector.parse($0.id) }
       guard !selectors.isEmpty else {
         throw .invalidParameter(
@@ -57,6 +72,9 @@ enum ListenCommand {
     }
 
     var devices: [any Device] = []
+    if let channel = options.acceptChannel {
+      devices.append(try await acceptClassic(channel: channel, timeout: options.timeout, context))
+    }
     for selector in selectors {
       let sources = selector == .socketCam ? options.sources : []
       do {
@@ -126,6 +144,21 @@ enum ListenCommand {
 }
 
 extension ListenCommand {
+  /// --accept: an RFCOMM server socket on `channel` takes the scanner that connects to this host
+  /// (configured with `#FNI<host>#`, see `capture connect --show-pairing-code`); after link loss it
+  /// waits for the scanner again.
+  static func acceptClassic(channel: Int, timeout: Duration?, _ context: Context) async throws(CaptureError)
+    -> any Device
+  {
+    let output = context.output
+    var request = OpenRequest(
+      selector: .bluetooth("00:00:00:00:00:00"), adapter: context.globals.adapter, warn: { output.warn($0) })
+    request.reconnects = true
+    request.timeout = timeout ?? context.globals.timeout
+    output.info("waiting for a Bluetooth Classic scanner on RFCOMM channel \(channel)")
+    return try await ClassicSPPScanner.accept(channel: channel, request: request)
+  }
+
   /// Runs the host's command for a code and tells the device the verdict when it can take one
   /// (DataConfirmationDevice: good 0x15 / bad 0x2A, capture-sdk.md §7.4).
   static func confirmation(_ command: ConfirmCommand, _ devices: [String: any Device]) -> EventSink.Confirm {

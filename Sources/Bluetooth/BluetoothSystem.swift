@@ -1,0 +1,75 @@
+import CaptureCore
+
+/// What a read from an RFCOMM socket gave.
+public enum BluetoothRead: Sendable, Equatable {
+  case data([UInt8])
+  /// Nothing arrived within the poll timeout; the link is still up.
+  case idle
+  /// The peer closed the link (read returned 0).
+  case closed
+}
+
+/// A connection taken from a listening RFCOMM socket.
+public struct AcceptedLink: Sendable, Equatable {
+  public var fd: Int32
+  public var peer: BluetoothAddress
+  public var channel: UInt8
+  public init(fd: Int32, peer: BluetoothAddress, channel: UInt8) {
+    self.fd = fd
+    self.peer = peer
+    self.channel = channel
+  }
+}
+
+/// A local HCI adapter as HCIGETDEVLIST reports it.
+public struct HCIDevice: Sendable, Equatable {
+  public var id: Int
+  public var isUp: Bool
+  public var name: String { "hci\(id)" }
+  public init(id: Int, isUp: Bool) {
+    self.id = id
+    self.isUp = isUp
+  }
+}
+
+/// One answer to an HCI inquiry.
+public struct InquiryResult: Sendable, Equatable {
+  public var address: BluetoothAddress
+  /// The 24-bit Class of Device (Bluetooth Assigned Numbers, "Class of Device").
+  public var classOfDevice: UInt32
+  public init(address: BluetoothAddress, classOfDevice: UInt32) {
+    self.address = address
+    self.classOfDevice = classOfDevice
+  }
+}
+
+/// The seam under every Bluetooth Classic call (bluez-testing.md: "put every libbluetooth call behind
+/// one small syscall seam so unit tests can script results and errno"). Each method is one system or
+/// libbluetooth call and throws the `Errno` it set, EINTR included: retrying is the caller's job
+/// (`ClassicCalls`), so a scripted EINTR exercises the retry. `LibBluetoothSystem` is the real one.
+public protocol BluetoothSystem: Sendable {
+  /// An RFCOMM stream socket.
+  func socket() throws(Errno) -> Int32
+  /// Connects `fd` to `address` on RFCOMM `channel`, giving up with ETIMEDOUT after `timeout`.
+  func connect(_ fd: Int32, to address: BluetoothAddress, channel: UInt8, timeout: Duration) throws(Errno)
+  /// Binds `fd` to RFCOMM `channel` on any local adapter.
+  func bind(_ fd: Int32, channel: UInt8) throws(Errno)
+  func listen(_ fd: Int32, backlog: Int32) throws(Errno)
+  /// Waits up to `timeoutMilliseconds` for a connection; nil when none came.
+  func accept(_ fd: Int32, timeoutMilliseconds: Int32) throws(Errno) -> AcceptedLink?
+  /// Waits up to `timeoutMilliseconds` for bytes (at most `maxCount`).
+  func read(_ fd: Int32, maxCount: Int, timeoutMilliseconds: Int32) throws(Errno) -> BluetoothRead
+  /// Writes some of `bytes`; returns how many.
+  func write(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) -> Int
+  func close(_ fd: Int32)
+  /// The local HCI adapters (HCIGETDEVLIST).
+  func hciDeviceList() throws(Errno) -> [HCIDevice]
+  /// The BD address of adapter `device` (hci_devba).
+  func adapterAddress(device: Int) throws(Errno) -> BluetoothAddress
+  /// An HCI inquiry on adapter `device` lasting `length` × 1.28 s.
+  func inquiry(device: Int, length: Int, maxResponses: Int) throws(Errno) -> [InquiryResult]
+  /// The remote device's name (HCI Remote Name Request).
+  func remoteName(device: Int, address: BluetoothAddress, timeoutMilliseconds: Int32) throws(Errno) -> String
+  /// The RFCOMM channel of `address`'s Serial Port service (SDP class 0x1101); ENOENT when it has none.
+  func sdpSerialPortChannel(_ address: BluetoothAddress) throws(Errno) -> UInt8
+}

@@ -1,0 +1,153 @@
+#define _GNU_SOURCE  // accept4(2)
+#include "cbluetooth.h"
+
+#include <bluetooth/bluetooth.h>
+#include <bluetooth/hci.h>
+#include <bluetooth/hci_lib.h>
+#include <bluetooth/rfcomm.h>
+#include <bluetooth/sdp.h>
+#include <bluetooth/sdp_lib.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void copy_address(bdaddr_t *out, const uint8_t bytes[6]) { memcpy(out->b, bytes, 6); }
+
+int cbt_rfcomm_socket(void) { return socket(AF_BLUETOOTH, SOCK_STREAM | SOCK_CLOEXEC, BTPROTO_RFCOMM); }
+
+int cbt_rfcomm_connect(int fd, const uint8_t address_le[6], uint8_t channel) {
+  struct sockaddr_rc addr;
+  memset(&addr, 0, sizeof addr);
+  addr.rc_family = AF_BLUETOOTH;
+  copy_address(&addr.rc_bdaddr, address_le);
+  addr.rc_channel = channel;
+  return connect(fd, (struct sockaddr *)&addr, sizeof addr);
+}
+
+int cbt_rfcomm_bind_any(int fd, uint8_t channel) {
+  struct sockaddr_rc addr;
+  memset(&addr, 0, sizeof addr);  // all-zero rc_bdaddr is BDADDR_ANY
+  addr.rc_family = AF_BLUETOOTH;
+  addr.rc_channel = channel;
+  return bind(fd, (struct sockaddr *)&addr, sizeof addr);
+}
+
+int cbt_rfcomm_accept(int fd, uint8_t peer_le[6], uint8_t *channel) {
+  struct sockaddr_rc addr;
+  socklen_t length = sizeof addr;
+  memset(&addr, 0, sizeof addr);
+  int client = accept4(fd, (struct sockaddr *)&addr, &length, SOCK_CLOEXEC);
+  if (client >= 0) {
+    memcpy(peer_le, addr.rc_bdaddr.b, 6);
+    *channel = addr.rc_channel;
+  }
+  return client;
+}
+
+int cbt_hci_device_list(uint16_t *ids, uint8_t *is_up, int max) {
+  if (max <= 0 || max > HCI_MAX_DEV) max = HCI_MAX_DEV;
+  int sock = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC, BTPROTO_HCI);
+  if (sock < 0) return -1;
+  struct hci_dev_list_req *list = calloc(1, sizeof(*list) + (size_t)max * sizeof(struct hci_dev_req));
+  if (!list) {
+    close(sock);
+    errno = ENOMEM;
+    return -1;
+  }
+  list->dev_num = (uint16_t)max;
+  if (ioctl(sock, HCIGETDEVLIST, (void *)list) < 0) {
+    int saved = errno;
+    free(list);
+    close(sock);
+    errno = saved;
+    return -1;
+  }
+  int count = list->dev_num;
+  for (int i = 0; i < count; i++) {
+    ids[i] = list->dev_req[i].dev_id;
+    is_up[i] = hci_test_bit(HCI_UP, &list->dev_req[i].dev_opt) ? 1 : 0;
+  }
+  free(list);
+  close(sock);
+  return count;
+}
+
+int cbt_hci_device_address(int dev_id, uint8_t address_le[6]) {
+  bdaddr_t addr;
+  if (hci_devba(dev_id, &addr) < 0) return -1;
+  memcpy(address_le, addr.b, 6);
+  return 0;
+}
+
+int cbt_hci_inquiry(int dev_id, int length, int max, uint8_t *addresses_le, uint32_t *classes) {
+  inquiry_info *info = NULL;
+  int count = hci_inquiry(dev_id, length, max, NULL, &info, IREQ_CACHE_FLUSH);
+  if (count < 0) return -1;
+  for (int i = 0; i < count && i < max; i++) {
+    memcpy(addresses_le + 6 * i, info[i].bdaddr.b, 6);
+    classes[i] = (uint32_t)info[i].dev_class[0] | ((uint32_t)info[i].dev_class[1] << 8) |
+                 ((uint32_t)info[i].dev_class[2] << 16);
+  }
+  free(info);
+  return count < max ? count : max;
+}
+
+int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int size, int timeout_ms) {
+  int dd = hci_open_dev(dev_id);
+  if (dd < 0) return -1;
+  bdaddr_t addr;
+  copy_address(&addr, address_le);
+  memset(name, 0, (size_t)size);
+  int result = hci_read_remote_name(dd, &addr, size - 1, name, timeout_ms);
+  int saved = errno;
+  hci_close_dev(dd);
+  errno = saved;
+  return result < 0 ? -1 : 0;
+}
+
+int cbt_sdp_serial_port_channel(const uint8_t address_le[6]) {
+  bdaddr_t any;
+  memset(&any, 0, sizeof any);  // BDADDR_ANY without the compound literal
+  bdaddr_t target;
+  copy_address(&target, address_le);
+  sdp_session_t *session = sdp_connect(&any, &target, SDP_RETRY_IF_BUSY);
+  if (!session) return -1;
+  uuid_t serial;
+  sdp_uuid16_create(&serial, SERIAL_PORT_SVCLASS_ID);
+  sdp_list_t *search = sdp_list_append(NULL, &serial);
+  uint32_t range = 0x0000ffff;
+  sdp_list_t *attributes = sdp_list_append(NULL, &range);
+  sdp_list_t *records = NULL;
+  int status = sdp_service_search_attr_req(session, search, SDP_ATTR_REQ_RANGE, attributes, &records);
+  int saved = errno;
+  sdp_list_free(search, NULL);
+  sdp_list_free(attributes, NULL);
+  int channel = -1;
+  if (status == 0) {
+    saved = ENOENT;
+    for (sdp_list_t *r = records; r && channel < 0; r = r->next) {
+      sdp_record_t *record = r->data;
+      sdp_list_t *protocols = NULL;
+      if (sdp_get_access_protos(record, &protocols) == 0) {
+        int port = sdp_get_proto_port(protocols, RFCOMM_UUID);
+        if (port > 0) channel = port;
+        for (sdp_list_t *p = protocols; p; p = p->next) sdp_list_free(p->data, NULL);
+        sdp_list_free(protocols, NULL);
+      }
+    }
+    for (sdp_list_t *r = records; r;) {
+      sdp_list_t *next = r->next;
+      sdp_record_free(r->data);
+      free(r);
+      r = next;
+    }
+  } else if (saved == 0) {
+    saved = EIO;
+  }
+  sdp_close(session);
+  if (channel < 0) errno = saved;
+  return channel;
+}

@@ -1,0 +1,331 @@
+import Bluetooth
+import CaptureCore
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A Socket Mobile Bluetooth Classic scanner in SPP mode over an RFCOMM socket (issue 4 deliverable 1;
+/// device-protocols.md §5). Two ways to make the link:
+/// - `initiate`: the scanner is in SPP acceptor mode (`#FNB00F40000#`) and this host connects to it:
+///   SDP finds the channel of its Serial Port service (class 0x1101), then RFCOMM connects.
+/// - `accept`: the scanner is in SPP initiator mode (`#FNI<host address>#`) and connects to this host:
+///   an RFCOMM server socket on a channel waits for it.
+///
+/// The data is the SPP byte stream, parsed by `SPPFrameParser` like a tty's. Host→scanner commands in
+/// SPP mode are not public (§5.3), so it only listens. All calls go through `BluetoothSystem`.
+///
+/// SDP decision: no fallback to a guessed channel. SDP runs over the same ACL link as RFCOMM, so when
+/// it cannot reach the scanner RFCOMM cannot either; and a device that answers SDP without a Serial
+/// Port record is not in SPP acceptor mode, where channel 1 may be another profile. The error says
+/// which barcode to scan instead.
+public final class ClassicSPPScanner: Device, Sendable {
+  public enum Link: Sendable, Equatable {
+    /// Connect to the scanner; channel nil = look it up with SDP.
+    case initiate(BluetoothAddress, channel: UInt8?)
+    /// Wait for the scanner to connect on this RFCOMM channel.
+    case accept(channel: UInt8)
+  }
+
+  /// An RFCOMM connection made.
+  struct Connection: Sendable {
+    var fd: Int32
+    var peer: BluetoothAddress
+    var channel: UInt8
+  }
+
+  public let info: DeviceInfo
+  public let events: AsyncStream<Event>
+  public let link: Link
+  /// The RFCOMM channel the first connection used.
+  public let channel: UInt8
+  let calls: ClassicCalls
+  let framing: SPPFraming
+  let reconnects: Bool
+  let connectTimeout: Duration
+  private let continuation: AsyncStream<Event>.Continuation
+  private let presence = Mutex(Presence())
+  private let stopRequested = Atomic<Bool>(false)
+  /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
+  private let queue: DispatchQueue
+
+  struct Presence {
+    var isAnnounced = true
+    var isFinished = false
+  }
+
+  /// The transport stored with a remembered Classic scanner in the state file.
+  public static let transportKey = "classic"
+  /// RFCOMM connect time limit without --timeout (an absent device's page timeout is ~5 s, Core spec
+  /// default Page_Timeout 5.12 s, plus SDP).
+  public static let defaultConnectTimeout: Duration = .seconds(15)
+  static let pollMilliseconds: Int32 = 100
+  static let stallMilliseconds = 500
+  /// How long a reconnecting scanner waits between attempts.
+  static let reconnectDelay: Duration = .seconds(1)
+  static let reconnectMicroseconds: useconds_t = 1_000_000
+  /// RFCOMM server channels are 1-30 (RFCOMM spec: server channel 5 bits, 0 and 31 reserved).
+  public static let channels: ClosedRange<UInt8> = 1...30
+
+  public var capabilities: Capabilities {
+    Capabilities(
+      readable: [.deviceType, .friendlyNameDevice, .bluetoothAddressDevice], writable: [], triggers: [],
+      events: [.deviceArrival, .deviceRemoval, .decodedData, .error])
+  }
+
+  /// Opens the link (blocking calls run on the scanner's own queue) and, when the request wants
+  /// events, starts reading; otherwise the link is closed again (connect only proves it works).
+  public static func open(
+    _ link: Link, request: OpenRequest, system: any BluetoothSystem = LibBluetoothSystem(),
+    name: String? = nil
+  ) async throws(CaptureError) -> ClassicSPPScanner {
+    if case .accept(let channel) = link, !channels.contains(channel) {
+      throw .invalidParameter("RFCOMM channel must be 1-30, not \(channel)")
+    }
+    if case .initiate(_, let channel?) = link, !channels.contains(channel) {
+      throw .invalidParameter("RFCOMM channel must be 1-30, not \(channel)")
+    }
+    let calls = ClassicCalls(system: system)
+    let timeout = request.timeout ?? defaultConnectTimeout
+    let queue = DispatchQueue(label: "capture.classic")
+    let cancelled = Atomic<Bool>(false)
+    // Accepting waits for the scanner as long as the command runs (--timeout or SIGINT cancel it).
+    let deadline: ContinuousClock.Instant? = {
+      if case .accept = link { return request.timeout.map { ContinuousClock.now + $0 } }
+      return nil
+    }()
+    let result: Result<Connection, CaptureError> = await withTaskCancellationHandler {
+      await withCheckedContinuation { (done: CheckedContinuation<Result<Connection, CaptureError>, Never>) in
+        queue.async {
+          done.resume(
+            returning: Result { () throws(CaptureError) in
+              try establish(
+                link, calls: calls, timeout: timeout, deadline: deadline,
+                shouldStop: { cancelled.load(ordering: .acquiring) })
+            })
+        }
+      }
+    } onCancel: {
+      cancelled.store(true, ordering: .releasing)
+    }
+    let connection = try result.get()
+    let scanner = ClassicSPPScanner(
+      link: link, connection: connection, calls: calls, name: name, queue: queue,
+      reconnects: request.reconnects, connectTimeout: timeout)
+    if request.wantsEvents {
+      scanner.startReading(connection)
+    } else {
+      system.close(connection.fd)
+    }
+    return scanner
+  }
+
+  /// Connects to the scanner at `address` (text as a selector holds it), the channel found by SDP.
+  public static func open(address: String, request: OpenRequest, name: String? = nil)
+    async throws(CaptureError) -> ClassicSPPScanner
+  {
+    guard let parsed = BluetoothAddress(address) else {
+      throw .invalidParameter("'\(address)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
+    }
+    return try await open(.initiate(parsed, channel: nil), request: request, name: name)
+  }
+
+  /// Waits for a scanner in SPP initiator mode to connect on RFCOMM `channel`.
+  public static func accept(channel: Int, request: OpenRequest) async throws(CaptureError)
+    -> ClassicSPPScanner
+  {
+    guard let small = UInt8(exactly: channel), channels.contains(small) else {
+      throw .invalidParameter("RFCOMM channel must be 1-30, not \(channel)")
+    }
+    return try await open(.accept(channel: small), request: request)
+  }
+
+  /// Makes one connection. `shouldStop` ends a wait for an accepting scanner.
+  static func establish(
+    _ link: Link, calls: ClassicCalls, timeout: Duration, deadline: ContinuousClock.Instant?,
+    shouldStop: () -> Bool
+  ) throws(CaptureError) -> Connection {
+    switch link {
+    case .initiate(let address, let given):
+      let fd = try calls.socket()
+      var channel: UInt8
+      do throws(CaptureError) {
+        if let given { channel = given } else { channel = try calls.serialPortChannel(address) }
+      } catch {
+        calls.system.close(fd)
+        throw error
+      }
+      try calls.connect(fd, to: address, channel: channel, timeout: timeout)
+      return Connection(fd: fd, peer: address, channel: channel)
+    case .accept(let channel):
+      let listener = try calls.listener(channel: channel)
+      defer { calls.system.close(listener) }
+      while true {
+        if shouldStop() {
+          throw CaptureError(.requestTimedOut, "stopped waiting for a scanner on RFCOMM channel \(channel)")
+        }
+        if let deadline, ContinuousClock.now >= deadline {
+          throw CaptureError(.requestTimedOut, "no scanner connected on RFCOMM channel \(channel) in time")
+        }
+        if let accepted = try calls.accept(listener, timeoutMilliseconds: pollMilliseconds) {
+          return Connection(fd: accepted.fd, peer: accepted.peer, channel: channel)
+        }
+      }
+    }
+  }
+
+  init(
+    link: Link, connection: Connection, calls: ClassicCalls, name: String?, queue: DispatchQueue,
+    reconnects: Bool, connectTimeout: Duration
+  ) {
+    self.link = link
+    self.channel = connection.channel
+    self.calls = calls
+    self.framing = .auto
+    self.reconnects = reconnects
+    self.connectTimeout = connectTimeout
+    self.queue = queue
+    // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial.
+    self.info = DeviceInfo(
+      id: connection.peer.description, name: name ?? "Bluetooth SPP scanner \(connection.peer)", type: .none)
+    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+  }
+
+  // MARK: properties and trigger
+
+  public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue
+  {
+    switch property {
+    case .deviceType: return .ulong(info.type.rawValue)
+    case .friendlyNameDevice: return .string(info.name)
+    case .bluetoothAddressDevice:
+      return .array(BluetoothAddress(info.id)?.bytes ?? [])
+    default: throw unsupported(property)
+    }
+  }
+
+  public func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    throw unsupported(property)
+  }
+
+  public func trigger(_ action: Trigger) async throws(CaptureError) {
+    throw .notSupported(
+      "\(info.name) cannot \(action.cliName): scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+    )
+  }
+
+  public func close() async {
+    stopRequested.store(true, ordering: .releasing)
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      queue.async { done.resume() }
+    }
+    finish()
+  }
+
+  // MARK: the reader
+
+  private func emit(_ payload: Event.Payload) {
+    continuation.yield(Event(time: .now(), device: info, payload: payload))
+  }
+
+  private func emit(_ parsed: [SPPEvent]) {
+    for event in parsed {
+      switch event {
+      case .code(let text, _, let source):
+        emit(.decodedData(DecodedData(dataSource: DataSource(source ?? 0), bytes: text, origin: info.id)))
+      case .malformed(let raw):
+        let hex = raw.map { b in (b < 0x10 ? "0" : "") + String(b, radix: 16, uppercase: true) }
+          .joined(separator: " ")
+        emit(
+          .error(
+            CaptureError(.invalidFormat, "\(raw.count) byte(s) from \(info.id) were not a barcode: \(hex)")))
+      }
+    }
+  }
+
+  private func announceRemoval() {
+    let owed = presence.withLock { state in
+      defer { state.isAnnounced = false }
+      return state.isAnnounced && !state.isFinished
+    }
+    if owed { emit(.deviceRemoval) }
+  }
+
+  private func finish() {
+    announceRemoval()
+    let first = presence.withLock { state in
+      defer { state.isFinished = true }
+      return !state.isFinished
+    }
+    if first { continuation.finish() }
+  }
+
+  private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+
+  private func startReading(_ connection: Connection) {
+    queue.async { [self] in readLoop(connection) }
+  }
+
+  private func readLoop(_ first: Connection) {
+    var connection: Connection? = first
+    var parser = SPPFrameParser(framing: framing)
+    var quietMilliseconds = 0
+    while !isStopping {
+      guard let open = connection else {
+        // Reconnecting: the same link again (SDP and connect, or a new accept) on the same channel.
+        usleep(Self.reconnectMicroseconds)
+        let again: Link
+        switch link {
+        case .initiate(let address, _): again = .initiate(address, channel: channel)
+        case .accept: again = link
+        }
+        guard
+          let made = try? Self.establish(
+            again, calls: calls, timeout: connectTimeout, deadline: ContinuousClock.now + Self.reconnectDelay,
+            shouldStop: { self.isStopping })
+        else { continue }
+        connection = made
+        parser = SPPFrameParser(framing: framing)
+        presence.withLock { $0.isAnnounced = true }
+        emit(.deviceArrival)
+        continue
+      }
+      var lost = false
+      do throws(Errno) {
+        let read = try calls.retrying { () throws(Errno) in
+          try calls.system.read(open.fd, maxCount: 4096, timeoutMilliseconds: Self.pollMilliseconds)
+        }
+        switch read {
+        case .data(let bytes):
+          quietMilliseconds = 0
+          emit(parser.feed(bytes))
+        case .idle:
+          quietMilliseconds += Int(Self.pollMilliseconds)
+          if quietMilliseconds >= Self.stallMilliseconds && parser.hasPartialRecord {
+            emit(parser.flushStalled())
+          }
+        case .closed:
+          lost = true
+        }
+      } catch {
+        // ECONNRESET, EHOSTDOWN, ETIMEDOUT (supervision timeout): the link is gone.
+        emit(.error(CaptureError(bluetooth: error, "reading RFCOMM", address: open.peer)))
+        lost = true
+      }
+      if lost {
+        emit(parser.finish())
+        calls.system.close(open.fd)
+        connection = nil
+        announceRemoval()
+        if !reconnects {
+          finish()
+          return
+        }
+      }
+    }
+    if let connection { calls.system.close(connection.fd) }
+  }
+}

@@ -1,0 +1,128 @@
+import Bluetooth
+import CaptureCore
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A scripted `BluetoothSystem`: each call takes the next scripted outcome for its kind (success by
+/// default) and is logged, so tests drive every errno path without AF_BLUETOOTH (bluez-testing.md).
+final class FakeBluetoothSystem: BluetoothSystem {
+  struct State {
+    var nextFD: Int32 = 100
+    var socketErrors: [Errno?] = []
+    var connectErrors: [Errno?] = []
+    var bindErrors: [Errno?] = []
+    var listenErrors: [Errno?] = []
+    var sdp: [Result<UInt8, Errno>] = []
+    var accepts: [Result<AcceptedLink?, Errno>] = []
+    /// Reads for any connected fd, in order; when empty a read is idle.
+    var reads: [Result<BluetoothRead, Errno>] = []
+    var hciDevices: Result<[HCIDevice], Errno> = .success([HCIDevice(id: 0, isUp: true)])
+    var adapterAddress: Result<BluetoothAddress, Errno> = .success(BluetoothAddress("00:1A:7D:DA:71:13")!)
+    var inquiry: Result<[InquiryResult], Errno> = .success([])
+    var names: [BluetoothAddress: String] = [:]
+    var log: [String] = []
+    var closed: [Int32] = []
+    var connectedChannels: [UInt8] = []
+  }
+
+  let state = Mutex(State())
+
+  func script(_ change: (inout State) -> Void) { state.withLock { change(&$0) } }
+  var log: [String] { state.withLock { $0.log } }
+  var closed: [Int32] { state.withLock { $0.closed } }
+  func count(_ call: String) -> Int { log.filter { $0 == call }.count }
+
+  private func next(_ queue: WritableKeyPath<State, [Errno?]>, _ name: String) throws(Errno) {
+    let outcome = state.withLock { s -> Errno? in
+      s.log.append(name)
+      return s[keyPath: queue].isEmpty ? nil : s[keyPath: queue].removeFirst()
+    }
+    if let outcome { throw outcome }
+  }
+
+  func socket() throws(Errno) -> Int32 {
+    try next(\.socketErrors, "socket")
+    return state.withLock { s in
+      defer { s.nextFD += 1 }
+      return s.nextFD
+    }
+  }
+
+  func connect(_ fd: Int32, to address: BluetoothAddress, channel: UInt8, timeout: Duration) throws(Errno) {
+    try next(\.connectErrors, "connect")
+    state.withLock { $0.connectedChannels.append(channel) }
+  }
+
+  func bind(_ fd: Int32, channel: UInt8) throws(Errno) { try next(\.bindErrors, "bind") }
+  func listen(_ fd: Int32, backlog: Int32) throws(Errno) { try next(\.listenErrors, "listen") }
+
+  func accept(_ fd: Int32, timeoutMilliseconds: Int32) throws(Errno) -> AcceptedLink? {
+    let outcome = state.withLock { s -> Result<AcceptedLink?, Errno>? in
+      s.log.append("accept")
+      return s.accepts.isEmpty ? nil : s.accepts.removeFirst()
+    }
+    guard let outcome else {
+      usleep(2000)
+      return nil
+    }
+    return try outcome.get()
+  }
+
+  func read(_ fd: Int32, maxCount: Int, timeoutMilliseconds: Int32) throws(Errno) -> BluetoothRead {
+    let outcome = state.withLock { s -> Result<BluetoothRead, Errno>? in
+      s.reads.isEmpty ? nil : s.reads.removeFirst()
+    }
+    guard let outcome else {
+      usleep(2000)
+      return .idle
+    }
+    return try outcome.get()
+  }
+
+  func write(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) -> Int { bytes.count }
+
+  func close(_ fd: Int32) { state.withLock { $0.closed.append(fd) } }
+
+  func hciDeviceList() throws(Errno) -> [HCIDevice] {
+    try state.withLock { s in
+      s.log.append("hciDeviceList")
+      return s.hciDevices
+    }.get()
+  }
+
+  func adapterAddress(device: Int) throws(Errno) -> BluetoothAddress {
+    try state.withLock { $0.adapterAddress }.get()
+  }
+
+  func inquiry(device: Int, length: Int, maxResponses: Int) throws(Errno) -> [InquiryResult] {
+    try state.withLock { s in
+      s.log.append("inquiry")
+      return s.inquiry
+    }.get()
+  }
+
+  func remoteName(device: Int, address: BluetoothAddress, timeoutMilliseconds: Int32) throws(Errno) -> String
+  {
+    guard let name = state.withLock({ $0.names[address] }) else { throw Errno(ETIMEDOUT) }
+    return name
+  }
+
+  func sdpSerialPortChannel(_ address: BluetoothAddress) throws(Errno) -> UInt8 {
+    let outcome = state.withLock { s -> Result<UInt8, Errno>? in
+      s.log.append("sdp")
+      return s.sdp.isEmpty ? nil : s.sdp.removeFirst()
+    }
+    return try (outcome ?? .success(1)).get()
+  }
+}
+
+/// The SPP frame of device-protocols.md §5.3 (a raw COM-port capture of barcode "EQ0000013158").
+let capturedFrame: [UInt8] =
+  [
+    0x02, 0x00, 0x29, 0x00, 0x64, 0x01, 0x00, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x00, 0x01, 0x00,
+    0x06,
+  ]
+  + Array("EQ0000013158".utf8) + [0x0D] + Array("]C0DB3".utf8) + [0x60] + Array("E5".utf8) + [0x03]
