@@ -44,7 +44,7 @@ public struct DriverRegistry: DeviceOpener {
     guard let bdaddr = BluetoothAddress(address) else {
       throw .invalidParameter("'\(address)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
     }
-    let classic = ClassicSPPScanner.Link.initiate(bdaddr, channel: nil)
+    let classic = ClassicSPPScanner.Link.initiate(bdaddr, channel: remembered?.channel)
     if remembered?.transport == ClassicSPPScanner.transportKey {
       return try await ClassicSPPScanner.open(classic, request: request, name: remembered?.name)
     }

@@ -111,13 +111,14 @@ enum ConnectCommand {
     request.timeout = context.globals.timeout
     let device = try await ClassicSPPScanner.open(address: address, request: request)
     let info = device.info
+    let channel = device.channel
     await device.close()
     try context.state.update { (state: inout StateFile) throws(CaptureError) in
       state.devices.removeAll { $0.id == info.id }
       state.devices.append(
         RememberedDevice(
           id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
-          transport: ClassicSPPScanner.transportKey, lastSeen: Timestamp.now().iso8601))
+          transport: ClassicSPPScanner.transportKey, lastSeen: Timestamp.now().iso8601, channel: channel))
     }
     printArrivals([info], context)
     return .noError

@@ -13,14 +13,20 @@ public struct RememberedDevice: Codable, Sendable, Hashable {
   public var type: UInt32
   public var transport: String
   public var lastSeen: String?
+  /// Bluetooth Classic: the RFCOMM channel SDP found at connect, so later opens skip the SDP lookup.
+  public var channel: UInt8?
 
-  public init(id: String, alias: String?, name: String, type: UInt32, transport: String, lastSeen: String?) {
+  public init(
+    id: String, alias: String?, name: String, type: UInt32, transport: String, lastSeen: String?,
+    channel: UInt8? = nil
+  ) {
     self.id = id
     self.alias = alias
     self.name = name
     self.type = type
     self.transport = transport
     self.lastSeen = lastSeen
+    self.channel = channel
   }
 }
 
