@@ -41,6 +41,7 @@ let package = Package(
     .testTarget(name: "BLETests", dependencies: ["BlueZ", "Drivers", "CaptureCore", "DBus"]),
     .testTarget(name: "DataManTests", dependencies: ["Drivers", "CaptureCore"]),
     .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
+    .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17
