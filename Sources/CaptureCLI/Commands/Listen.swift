@@ -10,8 +10,10 @@ enum ListenCommand {
     var confirm: String?
     var confirmTimeout: Duration
     var sources: [FrameSourceItem]
+    var keymap: String?
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
+      keymap = try parsed.keymap()
       var selectors: [DeviceSelector] = []
       for operand in parsed.operands {
         let selector = try Values.device(operand, command: parsed.commandName)
@@ -60,7 +62,9 @@ enum ListenCommand {
     for selector in selectors {
       let sources = selector == .socketCam ? options.sources : []
       do {
-        devices.append(try await context.open(selector, sources: sources, reconnects: selector != .socketCam))
+        devices.append(
+          try await context.open(
+            selector, sources: sources, reconnects: selector != .socketCam, keymap: options.keymap))
       } catch {
         for device in devices { await device.close() }
         throw error
