@@ -235,7 +235,8 @@ public final class KeyboardWedge: Device, Sendable {
   /// replugged device may come back as another eventN.
   private func reopen() -> EvdevSource? {
     let candidate = isAuto ? Self.findScanner(system: system)?.path : path
-    guard let candidate, access(candidate, F_OK) == 0 else { return nil }
+    // Opening through the seam is the existence check (ENOENT until the node is back).
+    guard let candidate else { return nil }
     // The "no grab possible" warning was given at open; retries every 250 ms must not repeat it.
     return try? EvdevSource(path: candidate, system: system, warn: { _ in })
   }
