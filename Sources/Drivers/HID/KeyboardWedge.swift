@@ -205,6 +205,11 @@ public final class KeyboardWedge: Device, Sendable {
     }
   }
 
+  private func announceArrival() {
+    presence.withLock { $0.isAnnounced = true }
+    emit(.deviceArrival)
+  }
+
   /// Sends the removal owed by an arrival, once.
   private func announceRemoval() {
     let owed = presence.withLock { state in
@@ -250,6 +255,7 @@ public final class KeyboardWedge: Device, Sendable {
     var quietMilliseconds = 0
     /// What the reconnect probe read, handled as the loop's next result.
     var probed: EvdevSource.ReadResult?
+    var awaitingArrival = false
     while !isStopping {
       guard let open = source else {
         usleep(Self.reconnectMicroseconds)
@@ -265,8 +271,10 @@ public final class KeyboardWedge: Device, Sendable {
         probed = first
         translator = KeyTranslator(
           keymap: settings.keymap, interKeyTimeoutMicroseconds: settings.interKeyTimeoutMicroseconds)
-        presence.withLock { $0.isAnnounced = true }
-        emit(.deviceArrival)
+        // A FIFO with no writer also opens fine and just stays quiet (pipe(7)), so only its first
+        // events say a scanner is back; an evdev node that opens is the device itself.
+        awaitingArrival = !system.isCharacterDevice(reopened.path)
+        if !awaitingArrival { announceArrival() }
         continue
       }
       var result: EvdevSource.ReadResult
@@ -284,6 +292,10 @@ public final class KeyboardWedge: Device, Sendable {
       switch result {
       case .events(let events):
         quietMilliseconds = 0
+        if awaitingArrival {
+          awaitingArrival = false
+          announceArrival()
+        }
         for event in events {
           if let code = translator.feed(event) { emit(code) }
         }
