@@ -133,7 +133,8 @@ struct HIDTests {
     let sandbox = try Sandbox()
     let fifo = sandbox.path("scanner")
     #expect(mkfifo(fifo, 0o600) == 0)
-    let bytes = typing([(30, false), (59, false), (31, false), (28, false), (32, false), (28, false)])  // a F1 s, d
+    // a F1 s Enter d Enter: KEY_F1 (59) types nothing.
+    let bytes = typing([(30, false), (59, false), (31, false), (28, false), (32, false), (28, false)])
     let writer = Task { await playScanner(fifo, bytes) }
     let outcome = try await sandbox.capture(["listen", "hid:\(fifo)", "--count", "2"])
     #expect(await writer.value)
