@@ -285,6 +285,23 @@ final class Warnings: Sendable {
     #expect(log.texts == ["3"])
   }
 
+  @Test func aReopenedFIFOArrivesOnlyWithItsFirstEvents() async throws {
+    let fifo = FakeEvdev.Node(name: "fifo", grabError: ENOTTY, isCharacterDevice: false)
+    let fake = FakeEvdev([event3: fifo])
+    let device = try wedge(event3, fake, reconnects: true)
+    let log = Gathered(device.events)
+    fake.unplug(event3)
+    await log.wait { $0.kinds.contains(.deviceRemoval) }
+    fake.set(event3, fifo)
+    // Reopened (the fake's pipe has a writer) but quiet: no arrival yet.
+    try await Task.sleep(for: .milliseconds(600))
+    #expect(log.kinds == [.deviceArrival, .deviceRemoval])
+    try fake.write(event3, keys([(5, false), (28, false)]))
+    await log.wait { $0.texts.count == 1 }
+    #expect(log.kinds == [.deviceArrival, .deviceRemoval, .deviceArrival, .decodedData])
+    await device.close()
+  }
+
   @Test func autoPicksANodeNamedLikeAScanner() async throws {
     let fake = FakeEvdev([
       "/dev/input/event0": .init(name: "AT Translated Set 2 keyboard"),
