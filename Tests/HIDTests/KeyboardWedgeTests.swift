@@ -17,7 +17,8 @@ final class FakeEvdev: EvdevSystem, @unchecked Sendable {
     var product: UInt16 = 0
     var openError: Int32? = nil
     var grabError: Int32? = nil
-    var isCharacterDevice = true
+    /// A FIFO standing in for a scanner rather than an evdev node.
+    var isStream = false
   }
 
   /// Live pipes by their read end (the descriptor the driver holds), in the order they were opened.
@@ -116,8 +117,8 @@ final class FakeEvdev: EvdevSystem, @unchecked Sendable {
 
   func inputDevicePaths() -> [String] { state.withLock { $0.nodes.keys.sorted() } }
 
-  func isCharacterDevice(_ path: String) -> Bool {
-    state.withLock { $0.nodes[path]?.isCharacterDevice ?? false }
+  func isStream(_ path: String) -> Bool {
+    state.withLock { $0.nodes[path]?.isStream ?? false }
   }
 }
 
@@ -286,7 +287,7 @@ final class Warnings: Sendable {
   }
 
   @Test func aReopenedFIFOArrivesOnlyWithItsFirstEvents() async throws {
-    let fifo = FakeEvdev.Node(name: "fifo", grabError: ENOTTY, isCharacterDevice: false)
+    let fifo = FakeEvdev.Node(name: "fifo", grabError: ENOTTY, isStream: true)
     let fake = FakeEvdev([event3: fifo])
     let device = try wedge(event3, fake, reconnects: true)
     let log = Gathered(device.events)
@@ -336,7 +337,7 @@ final class Warnings: Sendable {
   }
 
   @Test func aFIFOIsReadWithoutAGrabAndAWarning() async throws {
-    let fake = FakeEvdev([event3: .init(name: "fifo", grabError: ENOTTY, isCharacterDevice: false)])
+    let fake = FakeEvdev([event3: .init(name: "fifo", grabError: ENOTTY, isStream: true)])
     let warnings = Warnings()
     let device = try wedge(event3, fake, warnings: warnings)
     #expect(warnings.all.first?.contains("no grab possible") == true)

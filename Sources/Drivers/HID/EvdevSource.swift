@@ -19,8 +19,9 @@ public protocol EvdevSystem: Sendable {
   func close(_ fd: Int32)
   /// The paths of /dev/input/event*, sorted by event number.
   func inputDevicePaths() -> [String]
-  /// Whether `path` is a character device (an evdev node), as opposed to a FIFO or socket.
-  func isCharacterDevice(_ path: String) -> Bool
+  /// Whether `path` is a FIFO or a socket: a stream of scripted input_event records standing in for a
+  /// scanner (tests, replays), which cannot be grabbed.
+  func isStream(_ path: String) -> Bool
 }
 
 /// evdev ioctl numbers, computed as linux/input.h defines them with the _IOC macros of
@@ -78,9 +79,10 @@ public struct LinuxEvdevSystem: EvdevSystem {
     return numbers.sorted().map { "/dev/input/event\($0)" }
   }
 
-  public func isCharacterDevice(_ path: String) -> Bool {
+  public func isStream(_ path: String) -> Bool {
     var st = stat()
-    return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFCHR
+    guard stat(path, &st) == 0 else { return false }
+    return st.st_mode & S_IFMT == S_IFIFO || st.st_mode & S_IFMT == S_IFSOCK
   }
 }
 
@@ -158,9 +160,9 @@ final class EvdevSource {
       _ = try system.ioctl(fd, EvdevRequest.grab, UnsafeMutableRawPointer(bitPattern: 1))
     } catch {
       // ENOTTY (EINVAL on some kernels) is how a FIFO or socket answers an ioctl: accepted so scripted
-      // key events can stand in for a scanner, but only when the path is not a character device — a
-      // character device that refuses EVIOCGRAB is not an input device at all.
-      if (error.code == ENOTTY || error.code == EINVAL) && !system.isCharacterDevice(path) {
+      // key events can stand in for a scanner, but only for those — a device node or regular file that
+      // refuses EVIOCGRAB is not an input device at all.
+      if (error.code == ENOTTY || error.code == EINVAL) && system.isStream(path) {
         warn("\(path) is not an evdev node: no grab possible, reading its key events as they come")
       } else {
         system.close(fd)

@@ -273,7 +273,7 @@ public final class KeyboardWedge: Device, Sendable {
           keymap: settings.keymap, interKeyTimeoutMicroseconds: settings.interKeyTimeoutMicroseconds)
         // A FIFO with no writer also opens fine and just stays quiet (pipe(7)), so only its first
         // events say a scanner is back; an evdev node that opens is the device itself.
-        awaitingArrival = !system.isCharacterDevice(reopened.path)
+        awaitingArrival = system.isStream(reopened.path)
         if !awaitingArrival { announceArrival() }
         continue
       }
