@@ -139,6 +139,8 @@ struct HIDTests {
     let outcome = try await sandbox.capture(["listen", "hid:\(fifo)", "--count", "2"])
     #expect(await writer.value)
     #expect(outcome.outLines == ["as", "d"], "\(outcome)")
+    // The error event makes the run's status INVALIDFORMAT, as a malformed serial frame does.
+    #expect(outcome.status == 85, "\(outcome)")
     #expect(outcome.err.contains("unmapped: [59]"), "\(outcome)")
   }
 
