@@ -48,6 +48,7 @@ let package = Package(
     .testTarget(name: "DataManTests", dependencies: ["Drivers", "CaptureCore", "Simulators"]),
     .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
     .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
+    .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17

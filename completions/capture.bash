@@ -39,10 +39,10 @@ _capture() {
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
     list)
-      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --hid" -- "$cur"));
       else COMPREPLY=($(compgen -W "" -- "$cur")); fi ;;
     trigger)
-      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --wait --timeout --image --dir --camera" -- "$cur"));
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --wait --timeout --keymap --image --dir --camera" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam start stop continuous enable disable" -- "$cur")); fi ;;
     get)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --all --list" -- "$cur"));
@@ -51,7 +51,7 @@ _capture() {
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --from --dry-run" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam abort version interface-version configuration data-confirmation-mode data-confirmation-action monitor-mode socket-cam-status device-type device-specific data-source trigger apply-config preamble postamble capabilities change-id data-format friendly-name security-mode pin-code delete-pairing-bonding restore-factory-defaults set-power-off buttons-status sound-config timers local-acknowledgment data-confirmation battery-level local-decode-action bluetooth-address statistic-counters rumble-config profile-config disconnect data-store notifications connect-reason power-state start-up-role-spp connection-beep-config flash overlay-view stand-config start-discovery favorite unique-device-identifier pc-sc-tag-transmit pc-sc-coupler-control theme-selection theme-selection-mask lasso-status lasso-id lasso-life-span single-partnership single-partnership-stamp reset-single-partnership connect-discovered disconnect-discovered add remove reset" -- "$cur")); fi ;;
     listen)
-      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --count --timeout --events --confirm --confirm-timeout --accept --channel --image --dir --camera" -- "$cur"));
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --count --timeout --events --confirm --confirm-timeout --accept --channel --keymap --image --dir --camera" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
     partnership)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));

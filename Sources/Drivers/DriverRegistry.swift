@@ -29,8 +29,8 @@ public struct DriverRegistry: DeviceOpener {
       return try await DataManReader.open(host: host, port: port, request: request)
     case .serial(let path, let parameters):
       return try SerialScanner.open(path: path, parameters: parameters, request: request)
-    case .hid:
-      throw Self.transportMissing(request.selector)
+    case .hid(let path):
+      return try KeyboardWedge.open(path: path, request: request)
     }
   }
 

@@ -1,4 +1,5 @@
 import CaptureCore
+import Drivers
 
 #if canImport(Glibc)
   import Glibc
@@ -15,6 +16,16 @@ extension ParsedArguments {
     return try Values.duration(text, option: "--timeout", command: commandName)
   }
 
+  /// `--keymap LAYOUT` (listen, trigger), checked against the layouts the hid driver knows.
+  func keymap() throws(UsageError) -> String? {
+    guard let text = value("keymap") else { return nil }
+    guard Keymap(rawValue: text.lowercased()) != nil else {
+      throw usage(
+        "unknown --keymap '\(text)'; use \(Keymap.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    return text.lowercased()
+  }
+
   func requireOperands(_ range: ClosedRange<Int>, _ what: String) throws(UsageError) {
     if operands.count < range.lowerBound { throw usage("missing \(what)") }
     if operands.count > range.upperBound {
@@ -26,7 +37,7 @@ extension ParsedArguments {
 extension Context {
   func open(
     _ selector: DeviceSelector, sources: [FrameSourceItem] = [], reconnects: Bool = false,
-    wantsEvents: Bool = true
+    wantsEvents: Bool = true, keymap: String? = nil
   ) async throws(CaptureError) -> any Device {
     let output = self.output
     var request = OpenRequest(
@@ -34,6 +45,7 @@ extension Context {
     request.reconnects = reconnects
     request.wantsEvents = wantsEvents
     request.timeout = globals.timeout
+    request.keymap = keymap
     return try await opener.open(request, state: state)
   }
 

@@ -225,12 +225,17 @@ enum RemoveCommand {
 
 enum ListCommand {
   struct Options: Sendable {
+    /// `--hid`: input devices (keyboard-wedge scanner candidates) instead of remembered devices.
+    var hid = false
+
     init(_ parsed: ParsedArguments) throws(UsageError) {
       try parsed.requireOperands(0...0, "")
+      hid = parsed.flag("hid")
     }
   }
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    if options.hid { return listInputDevices(context) }
     let state = try context.state.load()
     let socketCamEnabled = state.socketCam.status == SocketCamStatus.enable.rawValue
     var rows:
@@ -458,6 +463,43 @@ enum PartnershipCommand {
         ]))
     } else {
       context.output.line("\(p.address)\t\(p.isBonded ? "bonded" : "not-bonded")\t\(p.variant)")
+    }
+    return .noError
+  }
+}
+
+extension ListCommand {
+  /// `list --hid`: every /dev/input/event* with its EVIOCGNAME name and EVIOCGID vendor/product; none
+  /// (a machine without input devices) is an empty list and exit 0.
+  static func listInputDevices(_ context: Context, system: any EvdevSystem = LinuxEvdevSystem()) -> ResultCode
+  {
+    let (devices, unreadable) = EvdevIdentity.scan(system: system)
+    let output = context.output
+    if !unreadable.isEmpty {
+      output.warn(
+        "\(unreadable.count) input device(s) could not be read (\(unreadable.joined(separator: ", "))): join the 'input' group or add a udev rule"
+      )
+    }
+    func hex4(_ v: UInt16) -> String {
+      let digits = String(v, radix: 16)
+      return String(repeating: "0", count: 4 - digits.count) + digits
+    }
+    if output.isJSON {
+      output.json(
+        .object([
+          "devices": .array(
+            devices.map { d in
+              .object([
+                "path": .string(d.path), "name": .string(d.name), "vendorId": .int(Int(d.vendorID)),
+                "productId": .int(Int(d.productID)), "isScanner": .bool(d.isScanner),
+              ])
+            })
+        ]))
+    } else {
+      for d in devices {
+        output.line(
+          "\(d.path)\t\(hex4(d.vendorID)):\(hex4(d.productID))\t\(d.name)\t\(d.isScanner ? "scanner" : "-")")
+      }
     }
     return .noError
   }

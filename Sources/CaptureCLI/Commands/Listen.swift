@@ -14,7 +14,10 @@ enum ListenCommand {
     /// --accept: wait for a Bluetooth Classic scanner in SPP initiator mode on this RFCOMM channel.
     var acceptChannel: Int?
 
+    var keymap: String?
+
     init(_ parsed: ParsedArguments) throws(UsageError) {
+      keymap = try parsed.keymap()
       if parsed.flag("accept") {
         acceptChannel =
           try parsed.value("channel").map { (t: String) throws(UsageError) in
@@ -78,7 +81,9 @@ enum ListenCommand {
     for selector in selectors {
       let sources = selector == .socketCam ? options.sources : []
       do {
-        devices.append(try await context.open(selector, sources: sources, reconnects: selector != .socketCam))
+        devices.append(
+          try await context.open(
+            selector, sources: sources, reconnects: selector != .socketCam, keymap: options.keymap))
       } catch {
         for device in devices { await device.close() }
         throw error

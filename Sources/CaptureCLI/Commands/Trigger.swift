@@ -7,8 +7,10 @@ enum TriggerCommand {
     var wait: Bool
     var timeout: Duration?
     var sources: [FrameSourceItem]
+    var keymap: String?
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
+      keymap = try parsed.keymap()
       try parsed.requireOperands(
         2...2, parsed.operands.isEmpty ? "DEVICE" : "ACTION (start, stop, continuous, enable or disable)")
       selector = try Values.device(parsed.operands[0], command: parsed.commandName)
@@ -40,7 +42,7 @@ enum TriggerCommand {
   static let scannerReadWindow: Duration = .seconds(10)
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    let device = try await context.open(options.selector, sources: options.sources)
+    let device = try await context.open(options.selector, sources: options.sources, keymap: options.keymap)
     let sink = EventSink(output: context.output, printed: [.decodedData])
     let drain = Task { await sink.drain(device.events) }
     Interruption.watch {

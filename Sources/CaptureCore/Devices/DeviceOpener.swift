@@ -23,6 +23,9 @@ public struct OpenRequest: Sendable {
   public var wantsEvents: Bool = true
   /// How long opening may take (connecting a BLE device); nil for the driver's default.
   public var timeout: Duration? = nil
+  /// Keyboard-wedge scanners: the layout the scanner types for (`--keymap`; us, de, fr, uk). A
+  /// `hid:PATH?keymap=` query names one device and wins over it. nil means us.
+  public var keymap: String? = nil
 
   public init(
     selector: DeviceSelector, frameSources: [FrameSourceItem] = [], adapter: String? = nil,

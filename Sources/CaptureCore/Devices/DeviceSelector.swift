@@ -7,7 +7,8 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
   case tcp(host: String, port: UInt16)
   /// A tty, with query parameters (`baud`, `parity`, `framing`, `protocol`).
   case serial(path: String, parameters: [String: String])
-  /// A keyboard-wedge input device, or "auto".
+  /// A keyboard-wedge input device, or "auto"; `path` keeps a `?keymap=..&timeout=..` query as typed
+  /// (the driver reads it), so the selector prints back exactly.
   case hid(path: String)
   /// A remembered device's alias or friendly name.
   case name(String)
@@ -60,9 +61,11 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     if lower.hasPrefix("serial:") { return try parseSerial(String(text.dropFirst(7)), original: text) }
     if lower.hasPrefix("hid:") {
       let path = String(text.dropFirst(4))
-      guard path == "auto" || path.hasPrefix("/") else {
+      let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+      guard bare == "auto" || bare.hasPrefix("/") else {
         throw .invalidParameter("'\(text)': expected hid:/dev/input/eventN or hid:auto")
       }
+      try checkHIDQuery(path, original: text)
       return .hid(path: path)
     }
     if text.contains("://") {
@@ -129,6 +132,21 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
       port = p
     }
     return .tcp(host: String(host), port: port)
+  }
+
+  static let hidParameters: Set<String> = ["keymap", "timeout"]
+
+  /// A `hid:` query may name only `keymap` and `timeout`, each as key=value; their values are checked
+  /// by the driver, before it touches the device.
+  static func checkHIDQuery(_ path: String, original: String) throws(CaptureError) {
+    let pieces = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+    guard pieces.count == 2 else { return }
+    for pair in pieces[1].split(separator: "&", omittingEmptySubsequences: false) {
+      let kv = pair.split(separator: "=", maxSplits: 1)
+      guard kv.count == 2, hidParameters.contains(String(kv[0])) else {
+        throw .invalidParameter("'\(original)': unknown hid parameter '\(pair)' (use keymap, timeout)")
+      }
+    }
   }
 
   static let serialParameters: Set<String> = [
