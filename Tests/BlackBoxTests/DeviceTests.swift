@@ -29,10 +29,6 @@ struct DeviceTests {
 
   /// (arguments, message) — every one exits 15 ESKT_NOTSUPPORTED.
   static let notSupportedCases: [([String], String)] = [
-    (
-      ["listen", "hid:/dev/input/event3"],
-      "hid:/dev/input/event3: the keyboard-wedge (evdev) transport is not available in this build of capture"
-    ),
     // SocketCam has no such thing.
     (["get", "socketcam", "battery-level"], "SocketCam C820 does not support battery-level (0x0001010B)"),
     (["get", "socketcam", "0x0001010B"], "SocketCam C820 does not support battery-level (0x0001010B)"),
