@@ -27,6 +27,8 @@ public struct DriverRegistry: DeviceOpener {
       return try await Self.openBluetooth(address, request: request, state: state)
     case .tcp(let host, let port):
       return try await DataManReader.open(host: host, port: port, request: request)
+    case .serial(let path, let parameters) where parameters["protocol"]?.lowercased() == "dmcc":
+      return try await DataManReader.open(serialPath: path, parameters: parameters, request: request)
     case .serial(let path, let parameters):
       return try SerialScanner.open(path: path, parameters: parameters, request: request)
     case .hid(let path):

@@ -2,6 +2,7 @@
 // deliverable 6), the binary opens the slave side as it would /dev/rfcommN.
 
 import Foundation
+import Simulators
 import Testing
 
 #if canImport(Glibc)
@@ -152,6 +153,42 @@ struct SerialTests {
     #expect(removed.status == 0, "\(removed)")
     let again = try await sandbox.capture(["remove", selector])
     #expect(again.status == 17)
+  }
+
+  @Test("a DataMan on a serial line (protocol=dmcc): get friendly-name and a raw dmcc parameter")
+  func dmccOverSerial() async throws {
+    let pty = try ScannerPTY()
+    let simulator = try DMCCSimulator()
+    defer { simulator.stop() }
+    // The master side plays the reader: each CR LF-terminated command gets the simulator's answer.
+    let master = pty.master
+    let responder = Thread {
+      var pending: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      while true {
+        var pfd = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+        if poll(&pfd, 1, 200) <= 0 { if Thread.current.isCancelled { return } else { continue } }
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(master, $0.baseAddress, $0.count) }
+        if n <= 0 { if Thread.current.isCancelled { return } else { continue } }
+        pending += buffer[0..<n]
+        while let end = (0..<max(0, pending.count - 1)).first(where: {
+          pending[$0] == 13 && pending[$0 + 1] == 10
+        }) {
+          let line = Array(pending[..<end])
+          pending.removeFirst(end + 2)
+          for reply in simulator.answer(line) { pty.write(reply) }
+        }
+      }
+    }
+    responder.start()
+    defer { responder.cancel() }
+    let sandbox = try Sandbox()
+    let selector = "serial:\(pty.slavePath)?protocol=dmcc&baud=115200"
+    let name = try await sandbox.capture(["get", selector, "friendly-name"])
+    #expect(name.status == 0, "\(name)")
+    #expect(name.outLines == ["Line 3 reader"])
+    let model = try await sandbox.capture(["get", selector, "dmcc:DEVICE.TYPE"])
+    #expect(model.outLines == ["DM8050"], "\(model)")
   }
 
   @Test("listen on a serial device that does not exist: exit 63, one line")

@@ -13,7 +13,7 @@ public final class DataManReader: Device {
   public let info: DeviceInfo
   public let events: AsyncStream<Event>
   private let continuation: AsyncStream<Event>.Continuation
-  private let connection: TCPConnection
+  private let connection: any DMCCLink
   /// How long one command may wait for its reply (the `--timeout`, else `defaultTimeout`).
   private let timeout: Duration
   private let state: Mutex<LinkState>
@@ -61,6 +61,24 @@ public final class DataManReader: Device {
   {
     let timeout = request.timeout ?? defaultTimeout
     let connection = try TCPConnection.connect(host: host, port: port, timeout: timeout)
+    return try await open(
+      connection, id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout)
+  }
+
+  /// A DataMan on a serial line (`serial:/dev/PATH?protocol=dmcc[&baud=N]`): the same DMCC, over RS-232
+  /// or the reader's USB COM port (device-protocols.md §7 "Transports").
+  public static func open(serialPath path: String, parameters: [String: String], request: OpenRequest)
+    async throws(CaptureError) -> DataManReader
+  {
+    let timeout = request.timeout ?? defaultTimeout
+    let link = try SerialDMCCLink(path: path, parameters: parameters)
+    return try await open(
+      link, id: DeviceSelector.serial(path: path, parameters: parameters).description, timeout: timeout)
+  }
+
+  static func open(_ connection: any DMCCLink, id: String, timeout: Duration) async throws(CaptureError)
+    -> DataManReader
+  {
     do throws(CaptureError) {
       var handshake = Handshake(connection: connection, timeout: timeout)
       // In silent mode (the default) the reader does not answer the SET, so it is not awaited: the GET
@@ -68,7 +86,6 @@ public final class DataManReader: Device {
       try handshake.send("SET COM.DMCC-RESPONSE 1", id: 1)
       let model = try handshake.await("GET DEVICE.TYPE", id: 2)
       let name = try handshake.await("GET DEVICE.NAME", id: 3)
-      let id = DeviceSelector.tcp(host: host, port: port).description
       // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
       // Socket Mobile models only); the model string is in `dmcc:DEVICE.TYPE`.
       let info = DeviceInfo(id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none)
@@ -79,7 +96,7 @@ public final class DataManReader: Device {
     }
   }
 
-  private init(info: DeviceInfo, connection: TCPConnection, timeout: Duration, early: [[UInt8]]) {
+  private init(info: DeviceInfo, connection: any DMCCLink, timeout: Duration, early: [[UInt8]]) {
     self.info = info
     self.connection = connection
     self.timeout = timeout
@@ -379,12 +396,12 @@ private final class ThreadBody: Sendable {
 /// The blocking exchange at open, before the reader thread exists: bounded by the timeout and
 /// cancellation, keeping any read results that arrive meanwhile.
 private struct Handshake {
-  let connection: TCPConnection
+  let connection: any DMCCLink
   let deadline: ContinuousClock.Instant
   var parser = DMCCResponseParser()
   var reads: [[UInt8]] = []
 
-  init(connection: TCPConnection, timeout: Duration) {
+  init(connection: any DMCCLink, timeout: Duration) {
     self.connection = connection
     self.deadline = ContinuousClock.now + timeout
   }

@@ -144,6 +144,26 @@ final class SerialPort {
     }
   }
 
+  /// Writes every byte (DMCC commands to a DataMan on a serial line), waiting in poll while the tty's
+  /// output buffer is full; EINTR retried.
+  func write(_ bytes: [UInt8]) throws(CaptureError) {
+    guard fd >= 0 else { throw CaptureError(.communicationError, "serial device \(path) is closed") }
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        if errno == EAGAIN {
+          var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+          _ = poll(&pfd, 1, 100)
+          continue
+        }
+        throw Self.captureError(.current, path: path)
+      }
+      offset += n
+    }
+  }
+
   /// The one errno → SKT mapping for serial devices.
   static func captureError(_ error: Errno, path: String) -> CaptureError {
     switch error.code {
