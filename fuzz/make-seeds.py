@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fuzz seed corpora (fuzz/corpus/<name>/) from the frames quoted in
-device-protocols.md §2.4 (AXM D600 frames), §2.6 (config blocks) and §3.4 (AXM S550 example).
+device-protocols.md §2.4 (AXM D600 frames), §2.6 (config blocks), §3.4 (AXM S550 example),
+§5.3 (the captured SPP frame) and §7 (DMCC).
 
 Seed layout (see fuzz/Support.swift): option byte(s), then notifications, each as a length byte
 followed by that many bytes."""
@@ -84,4 +85,48 @@ write("direct", {
     "long-header": b"\x00" + notifications([LONG]),
     "oversized": b"\x10" + notifications([bytes.fromhex("DC5B00010001B0"), READ]),
     "tlv-long-lengths": b"\x01" + bytes.fromhex("C3810141C4820002ABCD"),
+})
+
+# §5.3, SO: the captured SPP frame (Code 128 "EQ0000013158"), 41 bytes, length 0x0029.
+SPP = (b"\x02\x00\x29" + bytes.fromhex("00640100170000000000" "0C00010006") + b"EQ0000013158"
+       + b"\x0d" + b"]C0DB3`E5" + b"\x03")
+assert len(SPP) == 41
+LIES = b"\x02\x0f\xff" + b"EQ0000013158"  # a length that lies upwards
+write("spp", {
+    "frame-whole": b"\x00" + notifications([SPP]),
+    "frame-1": b"\x00" + notifications(chunks(SPP, 1)),
+    "frame-7": b"\x01" + notifications(chunks(SPP, 7)),
+    "frames-garbage": b"\x00" + notifications(chunks(b"noise\x03\xff" + SPP + b"\x00\x01" + SPP + b"zz", 16)),
+    "lying-length-then-frame": b"\x01" + notifications(chunks(LIES + SPP, 20)),
+    "lines-crlf": b"\x00" + notifications(chunks(b"EQ0000013158\r\n4006381333931\r\n", 5)),
+    "lines-cr-lf": b"\x00" + notifications([b"abc\r", b"def\n", b"\r\n", b"\t tab\r"]),
+    "line-then-frame": b"\x00" + notifications([b"EQ0000013158\r\n", SPP, b"after\r\n"]),
+    "line-interrupted": b"\x00" + notifications([b"half a li", SPP]),
+    "garbage": b"\x00" + notifications([b"\x00\x01\x03\x04\xff\xfe", b"\x7f\x80", b""]),
+    "non-utf8-line": b"\x00" + notifications([b"\xc3\x28\r\n", b"caf\xc3\xa9\r\n"]),
+    "long-line": b"\x00" + notifications(chunks(b"x" * 4200 + b"\r\n" + SPP, 250)),
+    "short-frames": b"\x00" + notifications([b"\x02\x00\x04\x03", b"\x02\x00\x05A\x03", SPP]),
+})
+
+# §7: DMCC replies, with and without checksum and command id; read results in base64 (status 1).
+def dmcc_checked(line):
+    x = 0
+    for b in line:
+        x ^= b
+    return line + bytes([x])
+
+
+READ = b"||1[1]" + __import__("base64").b64encode(b"EQ0000013158")
+write("dmcc", {
+    "reply-plain-header": b"\x10" + notifications([b"||[0]DM8050\r\n"]),
+    "reply-id": b"\x10" + notifications(chunks(b"||0:123[0]\"reader one\"\r\n", 5)),
+    "reply-checksum": b"\x90" + notifications([dmcc_checked(b"||1:7[0]ON") + b"\r\n"]),
+    "reply-bad-checksum": b"\x90" + notifications([b"||1:7[0]ONx\r\n"]),
+    "errors": b"\x08" + notifications([b"||:5[101]\r\n||[102]\r\n", b"||0:9[103]\r", b"\n"]),
+    "read-base64": b"\x20" + notifications(chunks(b"||0[1]" + __import__("base64").b64encode(b"EQ0000013158") + b"\r\n", 9)),
+    "read-base64-checksum": b"\xa0" + notifications([dmcc_checked(READ) + b"\r\n"]),
+    "read-id-base64": b"\x20" + notifications([b"||0:42[1]SGVsbG8sIHdvcmxkIQ==\r\n"]),
+    "silent-mode": b"\x00" + notifications([b"EQ0000013158\r\n", b"DM8050 1.2.3\r\n"]),
+    "malformed": b"\x03" + notifications([b"||\r\n||0:[0]\r\n||2[0]x\r\n||[0\r\n\r\n"]),
+    "quoted-text": b"\x80" + b"say \"hi\"\t|pipe|\\back\r\n",
 })

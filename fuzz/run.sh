@@ -1,9 +1,12 @@
 #!/bin/sh
-# Builds each BLE codec fuzzer (libFuzzer + AddressSanitizer) and runs it for SECONDS (default 600).
+# Builds each parser fuzzer (libFuzzer + AddressSanitizer) and runs it for SECONDS (default 600).
 #
-#   fuzz/run.sh [SECONDS] [NAME...]      NAME: d600-scan, d600-config-answer, direct (default: all, in turn)
+#   fuzz/run.sh [SECONDS] [NAME...]      NAME: d600-scan, d600-config-answer, direct, spp, dmcc
+#                                        (default: all, in turn)
 #
-# Harnesses are compiled together with Sources/Drivers/BLE/Codecs/*.swift, which import nothing.
+# Harnesses are compiled together with the parser sources they test, which import nothing:
+# Sources/Drivers/BLE/Codecs/*.swift, Sources/Drivers/Serial/SPPFrameParser.swift,
+# Sources/Drivers/DataMan/DMCC.swift.
 # Seeds: fuzz/corpus/<name>/ (committed, written by make-seeds.py). New inputs go to fuzz/work/<name>/,
 # crashes to fuzz/artifacts/, binaries and logs to fuzz/build/ (all ignored by git).
 set -eu
@@ -11,21 +14,24 @@ cd "$(dirname "$0")/.."
 
 duration=${1:-600}
 [ $# -gt 0 ] && shift
-names=${*:-d600-scan d600-config-answer direct}
+names=${*:-d600-scan d600-config-answer direct spp dmcc}
 swiftc=${SWIFTC:-$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)}
 
 mkdir -p fuzz/build fuzz/artifacts
 for name in $names; do
+  sources='Sources/Drivers/BLE/Codecs/*.swift'
   case $name in
     d600-scan) harness=D600ScanFuzz; max_len=12288 ;;
     d600-config-answer) harness=D600ConfigAnswerFuzz; max_len=4096 ;;
     direct) harness=DirectFuzz; max_len=4096 ;;
+    spp) harness=spp; max_len=12288; sources=Sources/Drivers/Serial/SPPFrameParser.swift ;;
+    dmcc) harness=dmcc; max_len=4096; sources=Sources/Drivers/DataMan/DMCC.swift ;;
     *) echo "run.sh: unknown fuzzer '$name'" >&2; exit 2 ;;
   esac
   echo "== $name: building"
   # ld.gold warns about every ASan helper symbol; keep the log, show it only on failure.
   if ! "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 \
-    Sources/Drivers/BLE/Codecs/*.swift fuzz/Support.swift "fuzz/$harness.swift" \
+    $sources fuzz/Support.swift "fuzz/$harness.swift" \
     -o "fuzz/build/$name" >"fuzz/build/$name.build.log" 2>&1; then
     grep -v 'Cannot export local symbol' "fuzz/build/$name.build.log" >&2
     exit 1

@@ -96,7 +96,13 @@ public enum DMCC {
         ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0)
           || $0 == "." || $0 == "-" || $0 == "+" || $0 == "_"
       }
-    if value.hasPrefix("\"") && value.hasSuffix("\"") && value.count >= 2 { return value }
+    // Already quoted: kept as typed, unless it holds a CR or LF, which would end the command line
+    // early and start another one (found by fuzz/dmcc.swift); then it is quoted like any other text.
+    if value.hasPrefix("\"") && value.hasSuffix("\"") && value.count >= 2
+      && !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" })
+    {
+      return value
+    }
     return bare ? value : quote(value)
   }
 
