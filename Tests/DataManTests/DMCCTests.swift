@@ -161,7 +161,8 @@ struct DMCCCodecTests {
   @Test("fuzz/dmcc regression: a pre-quoted value with CR LF is quoted, so the command stays one line")
   func preQuotedValueWithLineBreak() {
     // The fuzz input's body as text: quote, U+FFFD, pipe, tab, "Q=2", CR LF, U+FFFD, quote.
-    let value = String(decoding: [0x22, 0xA8, 0x7C, 0x09, 0x51, 0x3D, 0x32, 0x0D, 0x0A, 0x80, 0x22] as [UInt8], as: UTF8.self)
+    let value = String(
+      decoding: [0x22, 0xA8, 0x7C, 0x09, 0x51, 0x3D, 0x32, 0x0D, 0x0A, 0x80, 0x22] as [UInt8], as: UTF8.self)
     let argument = DMCC.argument(value)
     #expect(DMCC.unquote(argument) == value)
     let encoded = DMCCCommand(DMCCCommand.set("DEVICE.NAME", argument)).encoded()

@@ -77,9 +77,11 @@ public struct SPPFrameParser: Sendable {
     // candidate inside a rejected one is found without recursion.
     var replay: [UInt8] = []
     for byte in bytes {
-      replay.append(byte)
+      // The common case takes no detour through the replay stack.
+      guard let rejected = consume(byte, &out) else { continue }
+      replay.append(contentsOf: rejected.reversed())
       while let next = replay.popLast() {
-        if let rejected = consume(next, &out) { replay.append(contentsOf: rejected.reversed()) }
+        if let again = consume(next, &out) { replay.append(contentsOf: again.reversed()) }
       }
     }
     return out
@@ -125,7 +127,7 @@ public struct SPPFrameParser: Sendable {
         state = .frame
         record = [byte]
       } else if isLockedToFrames {
-        addGarbage([byte], &out)
+        addGarbage(byte, &out)
       } else if byte == Self.cr || byte == Self.lf {
         // An empty line carries no code; a lone terminator after garbage closes it.
         swallowsLF = byte == Self.cr
@@ -181,7 +183,7 @@ public struct SPPFrameParser: Sendable {
         state = .frame
         record = [byte]
       } else {
-        addGarbage([byte], &out)
+        addGarbage(byte, &out)
         if byte == Self.cr || byte == Self.lf {
           state = .idle
           swallowsLF = byte == Self.cr
@@ -207,6 +209,15 @@ public struct SPPFrameParser: Sendable {
     while garbage.count >= Self.maxFrameLength {
       out.append(.malformed(raw: Array(garbage.prefix(Self.maxFrameLength))))
       garbage.removeFirst(Self.maxFrameLength)
+    }
+  }
+
+  /// One garbage byte, without building an array for it.
+  private mutating func addGarbage(_ byte: UInt8, _ out: inout [SPPEvent]) {
+    garbage.append(byte)
+    if garbage.count >= Self.maxFrameLength {
+      out.append(.malformed(raw: garbage))
+      garbage.removeAll(keepingCapacity: true)
     }
   }
 
