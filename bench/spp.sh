@@ -29,7 +29,7 @@ while len(out) < size:
 with open(path, "wb") as f:
     f.write(out[:size])
 PY
-"$swiftc" -O -parse-as-library -swift-version 6 Sources/Drivers/Serial/SPPFrameParser.swift \
+"$swiftc" -O -wmo -parse-as-library -swift-version 6 Sources/Drivers/Serial/SPPFrameParser.swift \
   bench/spp-bench.swift -o bench/out/spp-bench
 bytes=$(wc -c <"$capture")
 ours=$(bench/out/spp-bench "$capture" "$runs")
