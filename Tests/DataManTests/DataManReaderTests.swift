@@ -155,7 +155,9 @@ struct DataManReaderTests {
 
     let closing = try DMCCSimulator()
     defer { closing.stop() }
-    let reader = try await open(closing)
+    // A generous deadline: the close must be seen as a closed connection (38), however loaded the
+    // machine is, never as a timeout.
+    let reader = try await open(closing, timeout: .seconds(15))
     closing.fault = .closeOnCommand
     do {
       _ = try await reader.get(.friendlyNameDevice, argument: .none)
