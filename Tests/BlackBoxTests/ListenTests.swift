@@ -141,29 +141,31 @@ struct ListenTests {
   func timeout() async throws {
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "--image", "-", "--timeout", "1s"], timeLimit: 6,
+      ["--json", "listen", "--image", "-", "--timeout", "1s"], timeLimit: 20,
       interaction: Interaction(holdStdinOpen: true))
     #expect(outcome.status == 42, "\(outcome)")
     #expect(
       outcome.errLines == ["capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 0 decoded code(s)"])
     let lines = Shape.jsonLines(outcome)
     #expect(lines.map { $0["event"]?.string ?? "error" } == ["deviceArrival", "deviceRemoval", "error"])
-    #expect(outcome.elapsed < 4, "a 1 s timeout took \(outcome.elapsed) s")
-    // JSON Lines are flushed per event: the arrival is out long before the timeout.
-    #expect((outcome.firstStdout ?? 99) < 0.9, "first event after \(outcome.firstStdout ?? -1) s")
+    #expect(outcome.elapsed < 15, "a 1 s timeout took \(outcome.elapsed) s")
+    // JSON Lines are flushed per event: the arrival is out well before the exit, not held until it.
+    #expect(
+      (outcome.firstStdout ?? 99) < outcome.elapsed - 0.5,
+      "first event after \(outcome.firstStdout ?? -1) s, exit after \(outcome.elapsed) s")
   }
 
   @Test("SIGTERM stops listen: removal flushed, exit 0, promptly", arguments: [SIGTERM, SIGINT])
   func signal(_ number: Int32) async throws {
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "--image", "-"], timeLimit: 6,
+      ["--json", "listen", "--image", "-"], timeLimit: 20,
       interaction: Interaction(holdStdinOpen: true, signal: (number, 1.0)))
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.signal == nil)
     let lines = Shape.jsonLines(outcome)
     #expect(lines.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "deviceRemoval"])
-    #expect(outcome.elapsed < 4, "stopping took \(outcome.elapsed) s after the signal at 1 s")
+    #expect(outcome.elapsed < 15, "stopping took \(outcome.elapsed) s after the signal at 1 s")
   }
 
   @Test("a missing file mid-stream is an error event; the stream goes on; exit 63")

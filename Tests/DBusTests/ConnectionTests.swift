@@ -260,8 +260,9 @@ import Testing
       let elapsed = monotonicSeconds() - start
       #expect(error?.name == DBusError.Name.noReply)
       #expect(elapsed >= 0.29)
-      // Generous: the suite runs in parallel on two cores, and under the thread sanitizer.
-      #expect(elapsed < 2.0)
+      // Only "it ends": these machines are noisy (two cores, the whole suite in parallel), so speed is
+      // for bench/, not for an assertion here.
+      #expect(elapsed < 30)
       // The connection is still usable.
       let stillUsable = try await client.nameHasOwner(server.uniqueName)
       #expect(stillUsable)
