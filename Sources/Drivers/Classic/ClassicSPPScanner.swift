@@ -37,7 +37,7 @@ public final class ClassicSPPScanner: Device, Sendable {
   }
 
   public let info: DeviceInfo
-  public let events: AsyncStream<Event>
+  public var events: AsyncStream<Event> { eventChannel.events }
   public let link: Link
   /// The RFCOMM channel the first connection used.
   public let channel: UInt8
@@ -45,16 +45,10 @@ public final class ClassicSPPScanner: Device, Sendable {
   let framing: SPPFraming
   let reconnects: Bool
   let connectTimeout: Duration
-  private let continuation: AsyncStream<Event>.Continuation
-  private let presence = Mutex(Presence())
+  private let eventChannel: EventChannel
   private let stopRequested = Atomic<Bool>(false)
   /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
   private let queue: DispatchQueue
-
-  struct Presence {
-    var isAnnounced = true
-    var isFinished = false
-  }
 
   /// The transport stored with a remembered Classic scanner in the state file.
   public static let transportKey = "classic"
@@ -190,8 +184,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial.
     self.info = DeviceInfo(
       id: connection.peer.description, name: name ?? "Bluetooth SPP scanner \(connection.peer)", type: .none)
-    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+    eventChannel = EventChannel(device: info)
   }
 
   // MARK: properties and trigger
@@ -227,9 +220,7 @@ public final class ClassicSPPScanner: Device, Sendable {
 
   // MARK: the reader
 
-  private func emit(_ payload: Event.Payload) {
-    continuation.yield(Event(time: .now(), device: info, payload: payload))
-  }
+  private func emit(_ payload: Event.Payload) { eventChannel.emit(payload) }
 
   private func emit(_ parsed: [SPPEvent]) {
     for event in parsed {
@@ -246,22 +237,9 @@ public final class ClassicSPPScanner: Device, Sendable {
     }
   }
 
-  private func announceRemoval() {
-    let owed = presence.withLock { state in
-      defer { state.isAnnounced = false }
-      return state.isAnnounced && !state.isFinished
-    }
-    if owed { emit(.deviceRemoval) }
-  }
+  private func announceRemoval() { eventChannel.announceRemoval() }
 
-  private func finish() {
-    announceRemoval()
-    let first = presence.withLock { state in
-      defer { state.isFinished = true }
-      return !state.isFinished
-    }
-    if first { continuation.finish() }
-  }
+  private func finish() { eventChannel.finish() }
 
   private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
@@ -289,8 +267,7 @@ public final class ClassicSPPScanner: Device, Sendable {
         else { continue }
         connection = made
         parser = SPPFrameParser(framing: framing)
-        presence.withLock { $0.isAnnounced = true }
-        emit(.deviceArrival)
+        eventChannel.announceArrival()
         continue
       }
       var lost = false

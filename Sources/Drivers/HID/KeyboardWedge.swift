@@ -70,24 +70,17 @@ public struct WedgeSettings: Sendable, Equatable {
 /// answer NOTSUPPORTED.
 public final class KeyboardWedge: Device, Sendable {
   public let info: DeviceInfo
-  public let events: AsyncStream<Event>
+  public var events: AsyncStream<Event> { channel.events }
   let path: String
   let isAuto: Bool
   let settings: WedgeSettings
   let reconnects: Bool
   let system: any EvdevSystem
   let warn: @Sendable (String) -> Void
-  private let continuation: AsyncStream<Event>.Continuation
-  private let presence = Mutex(Presence())
+  private let channel: EventChannel
   private let stopRequested = Atomic<Bool>(false)
   /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
   private let queue: DispatchQueue
-
-  struct Presence {
-    /// The last presence event sent was an arrival: close() owes a removal.
-    var isAnnounced = true
-    var isFinished = false
-  }
 
   /// How often a reconnecting scanner looks for its device node (issue 4: "listen waits for it").
   static let reconnectMicroseconds: useconds_t = 250_000
@@ -149,8 +142,7 @@ public final class KeyboardWedge: Device, Sendable {
     // not say which scanner model it is: type None (0) is the honest answer.
     self.info = DeviceInfo(id: selector, name: name, type: .none)
     self.queue = DispatchQueue(label: "capture.hid.\(path)")
-    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+    channel = EventChannel(device: info)
   }
 
   // MARK: properties and trigger
@@ -184,9 +176,7 @@ public final class KeyboardWedge: Device, Sendable {
 
   // MARK: the reader
 
-  private func emit(_ payload: Event.Payload) {
-    continuation.yield(Event(time: .now(), device: info, payload: payload))
-  }
+  private func emit(_ payload: Event.Payload) { channel.emit(payload) }
 
   private func emit(_ code: HIDCode) {
     if !code.text.isEmpty {
@@ -205,28 +195,11 @@ public final class KeyboardWedge: Device, Sendable {
     }
   }
 
-  private func announceArrival() {
-    presence.withLock { $0.isAnnounced = true }
-    emit(.deviceArrival)
-  }
+  private func announceArrival() { channel.announceArrival() }
 
-  /// Sends the removal owed by an arrival, once.
-  private func announceRemoval() {
-    let owed = presence.withLock { state in
-      defer { state.isAnnounced = false }
-      return state.isAnnounced && !state.isFinished
-    }
-    if owed { emit(.deviceRemoval) }
-  }
+  private func announceRemoval() { channel.announceRemoval() }
 
-  private func finish() {
-    announceRemoval()
-    let first = presence.withLock { state in
-      defer { state.isFinished = true }
-      return !state.isFinished
-    }
-    if first { continuation.finish() }
-  }
+  private func finish() { channel.finish() }
 
   private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 

@@ -12,22 +12,15 @@ import Synchronization
 /// (device-protocols.md §5.3), so trigger and every settable property answer NOTSUPPORTED.
 public final class SerialScanner: Device, Sendable {
   public let info: DeviceInfo
-  public let events: AsyncStream<Event>
+  public var events: AsyncStream<Event> { channel.events }
   let path: String
   let settings: SerialSettings
   let framing: SPPFraming
   let reconnects: Bool
-  private let continuation: AsyncStream<Event>.Continuation
-  private let presence = Mutex(Presence())
+  private let channel: EventChannel
   private let stopRequested = Atomic<Bool>(false)
   /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
   private let queue: DispatchQueue
-
-  struct Presence {
-    /// The last presence event sent was an arrival: close() owes a removal.
-    var isAnnounced = true
-    var isFinished = false
-  }
 
   /// How long the line must stay quiet before a frame still short of its stated length is given up.
   static let stallMilliseconds = 500
@@ -78,8 +71,7 @@ public final class SerialScanner: Device, Sendable {
     // about the model behind it: type None (0) is the honest answer.
     self.info = DeviceInfo(id: selector, name: "Serial scanner (\(path))", type: .none)
     self.queue = DispatchQueue(label: "capture.serial.\(path)")
-    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+    channel = EventChannel(device: info)
   }
 
   // MARK: properties and trigger
@@ -114,9 +106,7 @@ public final class SerialScanner: Device, Sendable {
 
   // MARK: the reader
 
-  private func emit(_ payload: Event.Payload) {
-    continuation.yield(Event(time: .now(), device: info, payload: payload))
-  }
+  private func emit(_ payload: Event.Payload) { channel.emit(payload) }
 
   private func emit(_ parsed: [SPPEvent]) {
     for event in parsed {
@@ -135,23 +125,9 @@ public final class SerialScanner: Device, Sendable {
     }
   }
 
-  /// Sends the removal owed by an arrival, once.
-  private func announceRemoval() {
-    let owed = presence.withLock { state in
-      defer { state.isAnnounced = false }
-      return state.isAnnounced && !state.isFinished
-    }
-    if owed { emit(.deviceRemoval) }
-  }
+  private func announceRemoval() { channel.announceRemoval() }
 
-  private func finish() {
-    announceRemoval()
-    let first = presence.withLock { state in
-      defer { state.isFinished = true }
-      return !state.isFinished
-    }
-    if first { continuation.finish() }
-  }
+  private func finish() { channel.finish() }
 
   private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
@@ -174,8 +150,7 @@ public final class SerialScanner: Device, Sendable {
         }
         port = reopened
         parser = SPPFrameParser(framing: framing)
-        presence.withLock { $0.isAnnounced = true }
-        emit(.deviceArrival)
+        channel.announceArrival()
         continue
       }
       let result: SerialPort.ReadResult
