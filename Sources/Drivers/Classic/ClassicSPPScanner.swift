@@ -222,20 +222,7 @@ public final class ClassicSPPScanner: Device, Sendable {
 
   private func emit(_ payload: Event.Payload) { eventChannel.emit(payload) }
 
-  private func emit(_ parsed: [SPPEvent]) {
-    for event in parsed {
-      switch event {
-      case .code(let text, _, let source):
-        emit(.decodedData(DecodedData(dataSource: DataSource(source ?? 0), bytes: text, origin: info.id)))
-      case .malformed(let raw):
-        let hex = raw.map { b in (b < 0x10 ? "0" : "") + String(b, radix: 16, uppercase: true) }
-          .joined(separator: " ")
-        emit(
-          .error(
-            CaptureError(.invalidFormat, "\(raw.count) byte(s) from \(info.id) were not a barcode: \(hex)")))
-      }
-    }
-  }
+  private func emit(_ parsed: [SPPEvent]) { eventChannel.emit(parsed, from: info.id) }
 
   private func announceRemoval() { eventChannel.announceRemoval() }
 

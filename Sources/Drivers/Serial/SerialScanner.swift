@@ -108,22 +108,7 @@ public final class SerialScanner: Device, Sendable {
 
   private func emit(_ payload: Event.Payload) { channel.emit(payload) }
 
-  private func emit(_ parsed: [SPPEvent]) {
-    for event in parsed {
-      switch event {
-      case .code(let text, _, let source):
-        emit(.decodedData(DecodedData(dataSource: DataSource(source ?? 0), bytes: text, origin: path)))
-      case .malformed(let raw):
-        // The SDK error event carries a code and a message only, so the bytes travel in the message,
-        // all of them (the parser caps one malformed run at 4 KiB): nothing the device sent is lost.
-        let hex = raw.map { b in (b < 0x10 ? "0" : "") + String(b, radix: 16, uppercase: true) }
-          .joined(separator: " ")
-        emit(
-          .error(CaptureError(.invalidFormat, "\(raw.count) byte(s) from \(path) were not a barcode: \(hex)"))
-        )
-      }
-    }
-  }
+  private func emit(_ parsed: [SPPEvent]) { channel.emit(parsed, from: path) }
 
   private func announceRemoval() { channel.announceRemoval() }
 
