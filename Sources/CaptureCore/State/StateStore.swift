@@ -52,6 +52,8 @@ public struct StateFile: Codable, Sendable, Hashable {
   public var schemaVersion: Int = StateFile.currentSchemaVersion
   public var devices: [RememberedDevice] = []
   public var socketCam = SocketCamSettings()
+  /// The device manager's Favorite string (see `Favorites`); "" = auto-connect off.
+  public var favorite: String = ""
   public init() {}
 
   /// Absent sections are empty: a file written by hand as `{"schemaVersion":1}` is valid.
@@ -60,6 +62,7 @@ public struct StateFile: Codable, Sendable, Hashable {
     schemaVersion = try c.decode(Int.self, forKey: .schemaVersion)
     devices = try c.decodeIfPresent([RememberedDevice].self, forKey: .devices) ?? []
     socketCam = try c.decodeIfPresent(SocketCamSettings.self, forKey: .socketCam) ?? SocketCamSettings()
+    favorite = try c.decodeIfPresent(String.self, forKey: .favorite) ?? ""
   }
 }
 
