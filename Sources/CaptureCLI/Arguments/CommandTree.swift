@@ -172,7 +172,7 @@ enum CommandTree {
     name: "listen", abstract: "Stream events: decoded data, arrivals, removals, battery.",
     synopsis: ["[DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"],
     discussion:
-      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam.",
+      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam. With --output FILE the same lines are appended to FILE instead, one write per event, and FILE is opened again when it was renamed or removed (logrotate create or nocreate; copytruncate works too); a FILE that cannot be opened exits 63 or 64, and a failed write (a full disk) stops listen with exit 33. With --confirm-stdin capture is the host's co-process: each decoded code goes to stdout as one line (its text with \\, CR and LF written as \\\\, \\r and \\n; its JSON event with --json) and capture reads one line back on stdin, good or bad (any case, spaces ignored). Anything else is bad with a warning, no answer within --confirm-timeout is bad, and the end of stdin makes that code and every later one bad. The next code waits for the verdict on the previous one. Nothing else goes to stdout then: the event stream, each code with its verdict (JSON: confirmation and confirmed; plain: good codes only), goes to --output FILE when one is given.",
     operands: [
       OperandSpec(
         name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)
@@ -191,8 +191,19 @@ enum CommandTree {
           "Run CMD for each decoded code (data on stdin, the event as JSON in CAPTURE_EVENT); exit 0 confirms it as good, anything else as bad; the device is told when it can be (data-confirmation); plain output passes good codes only."
       ),
       OptionSpec(
+        long: "confirm-stdin",
+        help:
+          "Write each decoded code to stdout and read the host's verdict, a line good or bad, on stdin (a co-process); the device is told as with --confirm."
+      ),
+      OptionSpec(
         long: "confirm-timeout", valueName: "DUR", kind: .duration,
-        help: "A --confirm command running longer than DUR (default 10s) is killed and the code is bad."),
+        help:
+          "A --confirm command running longer than DUR (default 10s) is killed, and a --confirm-stdin answer not given within DUR is not waited for: the code is bad."
+      ),
+      OptionSpec(
+        long: "output", valueName: "FILE", kind: .file,
+        help:
+          "Append the event stream to FILE instead of stdout (created 0600; reopened after log rotation)."),
       OptionSpec(
         long: "accept",
         help:
@@ -207,6 +218,11 @@ enum CommandTree {
       ("capture listen socketcam --dir samples/", "Decode the sample images as a stream."),
       ("capture listen --json --count 1 --camera /dev/video0", "Wait for one code from a webcam."),
       ("capture listen --keymap de hid:auto", "Read a keyboard-wedge scanner set up for a German layout."),
+      (
+        "capture listen --json --output ~/.local/state/capture/events.jsonl",
+        "Serve every remembered device, appending JSON Lines to a log."
+      ),
+      ("coproc capture listen --confirm-stdin hid:auto", "Check each code in the shell before accepting it."),
     ])
 
   static let partnership = CommandSpec(

@@ -4,16 +4,34 @@ import CaptureCore
   import Glibc
 #endif
 
+/// The host's verdict on a decoded code (the SDK's App confirmation mode, capture-sdk.md §7.4).
+enum HostVerdict: String, Sendable { case good, bad }
+
+/// Who gives the verdict: a command run per code (`--confirm CMD`) or a co-process answering on
+/// stdin (`--confirm-stdin`). The device half — telling the scanner — is the same for both
+/// (ListenCommand.confirmation).
+protocol HostJudge: Sendable {
+  func verdict(_ event: Event, _ data: DecodedData) async -> HostVerdict
+  /// listen is stopping (signal, --timeout, a broken --output): stop waiting for verdicts.
+  func stop()
+}
+
 /// `listen --confirm CMD`: the host acknowledgement of the SDK's App confirmation mode
 /// (DataConfirmationMode.app, capture-sdk.md §7.4). CMD runs once per decoded code with the data on
 /// its stdin and the event as JSON in CAPTURE_EVENT; exit 0 is a good read, anything else (or running
 /// past the time limit) a bad one. The verdict goes to the device as DataConfirmationDevice (good =
 /// green LED, good beep, good rumble = 0x15; bad = 0x2A) where the device can take it.
-struct ConfirmCommand: Sendable {
+struct ConfirmCommand: HostJudge {
+  typealias Verdict = HostVerdict
   let command: String
   let timeLimit: Duration
 
-  enum Verdict: String { case good, bad }
+  func verdict(_ event: Event, _ data: DecodedData) async -> HostVerdict {
+    run(data: data.bytes, eventJSON: Render.event(event).serialized)
+  }
+
+  /// A running command is bounded by its time limit; nothing to interrupt early.
+  func stop() {}
 
   /// Runs the command; its stdout goes to our stderr so it can never corrupt the event stream.
   func run(data: [UInt8], eventJSON: String) -> Verdict {

@@ -4,6 +4,11 @@ import Synchronization
 /// Prints a device's events as they arrive and keeps the tallies a command's exit status needs.
 final class EventSink: Sendable {
   let output: Output
+  /// Where the events go (stdout unless listen --output or --confirm-stdin says otherwise).
+  let stream: EventStream
+  /// Called once when the stream cannot be written (listen --output: a full disk): listen stops.
+  let onStreamFailure: @Sendable () -> Void
+  private let streamBroken = Mutex(false)
   /// Event kinds to print; nil = all (listen) — trigger prints decoded data only.
   let printed: Set<EventKind>?
   private let tally = Mutex(DrainResult())
@@ -11,15 +16,18 @@ final class EventSink: Sendable {
   let limit: Int?
   /// Called after each decoded code with the running total (listen --count).
   let onDecoded: @Sendable (Int) -> Void
-  /// listen --confirm: the host's verdict on a code, and whether the device was told.
-  typealias Confirm = @Sendable (Event, DecodedData) async -> (ConfirmCommand.Verdict, Bool)
+  /// listen --confirm / --confirm-stdin: the host's verdict on a code, and whether the device was told.
+  typealias Confirm = @Sendable (Event, DecodedData) async -> (HostVerdict, Bool)
   let confirm: Confirm?
 
   init(
-    output: Output, printed: Set<EventKind>?, limit: Int? = nil, confirm: Confirm? = nil,
+    output: Output, stream: EventStream? = nil, printed: Set<EventKind>?, limit: Int? = nil,
+    confirm: Confirm? = nil, onStreamFailure: @escaping @Sendable () -> Void = {},
     onDecoded: @escaping @Sendable (Int) -> Void = { _ in }
   ) {
     self.output = output
+    self.stream = stream ?? .standardOutput(output)
+    self.onStreamFailure = onStreamFailure
     self.printed = printed
     self.limit = limit
     self.confirm = confirm
@@ -56,6 +64,25 @@ final class EventSink: Sendable {
     tally.withLock { if $0.firstError == nil { $0.firstError = error } }
   }
 
+  /// Writes one event line. A failed write is never silent: the first one is the command's error
+  /// (stderr, and the JSON error object) and stops listen; any later one (events still arriving while
+  /// the devices close) is a warning naming what was lost.
+  private func emit(_ line: @autoclosure () -> String, kind: EventKind) {
+    do throws(CaptureError) { try stream.line(line()) } catch {
+      let first = streamBroken.withLock { broken in
+        defer { broken = true }
+        return !broken
+      }
+      if first {
+        record(error)
+        output.error(error)
+        onStreamFailure()
+      } else {
+        output.warn("\(kind.rawValue) event not written: \(error.message)")
+      }
+    }
+  }
+
   /// Drains `events` until the stream ends.
   func drain(_ events: AsyncStream<Event>) async {
     for await event in events {
@@ -68,9 +95,9 @@ final class EventSink: Sendable {
     releaseWaiters()
   }
 
-  /// With --confirm, a code is printed only after its verdict: JSON events carry `confirmation`
-  /// ("good"/"bad") and `confirmed` (the device was told); plain output passes good codes only, so
-  /// the command gates what reaches the pipeline.
+  /// With --confirm (or --confirm-stdin), a code is printed only after its verdict: JSON events carry
+  /// `confirmation` ("good"/"bad") and `confirmed` (the device was told); plain output passes good
+  /// codes only, so the host gates what reaches the pipeline.
   func handleConfirmed(_ event: Event, _ data: DecodedData, _ confirm: Confirm) async {
     let count = tally.withLock { state -> Int? in
       if let limit, state.decoded >= limit { return nil }
@@ -87,9 +114,9 @@ final class EventSink: Sendable {
           members["confirmed"] = .bool(told)
           json = .object(members)
         }
-        output.json(json)
+        emit(json.serialized, kind: event.kind)
       } else if verdict == .good {
-        output.line(data.text)
+        emit(data.text, kind: event.kind)
       } else {
         output.info("\(event.device.name): host rejected \(data.text)")
       }
@@ -111,9 +138,9 @@ final class EventSink: Sendable {
       guard let count else { return }
       if shouldPrint {
         if output.isJSON {
-          output.json(Render.event(event))
+          emit(Render.event(event).serialized, kind: event.kind)
         } else if let text = Render.plain(event) {
-          output.line(text)
+          emit(text, kind: event.kind)
         }
       }
       onDecoded(count)
@@ -124,9 +151,11 @@ final class EventSink: Sendable {
       output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
       // The JSON stream carries it as an event where events are printed (listen), else as the
       // contract's {"error":{...}} object (trigger prints decoded data only).
-      if output.isJSON { output.json(shouldPrint ? Render.event(event) : Render.error(error)) }
+      if output.isJSON {
+        emit((shouldPrint ? Render.event(event) : Render.error(error)).serialized, kind: event.kind)
+      }
     default:
-      if shouldPrint && output.isJSON { output.json(Render.event(event)) }
+      if shouldPrint && output.isJSON { emit(Render.event(event).serialized, kind: event.kind) }
       output.info(Render.describe(event))
     }
   }

@@ -9,7 +9,11 @@ enum ListenCommand {
     var timeout: Duration?
     var events: Set<EventKind>?
     var confirm: String?
+    /// --confirm-stdin: the co-process protocol (one good/bad line on stdin per code on stdout).
+    var confirmStdin: Bool
     var confirmTimeout: Duration
+    /// --output FILE: the event stream appended to FILE instead of stdout.
+    var output: String?
     var sources: [FrameSourceItem]
     /// --accept: wait for a Bluetooth Classic scanner in SPP initiator mode on this RFCOMM channel.
     var acceptChannel: Int?
@@ -57,13 +61,26 @@ enum ListenCommand {
         try parsed.value("confirm-timeout").map { (t: String) throws(UsageError) in
           try Values.duration(t, option: "--confirm-timeout", command: parsed.commandName)
         } ?? .seconds(10)
-      if parsed.value("confirm-timeout") != nil && confirm == nil {
-        throw parsed.usage("--confirm-timeout works with --confirm CMD")
+      confirmStdin = parsed.flag("confirm-stdin")
+      if confirm != nil && confirmStdin {
+        throw parsed.usage("--confirm and --confirm-stdin cannot be combined")
       }
+      if confirmStdin && sources.contains(where: { if case .standardInput = $0 { true } else { false } }) {
+        throw parsed.usage(
+          "--confirm-stdin reads the answers on stdin; --image - cannot read an image there too")
+      }
+      if parsed.value("confirm-timeout") != nil && confirm == nil && !confirmStdin {
+        throw parsed.usage("--confirm-timeout works with --confirm CMD or --confirm-stdin")
+      }
+      output = parsed.value("output")
+      if output == "" { throw parsed.usage("--output needs a file name") }
+      if output == "-" { output = nil }
     }
   }
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    // --output is opened first: a file that cannot be written fails before any device is touched.
+    let stream = try Self.eventStream(options, context)
     var selectors = options.selectors
     if selectors.isEmpty && options.acceptChannel == nil {
       selectors = try context.state.load().devices.compactMap { try? DeviceSelector.parse($0.id) }
@@ -93,21 +110,26 @@ enum ListenCommand {
     let all = DeviceList(devices)
     let limit = options.count
     let devicesByID = Dictionary(devices.map { ($0.info.id, $0) }, uniquingKeysWith: { first, _ in first })
-    let confirm = options.confirm.map { command in
-      Self.confirmation(ConfirmCommand(command: command, timeLimit: options.confirmTimeout), devicesByID)
-    }
+    let judge = Self.judge(options, context)
     let sink = EventSink(
-      output: context.output, printed: options.events, limit: limit, confirm: confirm
+      output: context.output, stream: stream, printed: options.events, limit: limit,
+      confirm: judge.map { Self.confirmation($0, devicesByID) },
+      onStreamFailure: {
+        judge?.stop()
+        Task { await all.closeAll() }
+      }
     ) { count in
       if let limit, count >= limit { Task { await all.closeAll() } }
     }
     Interruption.watch {
       sink.markInterrupted()
+      judge?.stop()
       Task { await all.closeAll() }
     }
 
     let timer = Deadline(options.timeout) {
       sink.markTimedOut()
+      judge?.stop()
       await all.closeAll()
     }
     let sources = options.sources
@@ -164,11 +186,27 @@ extension ListenCommand {
     return try await ClassicSPPScanner.accept(channel: channel, request: request)
   }
 
-  /// Runs the host's command for a code and tells the device the verdict when it can take one
-  /// (DataConfirmationDevice: good 0x15 / bad 0x2A, capture-sdk.md §7.4).
-  static func confirmation(_ command: ConfirmCommand, _ devices: [String: any Device]) -> EventSink.Confirm {
+  /// Where the events go: --output FILE, else stdout — except with --confirm-stdin, where stdout is
+  /// the question channel (each decoded code, nothing else) and the full stream, verdicts included,
+  /// goes only to --output FILE when one is given.
+  static func eventStream(_ options: Options, _ context: Context) throws(CaptureError) -> EventStream {
+    if let path = options.output { return try .appending(to: path) }
+    return options.confirmStdin ? .discarded : .standardOutput(context.output)
+  }
+
+  /// Who judges each decoded code, if anyone: --confirm CMD or --confirm-stdin.
+  static func judge(_ options: Options, _ context: Context) -> (any HostJudge)? {
+    if options.confirmStdin {
+      return StdinConfirmation(output: context.output, timeLimit: options.confirmTimeout)
+    }
+    return options.confirm.map { ConfirmCommand(command: $0, timeLimit: options.confirmTimeout) }
+  }
+
+  /// Asks the host for its verdict on a code (--confirm CMD or --confirm-stdin) and tells the device
+  /// when it can take one (DataConfirmationDevice: good 0x15 / bad 0x2A, capture-sdk.md §7.4).
+  static func confirmation(_ judge: any HostJudge, _ devices: [String: any Device]) -> EventSink.Confirm {
     return { event, data in
-      let verdict = command.run(data: data.bytes, eventJSON: Render.event(event).serialized)
+      let verdict = await judge.verdict(event, data)
       guard let device = devices[event.device.id], device.capabilities.canWrite(.dataConfirmationDevice)
       else {
         return (verdict, false)

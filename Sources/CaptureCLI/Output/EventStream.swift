@@ -1,0 +1,32 @@
+import CaptureCore
+
+/// Where a command's event stream goes: stdout (the default), an appended `--output FILE`, or nowhere
+/// (`listen --confirm-stdin` without --output: stdout carries only the codes to judge). The lines are
+/// the same in every case: plain text or JSON Lines, one line per event, one write(2) each.
+/// Diagnostics never go here; they stay on stderr through Output.
+struct EventStream: Sendable {
+  /// The file, for messages; nil for stdout and nowhere.
+  let file: String?
+  private let write: @Sendable (String) throws(CaptureError) -> Void
+
+  func line(_ text: String) throws(CaptureError) { try write(text) }
+  func json(_ value: JSON) throws(CaptureError) { try write(value.serialized) }
+
+  /// stdout through `output` (a reader that went away is not an error there: EPIPE ends nothing).
+  static func standardOutput(_ output: Output) -> EventStream {
+    EventStream(file: nil) { text in output.line(text) }
+  }
+
+  static let discarded = EventStream(file: nil) { _ in }
+
+  /// `path`, opened for appending now (so a bad path fails before any device is touched) and
+  /// followed across log rotation (AppendFile). Created 0600 (before umask): the events carry what
+  /// was scanned — ID cards, driver licences, tag UIDs — so the log is as private as the state file
+  /// until its owner widens it (an existing file, or one logrotate creates, keeps its own mode).
+  static func appending(to path: String) throws(CaptureError) -> EventStream {
+    let file = try AppendFile(path: path, mode: 0o600)
+    return EventStream(file: path) { (text: String) throws(CaptureError) in
+      try file.append(Array((text + "\n").utf8))
+    }
+  }
+}
