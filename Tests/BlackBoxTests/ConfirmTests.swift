@@ -57,3 +57,244 @@ struct ConfirmTests {
     #expect(outcome.status == 18)
   }
 }
+
+/// The host side of `listen --confirm-stdin`: records every question capture writes on stdout and
+/// answers it on capture's stdin as `reply` says (by question number from 0 and text; nil closes
+/// capture's stdin).
+final class CoProcessHost: @unchecked Sendable {
+  // Only the runner's thread touches these while capture runs; the test reads them after it ended.
+  private(set) var questions: [String] = []
+  private let reply: @Sendable (Int, String) -> String?
+
+  init(_ reply: @escaping @Sendable (Int, String) -> String?) { self.reply = reply }
+
+  /// Answers from a list, in order; past its end, nothing more is said.
+  convenience init(answers: [String?]) {
+    self.init { index, _ in index < answers.count ? answers[index] : "" }
+  }
+
+  var interaction: Interaction {
+    Interaction(answer: { line in
+      self.questions.append(line)
+      return self.reply(self.questions.count - 1, line)
+    })
+  }
+}
+
+@Suite("listen --confirm-stdin")
+struct ConfirmStdinTests {
+  /// in/ holds the QR, Code 128 and EAN-13 samples, decoded in this order.
+  static func scans(_ sandbox: Sandbox, _ images: Images) throws -> (dir: String, samples: [Sample]) {
+    let dir = try sandbox.makeDirectory("in")
+    try sandbox.copy(images.qr.path, to: "in/a.png")
+    try sandbox.copy(images.code128.path, to: "in/b.png")
+    try sandbox.copy(images.ean13.path, to: "in/c.png")
+    return (dir, [images.qr, images.code128, images.ean13])
+  }
+
+  static func decoded(_ sandbox: Sandbox, _ file: String) throws -> [JSONValue] {
+    let text = String(decoding: try sandbox.read(sandbox.path(file)), as: UTF8.self)
+    return try Outcome.lines(text).map(parseJSON).filter { $0["event"]?.string == "decodedData" }
+  }
+
+  @Test(
+    "plain: each code is one question on stdout; good/bad in any case with spaces; --output gets the good codes"
+  )
+  func plainVerdicts() async throws {
+    let sandbox = try Sandbox()
+    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let host = CoProcessHost(answers: [" GOOD \n", "bad\r\n", "\tGood\n"])
+    let outcome = try await sandbox.capture(
+      ["listen", "--dir", dir, "--confirm-stdin", "--output", "codes.txt"], interaction: host.interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.stderr.isEmpty, "\(outcome)")
+    #expect(outcome.outLines == samples.map(\.text))
+    #expect(host.questions == samples.map(\.text))
+    let file = String(decoding: try sandbox.read(sandbox.path("codes.txt")), as: UTF8.self)
+    #expect(file == "\(samples[0].text)\n\(samples[2].text)\n")
+  }
+
+  @Test(
+    "JSON: the question is the decodedData event; --output has every event with confirmation and confirmed")
+  func jsonVerdicts() async throws {
+    let sandbox = try Sandbox()
+    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let host = CoProcessHost(answers: ["good\n", "bad\n", "good\n"])
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "--dir", dir, "--confirm-stdin", "--output", "events.jsonl"],
+      interaction: host.interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.stderr.isEmpty, "\(outcome)")
+    // stdout is the question channel: the decoded codes and nothing else (no arrival, no removal),
+    // each without a verdict yet.
+    let questions = Shape.jsonLines(outcome)
+    #expect(questions.map { $0["event"]?.string } == ["decodedData", "decodedData", "decodedData"])
+    #expect(questions.map { $0["text"]?.string } == samples.map(\.text))
+    #expect(questions.allSatisfy { $0["confirmation"] == nil && $0["confirmed"] == nil })
+    let text = String(decoding: try sandbox.read(sandbox.path("events.jsonl")), as: UTF8.self)
+    let events = try Outcome.lines(text).map(parseJSON)
+    #expect(
+      events.map { $0["event"]?.string } == [
+        "deviceArrival", "decodedData", "decodedData", "decodedData", "deviceRemoval",
+      ])
+    let decoded = events.filter { $0["event"]?.string == "decodedData" }
+    #expect(decoded.map { $0["text"]?.string } == samples.map(\.text))
+    #expect(decoded.map { $0["confirmation"]?.string } == ["good", "bad", "good"])
+    // SocketCam has no LED or beeper to tell: confirmed false, as with --confirm.
+    #expect(decoded.allSatisfy { $0["confirmed"] == .bool(false) })
+  }
+
+  @Test("without --output, stdout carries only the questions")
+  func questionsOnly() async throws {
+    let sandbox = try Sandbox()
+    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let host = CoProcessHost { _, _ in "good\n" }
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "socketcam", "--dir", dir, "--confirm-stdin"], interaction: host.interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(Shape.jsonLines(outcome).map { $0["text"]?.string } == samples.map(\.text))
+    #expect(host.questions.count == 3)
+  }
+
+  @Test("a code holding a line break is still one plain question line (\\, CR, LF escaped)")
+  func escapedQuestion() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    let host = CoProcessHost { _, _ in "good\n" }
+    let outcome = try await sandbox.capture(
+      ["listen", "--image", images.binaryQR.path, "--confirm-stdin", "--output", "codes.txt"],
+      interaction: host.interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(host.questions == ["\u{0}\\\\xFF\u{1}\\\\x80binary\\\\xFE\\n\u{7F}"])
+    // The --output file carries the code as plain listen prints it.
+    let file = String(decoding: try sandbox.read(sandbox.path("codes.txt")), as: UTF8.self)
+    #expect(file == images.binaryQR.text + "\n")
+  }
+
+  @Test("an answer that is neither good nor bad: a warning naming it, and the code is bad")
+  func garbage() async throws {
+    let sandbox = try Sandbox()
+    let (dir, _) = try Self.scans(sandbox, try Images.get())
+    let host = CoProcessHost(answers: ["maybe\n", "\n", "good\n"])
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "--dir", dir, "--confirm-stdin", "--output", "events.jsonl"],
+      interaction: host.interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(
+      outcome.errLines == [
+        #"capture: --confirm-stdin: expected good or bad, got "maybe"; the code is bad"#,
+        #"capture: --confirm-stdin: expected good or bad, got ""; the code is bad"#,
+      ])
+    let decoded = try Self.decoded(sandbox, "events.jsonl")
+    #expect(decoded.map { $0["confirmation"]?.string } == ["bad", "bad", "good"])
+  }
+
+  @Test("end of stdin: that code and every later one are bad, with one warning; exit 0")
+  func endOfInput() async throws {
+    let sandbox = try Sandbox()
+    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let host = CoProcessHost(answers: ["good\n", nil])
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "--dir", dir, "--confirm-stdin", "--output", "events.jsonl"],
+      interaction: host.interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(
+      outcome.errLines == [
+        "capture: --confirm-stdin: standard input closed; this code and every later one are bad"
+      ])
+    // Every code is still asked about (shown once on stdout) and recorded with its verdict.
+    #expect(Shape.jsonLines(outcome).map { $0["text"]?.string } == samples.map(\.text))
+    let decoded = try Self.decoded(sandbox, "events.jsonl")
+    #expect(decoded.map { $0["confirmation"]?.string } == ["good", "bad", "bad"])
+  }
+
+  @Test(
+    "no answer within --confirm-timeout: the code is bad with a warning; the next answer is the next code's")
+  func timeout() async throws {
+    let sandbox = try Sandbox()
+    let (dir, _) = try Self.scans(sandbox, try Images.get())
+    let host = CoProcessHost(answers: ["", "good\n", "bad\n"])
+    let outcome = try await sandbox.capture(
+      [
+        "--json", "listen", "--dir", dir, "--confirm-stdin", "--confirm-timeout", "300ms", "--output",
+        "events.jsonl",
+      ], interaction: host.interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.errLines == ["capture: --confirm-stdin: no answer within 300ms; the code is bad"])
+    let decoded = try Self.decoded(sandbox, "events.jsonl")
+    #expect(decoded.map { $0["confirmation"]?.string } == ["bad", "good", "bad"])
+  }
+
+  @Test("an answer that comes after the time limit, before the next code, is dropped, not taken for it")
+  func lateAnswer() async throws {
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    let answered = Flag()
+    // The first answer comes a second after the 300 ms limit; the second code is scanned only after
+    // it has been sent, so it is waiting on capture's stdin when the second question goes out.
+    let host = CoProcessHost { index, _ in
+      guard index == 0 else { return "bad\n" }
+      usleep(1_000_000)
+      answered.set()
+      return "good\n"
+    }
+    let writer = Task {
+      guard await pty.waitUntilOpened() else { return false }
+      pty.write(sppFrame("FIRST", aim: "C0"))
+      guard await answered.wait(seconds: 20) else { return false }
+      try? await Task.sleep(for: .seconds(1))
+      pty.write(sppFrame("SECOND", aim: "C0"))
+      return true
+    }
+    let outcome = try await sandbox.capture(
+      [
+        "--json", "listen", "serial:\(pty.slavePath)?baud=115200", "--count", "2", "--confirm-stdin",
+        "--confirm-timeout",
+        "300ms", "--output", "events.jsonl",
+      ], interaction: host.interaction)
+    #expect(await writer.value, "capture never opened \(pty.slavePath)")
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(
+      outcome.errLines == [
+        "capture: --confirm-stdin: no answer within 300ms; the code is bad",
+        #"capture: --confirm-stdin: late answer "good" ignored"#,
+      ])
+    let decoded = try Self.decoded(sandbox, "events.jsonl")
+    #expect(decoded.map { $0["text"]?.string } == ["FIRST", "SECOND"])
+    #expect(decoded.map { $0["confirmation"]?.string } == ["bad", "bad"])
+  }
+
+  @Test("usage: --confirm with --confirm-stdin, --confirm-stdin with --image -, an empty --output")
+  func usage() async throws {
+    let sandbox = try Sandbox()
+    Shape.expectUsageError(
+      try await sandbox.capture(["listen", "--image", "x.png", "--confirm", "true", "--confirm-stdin"]),
+      command: "listen", message: "--confirm and --confirm-stdin cannot be combined")
+    Shape.expectUsageError(
+      try await sandbox.capture(["listen", "--image", "-", "--confirm-stdin"]), command: "listen",
+      message: "--confirm-stdin reads the answers on stdin; --image - cannot read an image there too")
+    Shape.expectUsageError(
+      try await sandbox.capture(["listen", "--image", "x.png", "--output", ""]), command: "listen",
+      message: "--output needs a file name")
+    Shape.expectUsageError(
+      try await sandbox.capture(["listen", "--image", "x.png", "--confirm-timeout", "1s"]), command: "listen",
+      message: "--confirm-timeout works with --confirm CMD or --confirm-stdin")
+  }
+}
+
+/// A one-way signal between a runner callback (any thread) and a test task.
+final class Flag: @unchecked Sendable {
+  private let lock = NSLock()
+  private var isSet = false
+
+  func set() { lock.withLock { isSet = true } }
+
+  func wait(seconds: Double) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      if lock.withLock({ isSet }) { return true }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return false
+  }
+}

@@ -6,7 +6,7 @@ import Testing
   import Glibc
 #endif
 
-private func tempDir() -> String {
+func tempDir() -> String {
   var template = Array("/tmp/capture-core-XXXXXX".utf8CString)
   let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
   return path

@@ -18,6 +18,10 @@ struct Interaction: Sendable {
   var holdStdinOpen = false
   /// Send this signal this many seconds after the spawn.
   var signal: (number: Int32, after: Double)? = nil
+  /// Play a co-process: called with each complete line the child writes to stdout, returns what to
+  /// write to the child's stdin in reply ("" for nothing), or nil to close the child's stdin (end of
+  /// file). Until then stdin stays open after the initial input.
+  var answer: (@Sendable (String) -> String?)? = nil
 }
 
 /// What a finished child did.
@@ -155,16 +159,18 @@ enum Runner {
     var stdinFD: Int32 = inPipe.write
     // Held open after the input is written; closed when the child is gone.
     var heldStdinFD: Int32 = -1
+    // The initial input, then the co-process's replies as they are made.
+    var input = input
     var written = 0
+    // Stdin is closed once everything is written, unless a co-process answers (then when it says so).
+    var closeWhenWritten = interaction.answer == nil
+    var unansweredLine: [UInt8] = []
     func finishStdin() {
       if interaction.holdStdinOpen { heldStdinFD = stdinFD } else { close(stdinFD) }
       stdinFD = -1
     }
-    if input.isEmpty {
-      finishStdin()
-    } else {
-      _ = fcntl(stdinFD, F_SETFL, fcntl(stdinFD, F_GETFL) | O_NONBLOCK)
-    }
+    _ = fcntl(stdinFD, F_SETFL, fcntl(stdinFD, F_GETFL) | O_NONBLOCK)
+    if input.isEmpty && closeWhenWritten { finishStdin() }
     var outFD: Int32 = outPipe.read
     var errFD: Int32 = errPipe.read
     var stdout: [UInt8] = []
@@ -177,7 +183,9 @@ enum Runner {
 
     while outFD >= 0 || errFD >= 0 {
       var fds: [pollfd] = []
-      if stdinFD >= 0 { fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)) }
+      if stdinFD >= 0 && written < input.count {
+        fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0))
+      }
       if outFD >= 0 { fds.append(pollfd(fd: outFD, events: Int16(POLLIN), revents: 0)) }
       if errFD >= 0 { fds.append(pollfd(fd: errFD, events: Int16(POLLIN), revents: 0)) }
       let now = monotonicSeconds()
@@ -207,13 +215,22 @@ enum Runner {
           }
           if n > 0 { written += n }
           if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-          if n < 0 || written == input.count { finishStdin() }
+          if n < 0 || (written == input.count && closeWhenWritten) { finishStdin() }
         } else {
           let n = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
           if n > 0 {
             if entry.fd == outFD {
               if firstStdout == nil { firstStdout = monotonicSeconds() - start }
               stdout += buffer[0..<n]
+              if let answer = interaction.answer {
+                unansweredLine += buffer[0..<n]
+                while let end = unansweredLine.firstIndex(of: 10) {
+                  let line = String(decoding: unansweredLine[..<end], as: UTF8.self)
+                  unansweredLine.removeSubrange(...end)
+                  if let reply = answer(line) { input += Array(reply.utf8) } else { closeWhenWritten = true }
+                }
+                if stdinFD >= 0 && closeWhenWritten && written == input.count { finishStdin() }
+              }
             } else {
               stderr += buffer[0..<n]
             }
