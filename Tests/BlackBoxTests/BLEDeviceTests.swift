@@ -332,6 +332,32 @@ struct BLEDeviceTests {
     }
   }
 
+  @Test(
+    "listen --confirm-stdin: the co-process's good reaches a D600 (confirmed true); stdout is the question")
+  func confirmStdinOnD600() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      let host = CoProcessHost { _, line in line.contains("ok-code") ? "good\n" : "bad\n" }
+      async let listening = sandbox.capture(
+        ["--json", "listen", d600, "--count", "1", "--confirm-stdin", "--output", "events.jsonl"],
+        timeLimit: 30, interaction: host.interaction)
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ClearWrites", dev)
+      try await scanText(rig, d600, "4F", "ok-code")
+      let outcome = try await listening
+      #expect(outcome.status == 0, "\(outcome)")
+      #expect(events(outcome).map { $0["text"]?.string } == ["ok-code"])
+      #expect(host.questions.count == 1)
+      let file = String(decoding: try sandbox.read(sandbox.path("events.jsonl")), as: UTF8.self)
+      let decoded = try Outcome.lines(file).map(parseJSON).filter { $0["event"]?.string == "decodedData" }
+      #expect(decoded.map { $0["confirmation"]?.string } == ["good"])
+      #expect(decoded.map { $0["confirmed"] } == [.bool(true)])
+      let writes = try await rig.ctl("GetWrites", dev)
+      #expect(writes.lowercased().contains("833a2364-bca0-4647-8113-478e1fc449ba"), "\(writes)")
+    }
+  }
+
   @Test("partnership status, reset (0F FE DA FA ED) and remove")
   func partnershipAndRemove() async throws {
     try await withRig { rig, sandbox in
