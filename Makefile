@@ -3,6 +3,8 @@
 
 PREFIX ?= /usr/local
 DESTDIR ?=
+# systemd looks for user units in /usr/lib/systemd/user and /usr/local/lib/systemd/user alike.
+SYSTEMD_USER_DIR = $(PREFIX)/lib/systemd/user
 SWIFT ?= swift
 CONFIG ?= release
 # A static Swift runtime: fewer shared objects to load makes every one-shot command start faster.
@@ -15,7 +17,7 @@ BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-
 TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi
 BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd
 
-.PHONY: all build deps test-deps bench-deps demo test docs check-docs lint install uninstall bench fuzz clean
+.PHONY: all build deps test-deps bench-deps demo test docs check-docs lint install install-service uninstall bench fuzz clean
 
 all: build
 
@@ -55,7 +57,7 @@ check-docs:
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Package.swift
 
-install: build
+install: build install-service
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/capture
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
@@ -63,7 +65,15 @@ install: build
 	install -D -m 0644 completions/_capture $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_capture
 	install -D -m 0644 completions/capture.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/capture.fish
 
+# The systemd user unit, its ExecStart pointing at the capture this PREFIX installs.
+install-service:
+	install -d $(DESTDIR)$(SYSTEMD_USER_DIR)
+	sed 's|/usr/local/bin/capture|$(PREFIX)/bin/capture|' contrib/capture-listen.service \
+	  > $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service
+
 uninstall:
+	rm -f $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service
 	rm -f $(DESTDIR)$(PREFIX)/bin/capture $(DESTDIR)$(PREFIX)/share/man/man1/capture.1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man1/capture-*.1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/capture \
