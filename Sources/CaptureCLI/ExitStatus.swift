@@ -10,8 +10,8 @@ enum ExitStatus {
 
   /// The codes the command line itself produces, for the table in --help and the man page.
   static let documented: [ResultCode] = [
-    .noError, .notSupported, .notFound, .invalidParameter, .deviceNotOpen, .notAvailable, .unableReadFile,
-    .unableWriteFile, .communicationError, .requestTimedOut, .fileNotFound, .fileAccessDenied, .invalidFormat,
+    .noError, .notSupported, .notFound, .invalidParameter, .deviceNotOpen, .notAvailable, .unableWriteFile,
+    .unableReadFile, .communicationError, .requestTimedOut, .fileNotFound, .fileAccessDenied, .invalidFormat,
     .cancel,
     .bleGatt,
     .bluetoothPermissionMissing,
