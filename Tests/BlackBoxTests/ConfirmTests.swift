@@ -3,6 +3,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 @Suite("listen --confirm")
 struct ConfirmTests {
   @Test("plain output passes only the codes the command confirms; the command sees the data and the event")
@@ -262,6 +266,27 @@ struct ConfirmStdinTests {
     let decoded = try Self.decoded(sandbox, "events.jsonl")
     #expect(decoded.map { $0["text"]?.string } == ["FIRST", "SECOND"])
     #expect(decoded.map { $0["confirmation"]?.string } == ["bad", "bad"])
+  }
+
+  @Test("SIGINT while an answer is awaited: listen stops without waiting out --confirm-timeout and exits 0")
+  func interruptedWhileWaiting() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    let host = CoProcessHost { _, _ in "" }
+    var interaction = host.interaction
+    // Long after the one code was asked about; long before the 60 s time limit would end the wait.
+    interaction.signal = (SIGINT, 5)
+    let outcome = try await sandbox.capture(
+      [
+        "--json", "listen", "--image", images.qr.path, "--confirm-stdin", "--confirm-timeout", "60s",
+        "--output", "events.jsonl",
+      ], timeLimit: 30, interaction: interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(host.questions.count == 1)
+    // The open question's code is still recorded once, as bad: nobody confirmed it.
+    let decoded = try Self.decoded(sandbox, "events.jsonl")
+    #expect(decoded.map { $0["text"]?.string } == [images.qr.text])
+    #expect(decoded.map { $0["confirmation"]?.string } == ["bad"])
   }
 
   @Test("usage: --confirm with --confirm-stdin, --confirm-stdin with --image -, an empty --output")
