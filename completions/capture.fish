@@ -50,7 +50,7 @@ complete -c capture -n '__fish_seen_subcommand_from listen' -l events -x -a 'dev
 complete -c capture -n '__fish_seen_subcommand_from listen' -l confirm -x -d 'Run CMD for each decoded code (data on stdin, the event as JSON in CAPTURE_EVENT); exit 0 confirms it as good, anything else as bad; the device is told when it can be (data-confirmation); plain output passes good codes only.'
 complete -c capture -n '__fish_seen_subcommand_from listen' -l confirm-stdin -d 'Write each decoded code to stdout and read the host\'s verdict, a line good or bad, on stdin (a co-process); the device is told as with --confirm.'
 complete -c capture -n '__fish_seen_subcommand_from listen' -l confirm-timeout -x -d 'A --confirm command running longer than DUR (default 10s) is killed, and a --confirm-stdin answer not given within DUR is not waited for: the code is bad.'
-complete -c capture -n '__fish_seen_subcommand_from listen' -l output -r -F -d 'Append the event stream to FILE instead of stdout (created 0600; reopened after log rotation).'
+complete -c capture -n '__fish_seen_subcommand_from listen' -l output -r -F -d 'Append the event stream to FILE instead of stdout (created 0600; reopened after log rotation; "-" = stdout).'
 complete -c capture -n '__fish_seen_subcommand_from listen' -l accept -d 'Also wait for a Bluetooth Classic scanner in SPP initiator mode to connect to this host (see connect --show-pairing-code).'
 complete -c capture -n '__fish_seen_subcommand_from listen' -l channel -x -d 'With --accept: the RFCOMM channel (1-30, default 1).'
 complete -c capture -n '__fish_seen_subcommand_from listen' -l keymap -x -a 'us de fr uk' -d 'The keyboard layout hid: scanners type for: us (default), de, fr or uk.'

@@ -29,7 +29,9 @@ struct ListenOutputTests {
     return false
   }
 
-  @Test("the file gets the lines stdout would carry, stdout stays empty, a second run appends, mode 0600")
+  @Test(
+    "the file gets the lines stdout would carry, stdout stays empty, a second run appends, mode 0600; - is stdout"
+  )
   func appendsWhatStdoutWouldCarry() async throws {
     let images = try Images.get()
     let sandbox = try Sandbox()
@@ -55,6 +57,12 @@ struct ListenOutputTests {
       ])
     #expect(events.allSatisfy { $0.keysAreSorted })
     #expect(events.compactMap { $0["text"]?.string } == samples.map(\.text))
+
+    // "-" is stdout, as for --image.
+    let dash = try await sandbox.capture("listen", "--dir", "scans", "--output", "-")
+    #expect(dash.status == 0, "\(dash)")
+    #expect(dash.outLines == samples.map(\.text))
+    #expect(!sandbox.exists(sandbox.path("-")))
   }
 
   /// A serial scanner on a pty sends A1..A3, the file is rotated, then A4..A6.

@@ -203,7 +203,8 @@ enum CommandTree {
       OptionSpec(
         long: "output", valueName: "FILE", kind: .file,
         help:
-          "Append the event stream to FILE instead of stdout (created 0600; reopened after log rotation)."),
+          "Append the event stream to FILE instead of stdout (created 0600; reopened after log rotation; \"-\" = stdout)."
+      ),
       OptionSpec(
         long: "accept",
         help:
