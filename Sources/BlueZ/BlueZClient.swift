@@ -174,8 +174,18 @@ public final class BlueZClient: Sendable {
   public func disconnect(_ devicePath: String) async throws(CaptureError) {
     _ = try await call(devicePath, BlueZName.device, "Disconnect", context: "disconnecting")
   }
+  /// Pairs. A device that is paired already answers `org.bluez.Error.AlreadyExists`
+  /// (doc/org.bluez.Device.rst, Pair), which counts as success: the goal is a paired device.
   public func pair(_ devicePath: String, timeout: Duration) async throws(CaptureError) {
-    _ = try await call(devicePath, BlueZName.device, "Pair", timeout: timeout, context: "pairing")
+    do {
+      _ = try await bus.call(
+        destination: BlueZName.service, path: devicePath, interface: BlueZName.device, member: "Pair", [],
+        timeout: timeout)
+    } catch  where error.name == BlueZName.Error.alreadyExists {
+      return
+    } catch {
+      throw BlueZErrorMap.captureError(error, "pairing")
+    }
   }
   public func setDeviceProperty(_ devicePath: String, _ name: String, _ value: DBusValue)
     async throws(CaptureError)

@@ -48,6 +48,10 @@ public struct DriverRegistry: DeviceOpener {
     }
     let classic = ClassicSPPScanner.Link.initiate(bdaddr, channel: remembered?.channel)
     if remembered?.transport == ClassicSPPScanner.transportKey {
+      // get and set need no RFCOMM link: no Classic property comes over SPP (§5.3).
+      if !request.wantsEvents {
+        return ClassicSPPScanner.forProperties(bdaddr, request: request, name: remembered?.name)
+      }
       return try await ClassicSPPScanner.open(classic, request: request, name: remembered?.name)
     }
     let blueZ: BlueZClient
