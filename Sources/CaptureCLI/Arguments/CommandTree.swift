@@ -50,7 +50,7 @@ enum CommandTree {
     name: "discover", abstract: "Discover nearby scanners and readers (a stream of devices found).",
     synopsis: ["[--le | --classic] [--name GLOB] [--timeout DUR] [--all]"],
     discussion:
-      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out. Only Socket Mobile devices are shown unless --all is given.",
+      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out. Only Socket Mobile devices are shown unless --all is given. A Bluetooth Classic scanner is recognised by its name (Socket MODEL [xxxxxx]) or by the SDP service class A1220169-E854-473E-9CB5-873ACBDF1F13 (from bluetoothd, or an SDP search per device without it); its event says which in recognizedBy.",
     options: [
       OptionSpec(long: "le", help: "Bluetooth Low Energy devices only."),
       OptionSpec(long: "classic", help: "Bluetooth Classic devices only."),
@@ -65,7 +65,7 @@ enum CommandTree {
     name: "connect", abstract: "Connect a device, remember it and print its arrival.",
     synopsis: ["DEVICE [--pair] [--alias NAME]"],
     discussion:
-      "Connects DEVICE, pairs it when its profile needs bonding or when --pair is given, remembers it in the state file and prints a deviceArrival event. For socketcam, enables SocketCam. With --classic, a Bluetooth Classic scanner in SPP acceptor mode is connected over RFCOMM (its serial port channel found by SDP) and remembered as classic. --show-pairing-code (no DEVICE needed) prints the SPP initiator command barcodes for this host's adapter; a scanner that reads one connects to this host, where listen --accept takes it.",
+      "Connects DEVICE, pairs it when its profile needs bonding or when --pair is given, remembers it in the state file and prints a deviceArrival event. For socketcam, enables SocketCam. With --classic, a Bluetooth Classic scanner in SPP acceptor mode is connected over RFCOMM (its serial port channel found by SDP) and remembered as classic; with --classic --pair, bluetoothd first pairs and trusts it (running a BR/EDR discovery when it does not know the address), which needs bluetoothd. --show-pairing-code (no DEVICE needed) prints the SPP initiator command barcodes for this host's adapter; a scanner that reads one connects to this host, where listen --accept takes it.",
     operands: [deviceOperand],
     options: [
       OptionSpec(long: "pair", help: "Pair (bond) with the device before connecting."),
@@ -83,6 +83,10 @@ enum CommandTree {
     examples: [
       ("capture connect socketcam", "Enable the built-in SocketCam scanner."),
       ("capture connect AA:BB:CC:DD:EE:FF --classic", "Connect a Classic scanner in SPP acceptor mode."),
+      (
+        "capture connect AA:BB:CC:DD:EE:FF --classic --pair",
+        "Pair a Classic scanner through bluetoothd, then connect it."
+      ),
     ])
 
   static let remove = CommandSpec(
