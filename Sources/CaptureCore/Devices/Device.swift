@@ -6,16 +6,21 @@ public struct Capabilities: Sendable {
   public var events: Set<EventKind>
   /// The data sources `get --all` walks for DataSourceDevice.
   public var dataSources: [DataSource]
+  /// The NotificationsDevice bits the device can act on (capture-sdk.md §7.6); empty when it has no
+  /// NotificationsDevice setting. The Power, Buttons and BatteryLevel events "need the Notifications
+  /// bit" (§4.1), so a kind is in `events` only when its bits are here.
+  public var notifications: Notifications
 
   public init(
     readable: [PropertyID], writable: [PropertyID], triggers: Set<Trigger>, events: Set<EventKind>,
-    dataSources: [DataSource] = []
+    dataSources: [DataSource] = [], notifications: Notifications = []
   ) {
     self.readable = readable
     self.writable = writable
     self.triggers = triggers
     self.events = events
     self.dataSources = dataSources
+    self.notifications = notifications
   }
 
   public func canRead(_ p: PropertyID) -> Bool { readable.contains(p) }
