@@ -32,6 +32,10 @@ private final class NotifyingDevice: Device, Sendable {
     setting.withLock { $0 = raw }
   }
 
+  func keepNotifications(_ bits: Notifications) async {
+    calls.withLock { $0.append("keep \(bits.rawValue)") }
+  }
+
   func trigger(_ action: Trigger) async throws(CaptureError) { throw .notSupported("no trigger") }
   func close() async {}
 }
@@ -51,7 +55,7 @@ struct NotificationSetupTests {
   func noWriteWhenAlreadySet() async throws {
     let device = NotifyingDevice(setting: 0x21, bits: .all, events: [.batteryLevel, .power, .buttons])
     let outcome = try await NotificationSetup.apply(device, kinds: [.batteryLevel, .decodedData])
-    #expect(device.calls.withLock { $0 } == ["get"])
+    #expect(device.calls.withLock { $0 } == ["get", "keep 32"])
     #expect(outcome == .init(before: Notifications(rawValue: 0x21), written: nil, unsupported: []))
   }
 
@@ -60,18 +64,18 @@ struct NotificationSetupTests {
     // trigger-button-press (1) and an unknown bit (0x40) on: both are kept.
     let device = NotifyingDevice(setting: 0x41, bits: .all, events: [.batteryLevel, .power, .buttons])
     let outcome = try await NotificationSetup.apply(device, kinds: [.batteryLevel, .power])
-    #expect(device.calls.withLock { $0 } == ["get", "set \(0x41 | 16 | 32)"])
+    #expect(device.calls.withLock { $0 } == ["get", "set \(0x41 | 16 | 32)", "keep 48"])
     #expect(outcome.written?.rawValue == 0x71)
     let again = try await NotificationSetup.apply(device, kinds: [.batteryLevel, .power])
     #expect(again.written == nil, "a second run changes nothing")
-    #expect(device.calls.withLock { $0 } == ["get", "set \(0x71)", "get"])
+    #expect(device.calls.withLock { $0 } == ["get", "set \(0x71)", "keep 48", "get", "keep 48"])
   }
 
   @Test("only the bits the device has are asked for; kinds it cannot report are listed, not faked")
   func unsupportedKinds() async throws {
     let device = NotifyingDevice(setting: 0, bits: .batteryLevelChange, events: [.batteryLevel])
     let outcome = try await NotificationSetup.apply(device, kinds: [.batteryLevel, .power, .buttons])
-    #expect(device.calls.withLock { $0 } == ["get", "set 32"])
+    #expect(device.calls.withLock { $0 } == ["get", "set 32", "keep 32"])
     #expect(outcome.unsupported == [.power, .buttons])
   }
 

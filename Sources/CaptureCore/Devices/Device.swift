@@ -48,6 +48,11 @@ public protocol Device: AnyObject, Sendable {
   func getRaw(_ name: String) async throws(CaptureError) -> String
   /// Writes a device-native parameter (see `getRaw`); `value` is passed as the user typed it.
   func setRaw(_ name: String, _ value: String) async throws(CaptureError)
+  /// A listener relies on these NotificationsDevice bits staying on (NotificationSetup calls this after
+  /// reading the setting, whether or not it had to write). A setting held in the device needs nothing
+  /// more; one that can lapse under the device's feet (a BLE notify session of another client) is
+  /// re-applied by the driver when it does.
+  func keepNotifications(_ bits: Notifications) async
 }
 
 extension Device {
@@ -59,6 +64,9 @@ extension Device {
   public func setRaw(_ name: String, _ value: String) async throws(CaptureError) {
     throw .notSupported("\(info.name) has no native parameter '\(name)'")
   }
+
+  /// The setting lives in the device: nothing to keep.
+  public func keepNotifications(_ bits: Notifications) async {}
 }
 
 extension Device {

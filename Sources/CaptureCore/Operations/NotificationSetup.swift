@@ -53,12 +53,16 @@ public enum NotificationSetup {
     }
     let before = Notifications(rawValue: raw)
     outcome.before = before
-    if before.isSuperset(of: wanted) { return outcome }
+    if before.isSuperset(of: wanted) {
+      await device.keepNotifications(wanted)
+      return outcome
+    }
     guard caps.canWrite(.notificationsDevice) else {
       throw .notSupported("\(device.info.name) cannot change its notifications setting")
     }
     let after = before.union(wanted)
     try await device.set(.notificationsDevice, .ulong(after.rawValue))
+    await device.keepNotifications(wanted)
     outcome.written = after
     return outcome
   }

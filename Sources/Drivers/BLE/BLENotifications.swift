@@ -76,6 +76,15 @@ extension BLEDevice {
     try await client.stopNotify(c.path)
   }
 
+  /// Remembers the bits a listener relies on. When the battery notifications were already on through
+  /// another client's session, nothing was written; if that session ends, `handle` sees Notifying go
+  /// false and `keepBatteryNotifying` turns them on again for this process.
+  public func keepNotifications(_ bits: Notifications) async {
+    state.withLock { $0.notifications.formUnion(bits.intersection(.batteryLevelChange)) }
+    // The session may have ended between the read and now.
+    try? await keepBatteryNotifying()
+  }
+
   /// Holds a notify session on 0x2A19 while the setting asks for battery changes and no client has
   /// the CCCD on. When another client's session already has it on, nothing is subscribed (set only when
   /// different; bluez-testing.md: its notifications reach every bus client as PropertiesChanged), and
