@@ -202,7 +202,12 @@ public final class BLEDevice: Device, @unchecked Sendable {
       }
       _ = state.withLock { $0.sessions.insert(path) }
     }
-    try await keepBatteryNotifying()
+    do {
+      try await keepBatteryNotifying()
+    } catch {
+      // Battery events are an extra: the data channels stay up without them.
+      request.warn("\(info.name): battery notifications: \(error.message)")
+    }
     if family == .d600 || family == .d600NoPairing {
       let answer = try await configCommand(
         D600ConfigCommand.operatingMode.rawValue, [D600OperatingMode.scanner])
