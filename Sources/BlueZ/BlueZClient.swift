@@ -240,6 +240,19 @@ public final class BlueZClient: Sendable {
   public func stopNotify(_ path: String) async throws(CaptureError) {
     _ = try await call(path, BlueZName.gattCharacteristic, "StopNotify", context: "GATT stop-notify")
   }
+  /// GattCharacteristic1.Notifying: true while any client holds a notify session on the current link,
+  /// i.e. bluetoothd has the device's CCCD on (bluez-testing.md: sessions are per client).
+  public func isNotifying(_ path: String) async throws(CaptureError) -> Bool {
+    let value: DBusValue
+    do {
+      value = try await bus.getProperty(
+        destination: BlueZName.service, path: path, interface: BlueZName.gattCharacteristic, name: "Notifying"
+      )
+    } catch {
+      throw BlueZErrorMap.captureError(error, "reading Notifying")
+    }
+    return value.boolValue ?? false
+  }
 
   // AgentManager1 + our Agent1
   public static let agentPath = "/capture/agent"

@@ -662,8 +662,19 @@ class Manager(Obj):
 
     @dbus.service.method(MOCK, in_signature='o', out_signature='')
     def ClearWrites(self, device):
-        '''ClearWrites(o device): forget the recorded writes.'''
+        '''ClearWrites(o device): forget the recorded writes (characteristic and CCCD writes).'''
         W.peer(device).writes = []
+        W.peer(device).cccd_writes = []
+
+    @dbus.service.method(MOCK, in_signature='o', out_signature='a(say)')
+    def GetCccdWrites(self, device):
+        '''GetCccdWrites(o device) -> a(say): (characteristic UUID, CCCD value) of every
+        Client Characteristic Configuration write the device received, oldest first: 01 00
+        (notify) or 02 00 (indicate) when the first notify session is armed on a link, 00 00 when
+        the last one ends while connected. A StartNotify while another client's session already
+        has the CCCD on writes nothing, as in bluetoothd.'''
+        return dbus.Array([dbus.Struct((u, dbus.ByteArray(b)), signature='say')
+                           for u, b in W.peer(device).cccd_writes], signature='(say)')
 
     @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
     def GetState(self, device):
@@ -1119,6 +1130,14 @@ class GattChar(Obj):
         if self.notifying != on:
             self.notifying = on
             self.update(CHAR, Notifying=dbus.Boolean(on))
+            if self.peer.connected:
+                self.write_cccd(on)
+
+    def write_cccd(self, on):
+        '''bluetoothd writes the device's CCCD only when the first session arms it on a link and when
+        the last one ends: a second client's StartNotify reaches nobody but bluetoothd.'''
+        value = (b'\x01\x00' if 'notify' in self.flags else b'\x02\x00') if on else b'\x00\x00'
+        self.peer.cccd_writes.append((self.uuid, value))
 
     def update_notifying(self):
         if self.notifying and not any(self.sessions.values()):
@@ -1373,6 +1392,7 @@ class Peer:
         self.gatt = None         # [(obj)] in export order, when cached
         self.chars = []
         self.writes = []
+        self.cccd_writes = []    # (characteristic UUID, CCCD value) as the device received them
         self.sim = SIMULATORS.get(profile, Simulator)(self)
 
     def make_bredr(self, cod, uuids):
@@ -1543,7 +1563,10 @@ class Peer:
             if ch.sessions:
                 for client in ch.sessions:
                     ch.sessions[client] = True
-                ch.set_notifying(True)
+                if ch.notifying:
+                    ch.write_cccd(True)   # a new link: bluetoothd arms the CCCD again
+                else:
+                    ch.set_notifying(True)
         if W.params['BatteryPlugin'] and self.has_battery():
             dev.props[BATTERY] = {'Percentage': dbus.Byte(self.battery)}
             interfaces_added(self.path, {BATTERY: dev.props[BATTERY]})

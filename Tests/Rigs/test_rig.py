@@ -579,6 +579,29 @@ class MoreBehaviourTest(RigTest):
         self.assertEqual(bytes(c.call(level, CHAR, 'ReadValue', 'a{sv}', opts())), b'\x36')
 
 
+    def test_cccd_written_only_by_the_first_session(self):
+        c = self.c
+        c.mock('Configure', 'a{sv}', opts(BatteryPlugin=False))
+        path = self.add('00:00:00:00:00:02', 'Generic', 'generic', known=True)
+        c.connect(path)
+        uuid = '00002a19-0000-1000-8000-00805f9b34fb'
+        level = c.char_path(path, uuid)
+
+        def writes():
+            return [(str(u), bytes(b)) for u, b in c.mock('GetCccdWrites', 'o', path)]
+        other = self.client()
+        c.start_notify(level)
+        other.start_notify(level)
+        self.assertEqual(writes(), [(uuid, b'\x01\x00')])
+        c.call(level, CHAR, 'StopNotify')
+        self.assertEqual(writes(), [(uuid, b'\x01\x00')])
+        other.close()
+        c.pump(lambda: len(writes()) == 2)
+        self.assertEqual(writes()[-1], (uuid, b'\x00\x00'))
+        c.mock('ClearWrites', 'o', path)
+        self.assertEqual(writes(), [])
+
+
 class CommandLineTest(unittest.TestCase):
     def test_start_ctl_stop(self):
         import subprocess

@@ -176,7 +176,7 @@ enum CommandTree {
     name: "listen", abstract: "Stream events: decoded data, arrivals, removals, battery.",
     synopsis: ["[DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"],
     discussion:
-      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam.",
+      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam. The batteryLevel, power and buttons events need the device's notifications setting: listen reads it and sets it only when a wanted bit is off (BLE: battery notifications on 0x2A19, no write when another client already has them on). A device that cannot report an event kind asked for with --events gets a warning; when no device can report any of them, listen exits 15.",
     operands: [
       OperandSpec(
         name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)
