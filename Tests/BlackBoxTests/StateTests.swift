@@ -258,6 +258,34 @@ struct StateFileTests {
     }
   }
 
+  @Test(
+    "20 processes meeting one corrupt file at once: exactly one moves it aside (85), the rest go on from the empty state"
+  )
+  func corruptFileMeetsACrowd() async throws {
+    let sandbox = try Sandbox()
+    let garbage = Array(#"{"schemaVersion":1,"devices":[{"id":"#.utf8)
+    try sandbox.write("state/capture/devices.json", garbage)
+    var runs: [[String]] = []
+    for i in 1...10 {
+      runs.append(["get", "manager", "favorite"])
+      runs.append(["set", "manager", "favorite", "tcp://10.0.0.\(i):23"])
+    }
+    let children = try runs.enumerated().map { index, arguments in
+      try sandbox.start(arguments, tag: "\(index)")
+    }
+    let outcomes = try await sandbox.finish(children)
+    #expect(outcomes.filter { $0.status == 85 }.count == 1, "\(outcomes.map(\.status))")
+    #expect(outcomes.filter { $0.status == 0 }.count == runs.count - 1, "\(outcomes)")
+    let copies = try StateFiles.corruptCopies(sandbox)
+    #expect(copies.count == 1, "\(copies)")
+    #expect(try sandbox.read(sandbox.stateDirectory + "/" + (copies.first ?? "?")) == garbage)
+    let favorites = (1...10).map { "tcp://10.0.0.\($0):23" }
+    let state = StateFiles.parsed(sandbox)
+    #expect(state?["schemaVersion"] == .number("1"))
+    // At least nine writers succeeded after the move-aside: the file holds one of their values.
+    #expect(favorites.contains(state?["favorite"]?.string ?? "-"), "\(state.map(\.description) ?? "nil")")
+  }
+
   @Test("a state file from a newer capture exits 86 for readers and writers and is never replaced")
   func newer() async throws {
     let sandbox = try Sandbox()
