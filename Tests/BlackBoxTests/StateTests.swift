@@ -200,6 +200,21 @@ struct FavoriteTests {
       ])
   }
 
+  @Test("a manager profile (get manager --all --json) provisions the favourite with set --from, idempotently")
+  func profile() async throws {
+    let sandbox = try Sandbox()
+    #expect(try await sandbox.capture("set", "manager", "favorite", "tcp://10.0.0.5").status == 0)
+    let saved = try await sandbox.capture("--json", "get", "manager", "--all")
+    try sandbox.write("manager.json", saved.stdout)
+    #expect(try await sandbox.capture("set", "manager", "favorite", "").status == 0)
+    let applied = try await sandbox.capture("set", "manager", "--from", "manager.json")
+    #expect(applied.status == 0, "\(applied)")
+    #expect(applied.outLines == ["favorite\tchanged"])
+    #expect(try await sandbox.capture("get", "manager", "favorite").outLines == ["tcp://10.0.0.5:23"])
+    let again = try await sandbox.capture("set", "manager", "--from", "manager.json")
+    #expect(again.outLines == ["favorite\tunchanged"], "\(again)")
+  }
+
   /// (arguments, property shown in the message). The manager keeps Favorite only; the SDK judges a
   /// property by the handle it is sent on, so any other one is NOTSUPPORTED, whatever its scope.
   static let unsupported: [([String], String)] = [
