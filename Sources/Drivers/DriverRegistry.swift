@@ -33,6 +33,8 @@ public struct DriverRegistry: DeviceOpener {
       return try SerialScanner.open(path: path, parameters: parameters, request: request)
     case .hid(let path):
       return try KeyboardWedge.open(path: path, request: request)
+    case .deviceManager:
+      return DeviceManagerHandle(store: state)
     }
   }
 

@@ -46,6 +46,13 @@ enum CommandTree {
       "socketcam, a Bluetooth address, a remembered alias or friendly name, tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN[?keymap=de&timeout=100ms] (hid:auto finds a scanner)."
   )
 
+  /// get and set also reach the device manager (capture-sdk.md §2.2 scope DeviceManager), home of the
+  /// Favorite setting (§7.16).
+  static let propertyDeviceOperand = OperandSpec(
+    name: "DEVICE", kind: .device,
+    help: deviceOperand.help + " manager is the device manager (its favorite setting)."
+  )
+
   static let discover = CommandSpec(
     name: "discover", abstract: "Discover nearby scanners and readers (a stream of devices found).",
     synopsis: ["[--le | --classic] [--name GLOB] [--timeout DUR] [--all]"],
@@ -99,7 +106,7 @@ enum CommandTree {
     // shows under OPTIONS.
     name: "list", abstract: "List remembered and connected devices.", synopsis: [""],
     discussion:
-      "Prints one device per line: id, name, type name and state. SocketCam is always listed. With --hid, lists the input devices in /dev/input instead: path, vendor:product, name and whether the name looks like a barcode scanner (the ones hid:auto picks from).",
+      "Prints one device per line: id, name, type name and state. SocketCam is always listed. A favorite setting (set manager favorite) is noted on stderr; with --json it is the favorite key beside devices (\"\" when off). With --hid, lists the input devices in /dev/input instead: path, vendor:product, name and whether the name looks like a barcode scanner (the ones hid:auto picks from).",
     options: [
       OptionSpec(long: "hid", help: "List input devices (keyboard-wedge scanner candidates) instead.")
     ],
@@ -133,9 +140,9 @@ enum CommandTree {
     name: "get", abstract: "Read device properties.",
     synopsis: ["DEVICE PROPERTY...", "DEVICE --all", "--list"],
     discussion:
-      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15. On a Cognex DataMan, dmcc:PARAM.NAME reads any DMCC parameter.",
+      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15. On a Cognex DataMan, dmcc:PARAM.NAME reads any DMCC parameter. DEVICE manager is the device manager: get manager favorite prints the auto-connect favourites (\"*\", identifiers separated by ;, or an empty line when off).",
     operands: [
-      deviceOperand,
+      propertyDeviceOperand,
       OperandSpec(
         name: "PROPERTY", kind: .property, help: "Property name or id.", isOptional: true, isRepeating: true),
     ],
@@ -149,15 +156,16 @@ enum CommandTree {
       ("capture get socketcam friendly-name", "Print the friendly name."),
       ("capture get socketcam data-source qr-code", "Is QR Code decoding enabled?"),
       ("capture --json get socketcam --all > profile.json", "Save a profile."),
+      ("capture get manager favorite", "Which devices are connected automatically?"),
     ])
 
   static let set = CommandSpec(
     name: "set", abstract: "Write device properties.",
     synopsis: ["DEVICE PROPERTY VALUE...", "DEVICE --from FILE [--dry-run]"],
     discussion:
-      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ.",
+      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ. set manager favorite VALUE sets the device manager's auto-connect favourites (the CaptureSDK Favorite property): \"*\" connects any Socket Mobile device found, a list of Bluetooth addresses or tcp://, serial: or hid: devices separated by ; connects those, and \"\" turns auto-connect off; the setting is kept in the state file.",
     operands: [
-      deviceOperand,
+      propertyDeviceOperand,
       OperandSpec(
         name: "PROPERTY VALUE", kind: .property, help: "Property and value pairs.", isOptional: true,
         isRepeating: true),
@@ -170,6 +178,8 @@ enum CommandTree {
     examples: [
       ("capture set socketcam data-source ean13 disable", "Stop SocketCam decoding EAN-13."),
       ("capture set socketcam friendly-name \"Dock 4\"", "Rename the device."),
+      ("capture set manager favorite \"*\"", "Connect any Socket Mobile device found."),
+      ("capture set manager favorite \"AA:BB:CC:DD:EE:FF;tcp://10.0.0.5\"", "Connect these two devices."),
     ])
 
   static let listen = CommandSpec(

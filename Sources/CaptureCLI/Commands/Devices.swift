@@ -280,8 +280,11 @@ enum ListCommand {
     }
     let output = context.output
     if output.isJSON {
+      // The document is an object, so the device manager's Favorite (capture-sdk.md §7.16) is one more
+      // key beside "devices"; always present, "" when auto-connect is off.
       output.json(
         .object([
+          "favorite": .string(state.favorite),
           "devices": .array(
             rows.map { row in
               var m: [String: JSON] = [
@@ -292,10 +295,14 @@ enum ListCommand {
               if let alias = row.alias { m["alias"] = .string(alias) }
               if let seen = row.lastSeen { m["lastSeen"] = .string(seen) }
               return .object(m)
-            })
+            }),
         ]))
     } else {
       for row in rows { output.line("\(row.id)\t\(row.name)\t\(row.type.typeName)\t\(row.state)") }
+      // stdout stays one device per line (`while read id name type state`); the setting goes to stderr.
+      if !state.favorite.isEmpty {
+        output.warn("auto-connect favorite: \(state.favorite) (capture get manager favorite)")
+      }
     }
     return .noError
   }
