@@ -174,8 +174,18 @@ public final class BlueZClient: Sendable {
   public func disconnect(_ devicePath: String) async throws(CaptureError) {
     _ = try await call(devicePath, BlueZName.device, "Disconnect", context: "disconnecting")
   }
+  /// Pairs. A device that is paired already answers `org.bluez.Error.AlreadyExists`
+  /// (doc/org.bluez.Device.rst, Pair), which counts as success: the goal is a paired device.
   public func pair(_ devicePath: String, timeout: Duration) async throws(CaptureError) {
-    _ = try await call(devicePath, BlueZName.device, "Pair", timeout: timeout, context: "pairing")
+    do {
+      _ = try await bus.call(
+        destination: BlueZName.service, path: devicePath, interface: BlueZName.device, member: "Pair", [],
+        timeout: timeout)
+    } catch  where error.name == BlueZName.Error.alreadyExists {
+      return
+    } catch {
+      throw BlueZErrorMap.captureError(error, "pairing")
+    }
   }
   public func setDeviceProperty(_ devicePath: String, _ name: String, _ value: DBusValue)
     async throws(CaptureError)
@@ -229,6 +239,19 @@ public final class BlueZClient: Sendable {
   }
   public func stopNotify(_ path: String) async throws(CaptureError) {
     _ = try await call(path, BlueZName.gattCharacteristic, "StopNotify", context: "GATT stop-notify")
+  }
+  /// GattCharacteristic1.Notifying: true while any client holds a notify session on the current link,
+  /// i.e. bluetoothd has the device's CCCD on (bluez-testing.md: sessions are per client).
+  public func isNotifying(_ path: String) async throws(CaptureError) -> Bool {
+    let value: DBusValue
+    do {
+      value = try await bus.getProperty(
+        destination: BlueZName.service, path: path, interface: BlueZName.gattCharacteristic, name: "Notifying"
+      )
+    } catch {
+      throw BlueZErrorMap.captureError(error, "reading Notifying")
+    }
+    return value.boolValue ?? false
   }
 
   // AgentManager1 + our Agent1

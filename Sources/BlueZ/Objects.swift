@@ -85,6 +85,8 @@ public struct DeviceProperties: Sendable {
   public var isPaired: Bool { properties["Paired"]?.boolValue ?? false }
   public var isBonded: Bool { properties["Bonded"]?.boolValue ?? isPaired }
   public var isTrusted: Bool { properties["Trusted"]?.boolValue ?? false }
+  /// Device1.Class: present for BR/EDR devices only.
+  public var classOfDevice: UInt32? { properties["Class"]?.uint32Value }
   public var servicesResolved: Bool { properties["ServicesResolved"]?.boolValue ?? false }
   public var uuids: [String] {
     properties["UUIDs"]?.arrayValue?.compactMap { $0.stringValue?.lowercased() } ?? []

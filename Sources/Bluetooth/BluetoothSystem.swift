@@ -72,4 +72,26 @@ public protocol BluetoothSystem: Sendable {
   func remoteName(device: Int, address: BluetoothAddress, timeoutMilliseconds: Int32) throws(Errno) -> String
   /// The RFCOMM channel of `address`'s Serial Port service (SDP class 0x1101); ENOENT when it has none.
   func sdpSerialPortChannel(_ address: BluetoothAddress) throws(Errno) -> UInt8
+  /// Whether `address` has an SDP record with the 128-bit service class `uuid` (SDP service search).
+  func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128) throws(Errno) -> Bool
+}
+
+/// A 128-bit UUID as written (`A1220169-E854-473E-9CB5-873ACBDF1F13`), bytes in that order (SDP sends
+/// UUIDs big-endian, Core spec Vol 3 Part B 2.5.1).
+public struct UUID128: Sendable, Hashable, CustomStringConvertible {
+  public let bytes: [UInt8]
+
+  public init?(_ text: String) {
+    let digits = text.filter { $0 != "-" }
+    guard text.count == 36, digits.count == 32, digits.allSatisfy(\.isHexDigit) else { return nil }
+    let chars = Array(digits)
+    bytes = stride(from: 0, to: 32, by: 2).map { UInt8(String(chars[$0..<$0 + 2]), radix: 16)! }
+  }
+
+  /// Lower case with dashes, as bluetoothd lists UUIDs in Device1.UUIDs.
+  public var description: String {
+    let hex = bytes.map { BluetoothAddress.hex($0).lowercased() }.joined()
+    let c = Array(hex)
+    return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(c[$0]) }.joined(separator: "-")
+  }
 }

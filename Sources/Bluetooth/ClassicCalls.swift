@@ -32,6 +32,27 @@ public struct ClassicCalls: Sendable {
     }
   }
 
+  /// Whether the device has an SDP record of service class `uuid` (no record: false, not an error).
+  public func hasServiceClass(_ address: BluetoothAddress, _ uuid: UUID128) throws(CaptureError) -> Bool {
+    do throws(Errno) {
+      return try retrying { () throws(Errno) in try system.sdpHasServiceClass(address, uuid: uuid) }
+    } catch {
+      throw CaptureError(bluetooth: error, "searching SDP for service class \(uuid)", address: address)
+    }
+  }
+
+  /// The device's name by an HCI Remote Name Request on `adapter` (default the first one up).
+  public func remoteName(_ address: BluetoothAddress, adapter: String?) throws(CaptureError) -> String {
+    do throws(Errno) {
+      let device = try hciDevice(adapter)
+      return try retrying { () throws(Errno) in
+        try system.remoteName(device: device.id, address: address, timeoutMilliseconds: 5000)
+      }
+    } catch {
+      throw CaptureError(bluetooth: error, "reading the remote name (HCI)", address: address)
+    }
+  }
+
   /// A new RFCOMM socket. Made first in every operation: on a kernel without AF_BLUETOOTH it fails
   /// at once with EAFNOSUPPORT, before any slower call.
   public func socket() throws(CaptureError) -> Int32 {

@@ -155,4 +155,12 @@ public struct LibBluetoothSystem: BluetoothSystem {
     if channel < 0 { throw .current }
     return UInt8(clamping: channel)
   }
+
+  public func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128) throws(Errno) -> Bool {
+    let result = address.littleEndianBytes.withUnsafeBufferPointer { ap in
+      uuid.bytes.withUnsafeBufferPointer { up in cbt_sdp_has_service_class(ap.baseAddress, up.baseAddress) }
+    }
+    if result < 0 { throw .current }
+    return result == 1
+  }
 }

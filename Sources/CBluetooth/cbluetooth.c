@@ -151,3 +151,29 @@ int cbt_sdp_serial_port_channel(const uint8_t address_le[6]) {
   if (channel < 0) errno = saved;
   return channel;
 }
+
+int cbt_sdp_has_service_class(const uint8_t address_le[6], const uint8_t uuid_be[16]) {
+  bdaddr_t any;
+  memset(&any, 0, sizeof any);  // BDADDR_ANY without the compound literal
+  bdaddr_t target;
+  copy_address(&target, address_le);
+  sdp_session_t *session = sdp_connect(&any, &target, SDP_RETRY_IF_BUSY);
+  if (!session) return -1;
+  uuid_t wanted;
+  sdp_uuid128_create(&wanted, uuid_be);
+  sdp_list_t *search = sdp_list_append(NULL, &wanted);
+  sdp_list_t *handles = NULL;
+  // SDP_ServiceSearchRequest: the record handles whose ServiceClassIDList (or any UUID attribute)
+  // holds the UUID (Core spec Vol 3 Part B 4.5); one handle is enough to answer.
+  int status = sdp_service_search_req(session, search, 1, &handles);
+  int saved = errno;
+  sdp_list_free(search, NULL);
+  int found = handles != NULL;
+  sdp_list_free(handles, free);
+  sdp_close(session);
+  if (status != 0) {
+    errno = saved ? saved : EIO;
+    return -1;
+  }
+  return found;
+}

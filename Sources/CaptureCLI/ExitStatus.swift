@@ -12,7 +12,7 @@ enum ExitStatus {
   static let documented: [ResultCode] = [
     .noError, .notSupported, .notFound, .invalidParameter, .deviceNotOpen, .notAvailable, .unableWriteFile,
     .unableReadFile, .communicationError, .requestTimedOut, .fileNotFound, .fileAccessDenied, .invalidFormat,
-    .cancel,
+    .invalidVersion, .cancel,
     .bleGatt,
     .bluetoothPermissionMissing,
   ]
@@ -29,6 +29,8 @@ enum ExitStatus {
     case .invalidParameter: "usage error: bad command, option or value"
     case .notAvailable: "no adapter, bluetoothd or camera available"
     case .requestTimedOut: "a --timeout or --wait ran out"
+    case .invalidFormat: "bad format: malformed JSON (a corrupt state file is moved aside)"
+    case .invalidVersion: "the state file is from a newer capture (left as it is)"
     case .cancel: "interrupted (listen exits 0 after flushing on SIGINT/SIGTERM)"
     default: code.meaning
     }

@@ -62,7 +62,7 @@ enum Help {
     out += """
 
       Devices: socketcam, AA:BB:CC:DD:EE:FF, an alias or friendly name, tcp://HOST[:PORT],
-               serial:/dev/PATH[?baud=N], hid:/dev/input/eventN.
+               serial:/dev/PATH[?baud=N], hid:/dev/input/eventN; manager (get and set only).
       SocketCam sources: --image FILE (repeatable, "-" = stdin), --dir DIR, --camera /dev/videoN.
 
       Exit status (the absolute value of the SKT result code):

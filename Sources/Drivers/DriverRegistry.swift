@@ -33,6 +33,8 @@ public struct DriverRegistry: DeviceOpener {
       return try SerialScanner.open(path: path, parameters: parameters, request: request)
     case .hid(let path):
       return try KeyboardWedge.open(path: path, request: request)
+    case .deviceManager:
+      return DeviceManagerHandle(store: state)
     }
   }
 
@@ -48,6 +50,10 @@ public struct DriverRegistry: DeviceOpener {
     }
     let classic = ClassicSPPScanner.Link.initiate(bdaddr, channel: remembered?.channel)
     if remembered?.transport == ClassicSPPScanner.transportKey {
+      // get and set need no RFCOMM link: no Classic property comes over SPP (§5.3).
+      if !request.wantsEvents {
+        return ClassicSPPScanner.forProperties(bdaddr, request: request, name: remembered?.name)
+      }
       return try await ClassicSPPScanner.open(classic, request: request, name: remembered?.name)
     }
     let blueZ: BlueZClient

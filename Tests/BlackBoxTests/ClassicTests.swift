@@ -57,7 +57,9 @@ struct ClassicBlackBoxTests {
     }
   }
 
-  @Test("a device remembered as classic opens over RFCOMM: exit 32 naming Bluetooth, not the system bus")
+  @Test(
+    "a device remembered as classic: friendly-name asks HCI without bluetoothd (exit 32 naming Bluetooth); listen opens RFCOMM"
+  )
   func rememberedClassic() async throws {
     let sandbox = try Sandbox()
     _ = try sandbox.write(
@@ -68,6 +70,15 @@ struct ClassicBlackBoxTests {
     #expect(outcome.status == 32, "\(outcome)")
     #expect(
       outcome.errLines == [
+        Self.noBluetooth + "reading the remote name (HCI): Address family not supported by protocol"
+      ])
+    let address = try await sandbox.capture("get", "dock", "bluetooth-address")
+    #expect(address.status == 0, "the address needs no link: \(address)")
+    #expect(address.outLines == ["AA BB CC DD EE 01"])
+    let listen = try await sandbox.capture("listen", "dock")
+    #expect(listen.status == 32, "\(listen)")
+    #expect(
+      listen.errLines == [
         Self.noBluetooth + "opening an RFCOMM socket: Address family not supported by protocol"
       ])
   }

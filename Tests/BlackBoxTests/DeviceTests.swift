@@ -83,7 +83,7 @@ struct DeviceTests {
     #expect(json.status == 0)
     #expect(
       json.outLines == [
-        #"{"devices":[{"id":"socketcam","name":"SocketCam C820","state":"enabled","transport":"socketcam","type":5,"typeName":"SocketCamC820"}]}"#
+        #"{"devices":[{"id":"socketcam","name":"SocketCam C820","state":"enabled","transport":"socketcam","type":5,"typeName":"SocketCamC820"}],"favorite":""}"#
       ])
     // Reading does not create state.
     #expect(!sandbox.exists(sandbox.stateDirectory))
@@ -129,7 +129,8 @@ struct DeviceTests {
   ]
 
   @Test(
-    "a corrupt state file exits 85 naming the file and is left as it was", arguments: corruptStateCommands)
+    "a corrupt state file exits 85 naming it and where it was moved; the bytes are kept there and the next command starts empty",
+    arguments: corruptStateCommands)
   func corruptState(_ arguments: [String]) async throws {
     let images = try Images.get()
     let sandbox = try Sandbox()
@@ -139,17 +140,29 @@ struct DeviceTests {
     let outcome = try await sandbox.capture(arguments)
     #expect(outcome.status == 85, "\(outcome)")
     #expect(outcome.stdout.isEmpty)
-    #expect(outcome.errLines.count == 1, "\(outcome)")
+    let aside = try StateFiles.corruptCopies(sandbox)
+    #expect(aside.count == 1, "\(aside)")
     #expect(
-      outcome.err.hasPrefix("capture: ESKT_INVALIDFORMAT (-85): state file \(sandbox.statePath) "),
-      "\(outcome)")
-    #expect(try sandbox.read(sandbox.statePath) == garbage)
+      outcome.errLines == [
+        "capture: ESKT_INVALIDFORMAT (-85): state file \(sandbox.statePath) is corrupt (not a complete JSON object); moved it to \(sandbox.stateDirectory)/\(aside.first ?? "?"), the next command starts from an empty state"
+      ], "\(outcome)")
+    #expect(try sandbox.read(sandbox.stateDirectory + "/" + (aside.first ?? "?")) == garbage)
+    #expect(!sandbox.exists(sandbox.statePath))
+    // The next command starts from an empty state (list shows SocketCam alone).
+    let list = try await sandbox.capture("list")
+    #expect(list.status == 0, "\(list)")
+    #expect(list.outLines == ["socketcam\tSocketCam C820\tSocketCamC820\tenabled"])
+
+    // --json: the same error as the contract's object; the second corrupt file gets its own name.
+    try sandbox.write("state/capture/devices.json", garbage)
     let json = try await sandbox.capture(["--json"] + arguments)
     #expect(json.status == 85)
     let object = Shape.jsonLines(json)
     #expect(object.first?["error"]?["code"] == .number("-85"))
     #expect(object.first?["error"]?["name"] == .string("ESKT_INVALIDFORMAT"))
-    #expect(try sandbox.read(sandbox.statePath) == garbage)
+    let both = try StateFiles.corruptCopies(sandbox)
+    #expect(both.count == 2, "\(both)")
+    for name in both { #expect(try sandbox.read(sandbox.stateDirectory + "/" + name) == garbage) }
   }
 
   @Test("a state file from a newer capture exits 86 and is left as it was")

@@ -115,4 +115,26 @@ struct DocsTests {
     #expect(bash.contains(#"COMPREPLY=($(compgen -W "\#(commands)" -- "$cur"))"#), "\(bash)")
     #expect(bash.contains("complete -F _capture capture"), "\(bash)")
   }
+
+  /// (command, word typed, completions expected among COMPREPLY, completions that must not be there).
+  static let managerCompletions: [(String, String, [String], [String])] = [
+    ("get", "", ["socketcam", "manager", "favorite"], []), ("set", "man", ["manager"], []),
+    ("get", "fav", ["favorite"], []), ("listen", "", ["socketcam"], ["manager"]),
+    ("connect", "man", [], ["manager"]),
+  ]
+
+  @Test("bash completes manager and favorite for get and set only", arguments: managerCompletions)
+  func bashCompletesManager(
+    command: String, typed: String, present: [String], absent: [String]
+  ) async throws {
+    let sandbox = try Sandbox()
+    let generated = try await Self.generate(sandbox)
+    let script =
+      "source '\(generated)/completions/capture.bash'; COMP_WORDS=(capture \(command) '\(typed)'); COMP_CWORD=2; _capture; printf '%s\\n' \"${COMPREPLY[@]}\""
+    let outcome = try await Runner.run("/bin/bash", ["-c", script], environment: sandbox.environment)
+    #expect(outcome.status == 0, "\(outcome)")
+    let words = Set(outcome.outLines)
+    for word in present { #expect(words.contains(word), "\(command) '\(typed)': \(words.sorted())") }
+    for word in absent { #expect(!words.contains(word), "\(command) '\(typed)': \(words.sorted())") }
+  }
 }

@@ -168,3 +168,38 @@ struct EscapedTextTests {
     #expect(DecodedData(dataSource: .qrCode, bytes: bytes).text == expected)
   }
 }
+
+@Suite("Notification events in JSON (capture-sdk.md §7.2, §7.3, §7.7)")
+struct NotificationEventRenderTests {
+  let device = DeviceInfo(id: "00:11:22:33:44:55", name: "Dock", type: .scannerD600)
+  let time = Timestamp(milliseconds: 0)
+  let head =
+    #""device":{"id":"00:11:22:33:44:55","name":"Dock","type":327701,"typeName":"ScannerD600"},"#
+
+  @Test("batteryLevel: the packed ulong decoded into percent, current, minimum, maximum, and the raw value")
+  func battery() {
+    // ScanAPI layout: max 100 << 24 | min 0 << 16 | current 41 << 8.
+    let level = BatteryLevel(packed: 0x6400_2900)
+    let json = Render.event(Event(time: time, device: device, payload: .batteryLevel(level))).serialized
+    #expect(
+      json == #"{"current":41,"#
+        + head
+        + #""event":"batteryLevel","maximum":100,"minimum":0,"percent":41,"time":"1970-01-01T00:00:00.000Z","value":1677732096}"#
+    )
+  }
+
+  @Test("power: the state name and its SDK number; buttons: the pressed names and the mask")
+  func powerAndButtons() {
+    let power = Render.event(Event(time: time, device: device, payload: .power(.onCradle))).serialized
+    #expect(
+      power == "{" + head
+        + #""event":"power","state":"on-cradle","time":"1970-01-01T00:00:00.000Z","value":2}"#)
+    let buttons = Render.event(
+      Event(time: time, device: device, payload: .buttons([.middle, .power]))
+    ).serialized
+    #expect(
+      buttons
+        == #"{"buttons":["middle","power"],"# + head
+        + #""event":"buttons","time":"1970-01-01T00:00:00.000Z","value":12}"#)
+  }
+}

@@ -187,6 +187,20 @@ struct DeviceSelectorTests {
       try Values.device("tcp://", command: "get")
     }
   }
+
+  @Test("manager is a DEVICE for get and set; any other command refuses it as a usage error")
+  func managerOnlyForGetAndSet() throws {
+    #expect(try Values.device("manager", command: "get") == .deviceManager)
+    #expect(try Values.device("Manager", command: "set") == .deviceManager)
+    for command in ["connect", "remove", "trigger", "listen", "partnership"] {
+      #expect(
+        throws: UsageError(
+          message:
+            "'manager' is the device manager; only get and set take it (e.g. capture get manager favorite)",
+          command: command)
+      ) { try Values.device("manager", command: command) }
+    }
+  }
 }
 
 @Suite("Exit status")
@@ -219,6 +233,8 @@ struct ExitStatusTests {
     #expect(rows.contains { $0.status == 15 && $0.name == "ESKT_NOTSUPPORTED" })
     #expect(rows.contains { $0.status == 18 && $0.name == "ESKT_INVALIDPARAMETER" })
     #expect(rows.contains { $0.status == 42 && $0.name == "ESKT_REQUESTTIMEDOUT" })
+    #expect(rows.contains { $0.status == 85 && $0.name == "ESKT_INVALIDFORMAT" })
+    #expect(rows.contains { $0.status == 86 && $0.name == "ESKT_INVALIDVERSION" })
     #expect(rows.allSatisfy { $0.status == ExitStatus.of(ResultCode.named($0.name) ?? .noError) })
   }
 }

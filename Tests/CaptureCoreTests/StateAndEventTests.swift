@@ -23,8 +23,24 @@ private func readFile(_ path: String) -> String? {
   defer { fclose(f) }
   var out = ""
   var buffer = [CChar](repeating: 0, count: 4096)
-  while fgets(&buffer, 4096, f) != nil { out += String(cString: buffer) }
+  while fgets(&buffer, 4096, f) != nil {
+    out += String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
   return out
+}
+
+/// The `devices.json.corrupt-*` names in the store's directory, sorted.
+private func corruptCopies(_ store: StateStore) -> [String] {
+  guard let dir = opendir(store.directory) else { return [] }
+  defer { closedir(dir) }
+  var names: [String] = []
+  while let entry = readdir(dir) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) {
+      String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    if name.hasPrefix("devices.json.corrupt-") { names.append(name) }
+  }
+  return names.sorted()
 }
 
 @Suite("State store")
@@ -53,23 +69,88 @@ struct StateStoreTests {
     #expect(access(store.path + ".tmp.\(getpid())", F_OK) != 0)
   }
 
-  @Test("a corrupt state file is ESKT_INVALIDFORMAT naming the file, and is never overwritten")
-  func corruptFileKept() throws {
+  @Test(
+    "a corrupt or truncated state file is ESKT_INVALIDFORMAT naming both paths, moved aside byte for byte; the next load is empty",
+    arguments: [
+      "{not json", "", #"{"schemaVersion":1,"devices":[{"id":"A"#, "[1,2]", #"{"devices":[]}"#,
+      #"{"schemaVersion":1,"devices":[{"id":"A","name":"n","type":"x","transport":"t"}]}"#,
+    ])
+  func corruptFileMovedAside(text: String) throws {
     let store = StateStore(directory: tempDir())
-    writeFile(store.path, "{not json")
-    #expect(throws: CaptureError.self) { try store.load() }
+    writeFile(store.path, text)
     do {
       _ = try store.load()
+      Issue.record("expected an error")
     } catch {
       #expect(error.code == .invalidFormat)
-      #expect(error.message.contains(store.path))
+      let copies = corruptCopies(store)
+      #expect(copies.count == 1)
+      let aside = store.directory + "/" + (copies.first ?? "?")
+      #expect(error.message.hasPrefix("state file \(store.path) "), "\(error.message)")
+      #expect(
+        error.message.hasSuffix("; moved it to \(aside), the next command starts from an empty state"),
+        "\(error.message)")
+      #expect(readFile(aside) == text)
     }
-    #expect(throws: CaptureError.self) {
-      try store.update { (s: inout StateFile) throws(CaptureError) in s.socketCam.status = 1 }
-    }
-    #expect(readFile(store.path) == "{not json")
+    #expect(access(store.path, F_OK) != 0)
+    #expect(try store.load() == StateFile())
   }
 
+  @Test("update on a corrupt file moves it aside, throws 85 and writes nothing in its place")
+  func corruptFileUpdate() throws {
+    let store = StateStore(directory: tempDir())
+    writeFile(store.path, "{not json")
+    #expect(throws: CaptureError.self) {
+      try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "*" }
+    }
+    #expect(access(store.path, F_OK) != 0)
+    #expect(corruptCopies(store).map { readFile(store.directory + "/" + $0) } == ["{not json"])
+    try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "*" }
+    #expect(try store.load().favorite == "*")
+  }
+
+  @Test("a corrupt copy never overwrites another: the same second gets .1, then .2")
+  func quarantineNamesAreUnique() throws {
+    let store = StateStore(directory: tempDir())
+    let time = Timestamp(milliseconds: 1_796_046_634_007)
+    let base = store.path + ".corrupt-20261130T135034.007Z"
+    #expect(StateStore.fileStamp(time) == "20261130T135034.007Z")
+    writeFile(base, "first")
+    writeFile(store.path, "second")
+    #expect(try store.quarantine(at: time) == base + ".1")
+    writeFile(store.path, "third")
+    #expect(try store.quarantine(at: time) == base + ".2")
+    #expect(readFile(base) == "first")
+    #expect(readFile(base + ".1") == "second")
+    #expect(readFile(base + ".2") == "third")
+    #expect(access(store.path, F_OK) != 0)
+  }
+
+  @Test("a newer schema is never replaced by an update and nothing is moved aside")
+  func futureVersionUntouched() throws {
+    let store = StateStore(directory: tempDir())
+    let newer = #"{"schemaVersion": 2, "favorite": "*"}"#
+    writeFile(store.path, newer)
+    do {
+      try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "" }
+      Issue.record("expected an error")
+    } catch {
+      #expect(error.code == .invalidVersion)
+    }
+    #expect(readFile(store.path) == newer)
+    #expect(corruptCopies(store).isEmpty)
+  }
+
+  @Test("a temp file a killed writer left is never read as the state, and the next update removes it")
+  func staleTemporary() throws {
+    let store = StateStore(directory: tempDir())
+    try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "*" }
+    writeFile(store.path + ".tmp.999999", #"{"schemaVersion":1,"favorite":"AA:BB"#)
+    #expect(try store.load().favorite == "*")
+    try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "" }
+    #expect(access(store.path + ".tmp.999999", F_OK) != 0)
+    #expect(try store.load().favorite == "")
+  }
   @Test("a state file from a newer capture is ESKT_INVALIDVERSION")
   func futureVersion() throws {
     let store = StateStore(directory: tempDir())
@@ -112,5 +193,85 @@ struct EventTests {
     #expect(EventKind.parse("DEVICEARRIVAL") == .deviceArrival)
     #expect(EventKind.parse("nope") == nil)
     #expect(EventKind.decodedData.sdkID.rawValue == 5)
+  }
+}
+
+@Suite("Favourites and the device manager")
+struct FavoritesTests {
+  @Test(
+    "favourite strings parse and normalise as the SDK defines them",
+    arguments: [
+      ("", ""), ("  ", ""), ("*", "*"), (" * ", "*"),
+      ("aa-bb-cc-dd-ee-ff", "AA:BB:CC:DD:EE:FF"),
+      ("AA:BB:CC:DD:EE:FF;tcp://10.0.0.5", "AA:BB:CC:DD:EE:FF;tcp://10.0.0.5:23"),
+      ("tcp://10.0.0.5:23; aa:bb:cc:dd:ee:ff ;tcp://10.0.0.5", "tcp://10.0.0.5:23;AA:BB:CC:DD:EE:FF"),
+      (
+        "serial:/dev/ttyUSB0?baud=9600;hid:/dev/input/event3",
+        "serial:/dev/ttyUSB0?baud=9600;hid:/dev/input/event3"
+      ),
+    ])
+  func parses(text: String, value: String) throws {
+    #expect(try Favorites(parsing: text).value == value)
+  }
+
+  @Test("the three kinds of setting")
+  func kinds() throws {
+    #expect(try Favorites(parsing: "") == .off)
+    #expect(try Favorites(parsing: "*") == .anySocketMobile)
+    #expect(try Favorites(parsing: "11:22:33:44:55:66") == .devices(["11:22:33:44:55:66"]))
+  }
+
+  @Test(
+    "names, socketcam, manager, empty items and a '*' in a list are ESKT_INVALIDPARAMETER",
+    arguments: [
+      ("front", "favorite 'front': expected a Bluetooth address or a tcp://, serial: or hid: device"),
+      ("socketcam", "favorite 'socketcam': expected a Bluetooth address or a tcp://, serial: or hid: device"),
+      ("manager", "favorite 'manager': expected a Bluetooth address or a tcp://, serial: or hid: device"),
+      ("AA:BB:CC:DD:EE:FF;;tcp://h", "favorite 'AA:BB:CC:DD:EE:FF;;tcp://h': empty identifier between ';'"),
+      (";AA:BB:CC:DD:EE:FF", "favorite ';AA:BB:CC:DD:EE:FF': empty identifier between ';'"),
+      ("AA:BB:CC:DD:EE:FF;*", "favorite 'AA:BB:CC:DD:EE:FF;*': '*' stands alone (any Socket Mobile device)"),
+    ])
+  func rejects(text: String, message: String) {
+    do {
+      _ = try Favorites(parsing: text)
+      Issue.record("expected an error for '\(text)'")
+    } catch {
+      #expect(error.code == .invalidParameter)
+      #expect(error.message == message)
+    }
+  }
+
+  @Test("manager selects the device manager, in any case")
+  func managerSelector() throws {
+    #expect(try DeviceSelector.parse("manager") == .deviceManager)
+    #expect(try DeviceSelector.parse("MANAGER") == .deviceManager)
+    #expect(DeviceSelector.deviceManager.description == "manager")
+  }
+
+  @Test("the device manager keeps Favorite in the state file; anything else is NOTSUPPORTED")
+  func deviceManagerHandle() async throws {
+    let store = StateStore(directory: tempDir() + "/capture")
+    let manager = DeviceManagerHandle(store: store)
+    #expect(manager.info == DeviceInfo(id: "manager", name: "Device Manager", type: .deviceManagerBle))
+    #expect(try await manager.get(.favorite, argument: .none) == .string(""))
+    try await manager.set(.favorite, .string("aa-bb-cc-dd-ee-ff"))
+    #expect(try store.load().favorite == "AA:BB:CC:DD:EE:FF")
+    #expect(try await manager.get(.favorite, argument: .none) == .string("AA:BB:CC:DD:EE:FF"))
+    for property in [PropertyID.startDiscovery, .friendlyNameDevice, .socketCamStatus] {
+      do {
+        _ = try await manager.get(property, argument: .none)
+        Issue.record("expected NOTSUPPORTED for \(property)")
+      } catch {
+        #expect(error.code == .notSupported)
+        #expect(error.message == "Device Manager does not support \(property.cliName) (\(property.hex))")
+      }
+    }
+    do {
+      try await manager.set(.favorite, .string("front"))
+      Issue.record("expected an error")
+    } catch {
+      #expect(error.code == .invalidParameter)
+    }
+    #expect(try store.load().favorite == "AA:BB:CC:DD:EE:FF")
   }
 }

@@ -1,6 +1,7 @@
 import Bluetooth
 import CaptureCore
 import Drivers
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -388,5 +389,163 @@ func decodedTexts(_ events: [Event]) -> [String] {
       return
     }
     system.close(fd)
+  }
+}
+
+/// Recognition of Socket Mobile Classic scanners: by name (§5.1) or by the SDP service class
+/// A1220169-E854-473E-9CB5-873ACBDF1F13 (§5.3), through the seam.
+@Suite struct ClassicRecognitionTests {
+  let named = BluetoothAddress("00:06:66:0A:1B:2C")!
+  let unnamed = BluetoothAddress("00:06:66:0A:1B:2D")!
+  let headset = BluetoothAddress("11:22:33:44:55:66")!
+
+  func fake(_ classes: [BluetoothAddress: [Result<Bool, Errno>]]) -> FakeBluetoothSystem {
+    let fake = FakeBluetoothSystem()
+    fake.script { s in
+      s.inquiry = .success([
+        InquiryResult(address: named, classOfDevice: 0x000540),
+        InquiryResult(address: unnamed, classOfDevice: 0x000540),
+        InquiryResult(address: headset, classOfDevice: 0x240404),
+      ])
+      s.names = [named: "Socket CHS [0A1B2C]", unnamed: "Barcode scanner", headset: "Headset"]
+      s.serviceClasses = classes
+    }
+    return fake
+  }
+
+  @Test func scannerUUIDIsTheOneFromTheReference() {
+    #expect(ClassicDiscovery.scannerServiceClass.description == "a1220169-e854-473e-9cb5-873acbdf1f13")
+    #expect(ClassicDiscovery.scannerServiceClass.bytes.prefix(4) == [0xA1, 0x22, 0x01, 0x69])
+    #expect(UUID128("A1220169E854473E9CB5873ACBDF1F13") == nil)
+    #expect(UUID128("A1220169-E854-473E-9CB5-873ACBDF1F1G") == nil)
+  }
+
+  @Test func recognisedByServiceClassWithoutASocketName() throws {
+    let fake = fake([unnamed: [.success(true)]])
+    let found = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
+    #expect(found.map(\.address) == [named, unnamed])
+    #expect(found.map(\.recognition) == [.name, .serviceClass])
+    // The name already says Socket: no SDP search for it; one search each for the other two.
+    #expect(fake.count("sdpServiceClass") == 2)
+    #expect(
+      fake.state.withLock { $0.searchedUUIDs }.allSatisfy { $0 == ClassicDiscovery.scannerServiceClass })
+  }
+
+  @Test func othersOnlyWithAll() throws {
+    let fake = fake([:])
+    #expect(
+      try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake).map(\.address) == [
+        named
+      ])
+    let all = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
+    #expect(all.map(\.address) == [named, unnamed, headset])
+    #expect(all.map(\.recognition) == [.name, nil, nil])
+    #expect(all.map(\.isSocketMobile) == [true, false, false])
+  }
+
+  @Test func sdpFailureSkipsTheDeviceAndSaysWhy() throws {
+    let fake = fake([
+      unnamed: [.failure(Errno(EHOSTDOWN))], headset: [.failure(Errno(EINTR)), .success(true)],
+    ])
+    let notes = Mutex<[String]>([])
+    let found = try ClassicDiscovery.inquiry(
+      adapter: nil, seconds: 5, all: false, system: fake, note: { note in notes.withLock { $0.append(note) } }
+    )
+    // EINTR is retried (the headset answers the second time); EHOSTDOWN leaves the device unrecognised.
+    #expect(found.map(\.address) == [named, headset])
+    #expect(found.last?.recognition == .serviceClass)
+    let said = notes.withLock { $0 }
+    #expect(said.count == 1)
+    #expect(said.first?.hasPrefix("00:06:66:0A:1B:2D: not recognised, SDP failed: ") == true, "\(said)")
+  }
+
+  @Test(arguments: [
+    (
+      "Barcode scanner", ["00001101-0000-1000-8000-00805f9b34fb", "A1220169-E854-473E-9CB5-873ACBDF1F13"],
+      "serviceClass"
+    ),
+    ("Socket 7Xi [0A1B2C]", ["a1220169-e854-473e-9cb5-873acbdf1f13"], "serviceClass"),
+    ("Socket 7Xi [0A1B2C]", ["00001101-0000-1000-8000-00805f9b34fb"], "name"),
+    ("Headset", ["0000110b-0000-1000-8000-00805f9b34fb"], nil),
+  ])
+  func bluezUUIDsOrName(_ name: String, _ uuids: [String], _ expected: String?) {
+    #expect(ClassicDiscovery.recognize(name: name, uuids: uuids)?.rawValue == expected)
+  }
+}
+
+/// Classic scanner properties: no RFCOMM link for get/set; the name from an HCI remote name request
+/// when bluetoothd does not answer.
+@Suite struct ClassicPropertyTests {
+  /// This machine kind has no system bus, so bluetoothd is not asked; elsewhere it might answer.
+  var noSystemBus: Bool {
+    getenv("DBUS_SYSTEM_BUS_ADDRESS") == nil && access("/run/dbus/system_bus_socket", F_OK) != 0
+  }
+
+  @Test func addressAndNameWithoutALink() async throws {
+    guard noSystemBus else { return }
+    let fake = FakeBluetoothSystem()
+    fake.script { $0.names = [scanner: "Socket 7Xi [DDEEFF]"] }
+    let device = ClassicSPPScanner.forProperties(
+      scanner, request: request(wantsEvents: false), system: fake, name: "remembered")
+    #expect(device.channel == nil)
+    #expect(
+      try await device.get(.bluetoothAddressDevice, argument: .none)
+        == .array([0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF]))
+    #expect(try await device.get(.friendlyNameDevice, argument: .none) == .string("Socket 7Xi [DDEEFF]"))
+    #expect(fake.count("socket") == 0, "no RFCOMM socket for properties")
+    #expect(fake.count("remoteName") == 1)
+    await device.close()
+  }
+
+  @Test func remoteNameErrors() async {
+    guard noSystemBus else { return }
+    let fake = FakeBluetoothSystem()
+    let device = ClassicSPPScanner.forProperties(scanner, request: request(wantsEvents: false), system: fake)
+    do {
+      _ = try await device.get(.friendlyNameDevice, argument: .none)
+      Issue.record("no name scripted: the request times out")
+    } catch {
+      #expect(error.code == .requestTimedOut)
+      #expect(
+        error.message.hasPrefix("reading the remote name (HCI) to AA:BB:CC:DD:EE:FF: "), "\(error.message)")
+    }
+    fake.script { $0.hciDevices = .failure(Errno(EAFNOSUPPORT)) }
+    do {
+      _ = try await device.get(.friendlyNameDevice, argument: .none)
+      Issue.record("no HCI")
+    } catch {
+      #expect(error.code == .notAvailable)
+    }
+  }
+
+  @Test func setAndOtherPropertiesAreNotSupported() async {
+    let device = ClassicSPPScanner.forProperties(
+      scanner, request: request(wantsEvents: false), system: FakeBluetoothSystem(), name: "dock")
+    do {
+      try await device.set(.friendlyNameDevice, .string("Front door"))
+      Issue.record("friendly-name cannot be set over SPP")
+    } catch {
+      #expect(error.code == .notSupported)
+      #expect(
+        error.message
+          == "dock: the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+      )
+    }
+    for property in [PropertyID.batteryLevelDevice, .versionDevice] {
+      await #expect(throws: CaptureError.self) { _ = try await device.get(property, argument: .none) }
+    }
+    #expect(device.capabilities.writable.isEmpty)
+  }
+
+  @Test func pairingWithoutBluetoothdNamesIt() async {
+    guard noSystemBus else { return }
+    do {
+      _ = try await ClassicPairing.pair(address: scanner.description, adapter: nil, timeout: .seconds(1))
+      Issue.record("no bluetoothd here")
+    } catch {
+      #expect(error.code == .notAvailable)
+      #expect(
+        error.message.hasPrefix("--pair with --classic pairs through bluetoothd, which is not reachable: "))
+    }
   }
 }

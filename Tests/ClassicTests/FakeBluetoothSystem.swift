@@ -23,6 +23,11 @@ final class FakeBluetoothSystem: BluetoothSystem {
     var adapterAddress: Result<BluetoothAddress, Errno> = .success(BluetoothAddress("00:1A:7D:DA:71:13")!)
     var inquiry: Result<[InquiryResult], Errno> = .success([])
     var names: [BluetoothAddress: String] = [:]
+    /// SDP service-class searches: the answer per device (a device not listed has no such record);
+    /// an Errno entry fails once with it, then the next entry (or "no record") answers.
+    var serviceClasses: [BluetoothAddress: [Result<Bool, Errno>]] = [:]
+    /// Which UUIDs were searched for.
+    var searchedUUIDs: [UUID128] = []
     var log: [String] = []
     var closed: [Int32] = []
     var connectedChannels: [UInt8] = []
@@ -106,8 +111,24 @@ final class FakeBluetoothSystem: BluetoothSystem {
 
   func remoteName(device: Int, address: BluetoothAddress, timeoutMilliseconds: Int32) throws(Errno) -> String
   {
-    guard let name = state.withLock({ $0.names[address] }) else { throw Errno(ETIMEDOUT) }
+    let name = state.withLock { s -> String? in
+      s.log.append("remoteName")
+      return s.names[address]
+    }
+    guard let name else { throw Errno(ETIMEDOUT) }
     return name
+  }
+
+  func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128) throws(Errno) -> Bool {
+    let outcome = state.withLock { s -> Result<Bool, Errno> in
+      s.log.append("sdpServiceClass")
+      s.searchedUUIDs.append(uuid)
+      guard var answers = s.serviceClasses[address], !answers.isEmpty else { return .success(false) }
+      let first = answers.removeFirst()
+      s.serviceClasses[address] = answers
+      return first
+    }
+    return try outcome.get()
   }
 
   func sdpSerialPortChannel(_ address: BluetoothAddress) throws(Errno) -> UInt8 {

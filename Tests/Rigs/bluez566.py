@@ -256,7 +256,11 @@ S370_SERVICE = 'f91c914f-367c-4108-ac3e-3d3030373353'
 S320_SERVICE = 'f91c914f-367c-4108-ac3e-3d3030323353'
 
 MODELS = {'d600': 'D600', 'd600-nopair': 'D600', 's550': 'S550', 's370': 'S370', 's320': 'S320',
-          's721': 'S721', 'generic': 'Generic'}
+          's721': 'S721', 'generic': 'Generic', 'bredr': 'Classic'}
+
+# The SDP service class Windows recognises Bluetooth barcode scanners in SPP mode by, which Socket
+# Mobile Classic scanners list (device-protocols.md §5.3).
+SPP_SCANNER_CLASS = 'a1220169-e854-473e-9cb5-873acbdf1f13'
 
 
 def C(uuid, flags, role=None, value=b''):
@@ -346,6 +350,9 @@ def profile_table(profile):
     if profile == 'generic':
         return [uuid128('180f')], [gap_service(), S('1801', [C('2a05', ['indicate'])]), device_info_service(),
                                    battery_service()]
+    if profile == 'bredr':
+        # A BR/EDR device: no GATT; its service UUIDs (EIR and SDP) are given by AddClassicDevice.
+        return [], []
     raise mock_error('unknown profile %r (one of %s)' % (profile, ', '.join(sorted(MODELS))))
 
 
@@ -510,6 +517,20 @@ class Manager(Obj):
         W.save()
         return dbus.ObjectPath(peer.path)
 
+    @dbus.service.method(MOCK, in_signature='ssuasnb', out_signature='o')
+    def AddClassicDevice(self, address, name, cod, uuids, rssi, known):
+        '''AddClassicDevice(s address, s name, u class, as uuids, n rssi, b known) -> o device path.
+        A BR/EDR device (e.g. a Socket Mobile scanner in SPP mode): Device1 has Class (the 24-bit
+        Class of Device) and UUIDs (16-bit or 128-bit given, listed as 128-bit lower case, as
+        bluetoothd fills them from EIR and SDP), AddressType public, no ManufacturerData, no GATT.
+        Found only by a discovery whose Transport is "bredr" or "auto". Connect: Connected=true and
+        ServicesResolved=true; absent: Failed "br-connection-page-timeout". Pair as for LE devices
+        (agent needed; Page Timeout when out of range). known: as AddLEDevice.'''
+        peer = W.add_peer(str(address), str(name), 'bredr', int(rssi), bool(known),
+                          cod=int(cod), uuids=[str(u) for u in uuids])
+        W.save()
+        return dbus.ObjectPath(peer.path)
+
     @dbus.service.method(MOCK, in_signature='ob', out_signature='')
     def SetInRange(self, device, in_range):
         '''SetInRange(o device, b inRange): the device comes into or goes out of radio range.
@@ -641,8 +662,19 @@ class Manager(Obj):
 
     @dbus.service.method(MOCK, in_signature='o', out_signature='')
     def ClearWrites(self, device):
-        '''ClearWrites(o device): forget the recorded writes.'''
+        '''ClearWrites(o device): forget the recorded writes (characteristic and CCCD writes).'''
         W.peer(device).writes = []
+        W.peer(device).cccd_writes = []
+
+    @dbus.service.method(MOCK, in_signature='o', out_signature='a(say)')
+    def GetCccdWrites(self, device):
+        '''GetCccdWrites(o device) -> a(say): (characteristic UUID, CCCD value) of every
+        Client Characteristic Configuration write the device received, oldest first: 01 00
+        (notify) or 02 00 (indicate) when the first notify session is armed on a link, 00 00 when
+        the last one ends while connected. A StartNotify while another client's session already
+        has the CCCD on writes nothing, as in bluetoothd.'''
+        return dbus.Array([dbus.Struct((u, dbus.ByteArray(b)), signature='say')
+                           for u, b in W.peer(device).cccd_writes], signature='(say)')
 
     @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
     def GetState(self, device):
@@ -862,7 +894,9 @@ def parse_filter(properties):
 
 
 def filter_matches(f, peer):
-    if f.get('Transport') == 'bredr':
+    # Transport "le" scans only LE, "bredr" runs only an inquiry, "auto" (or none) both.
+    transport = f.get('Transport', 'auto')
+    if transport != 'auto' and transport != peer.transport:
         return False
     if 'RSSI' in f and peer.rssi < f['RSSI']:
         return False
@@ -1096,6 +1130,14 @@ class GattChar(Obj):
         if self.notifying != on:
             self.notifying = on
             self.update(CHAR, Notifying=dbus.Boolean(on))
+            if self.peer.connected:
+                self.write_cccd(on)
+
+    def write_cccd(self, on):
+        '''bluetoothd writes the device's CCCD only when the first session arms it on a link and when
+        the last one ends: a second client's StartNotify reaches nobody but bluetoothd.'''
+        value = (b'\x01\x00' if 'notify' in self.flags else b'\x02\x00') if on else b'\x00\x00'
+        self.peer.cccd_writes.append((self.uuid, value))
 
     def update_notifying(self):
         if self.notifying and not any(self.sessions.values()):
@@ -1323,6 +1365,8 @@ class Peer:
         self.name = name
         self.profile = profile
         self.adv_uuids, self.services = profile_table(profile)
+        self.transport = 'le'
+        self.cod = None          # Class of Device, BR/EDR only
         self.rssi = rssi
         self.in_range = True
         first = int(address.split(':')[0], 16)
@@ -1348,7 +1392,19 @@ class Peer:
         self.gatt = None         # [(obj)] in export order, when cached
         self.chars = []
         self.writes = []
+        self.cccd_writes = []    # (characteristic UUID, CCCD value) as the device received them
         self.sim = SIMULATORS.get(profile, Simulator)(self)
+
+    def make_bredr(self, cod, uuids):
+        '''A BR/EDR device: public address, Class of Device, EIR/SDP UUIDs, no advertising data.'''
+        if not 0 <= cod <= 0xFFFFFF:
+            raise ValueError('class of device is 24 bits')
+        self.transport = 'bredr'
+        self.cod = cod
+        self.address_type = 'public'
+        self.adv_uuids = [uuid128(u) for u in uuids]
+        self.uuids = list(self.adv_uuids)
+        self.mfr = None
 
     # --- properties ----------------------------------------------------------------------
 
@@ -1367,6 +1423,8 @@ class Peer:
             'Blocked': dbus.Boolean(self.blocked),
             'LegacyPairing': dbus.Boolean(False),
         }
+        if self.cod is not None:
+            d['Class'] = dbus.UInt32(self.cod)
         if self.rssi_valid:
             d['RSSI'] = dbus.Int16(self.rssi)
         d['Connected'] = dbus.Boolean(self.connected)
@@ -1386,6 +1444,7 @@ class Peer:
              'Connected': dbus.Boolean(self.connected), 'Paired': dbus.Boolean(self.paired),
              'Bonded': dbus.Boolean(self.bonded), 'Trusted': dbus.Boolean(self.trusted),
              'Battery': dbus.Byte(self.battery), 'Profile': dbus.String(self.profile),
+             'Transport': dbus.String(self.transport),
              'NotifySessions': dbus.Dictionary({c.uuid: dbus.Array(list(c.sessions), signature='s')
                                                 for c in self.chars if c.sessions}, signature='sas')}
         d.update(self.sim.state())
@@ -1462,7 +1521,7 @@ class Peer:
         _, ok, err = self.connecting
         self.connecting = None
         if not self.in_range or self.blocked or not self.adapter.powered:
-            err(failed('le-connection-abort-by-local'))
+            err(failed('br-connection-page-timeout' if self.transport == 'bredr' else 'le-connection-abort-by-local'))
             return
         if W.params['ReplyAfterResolved']:
             self.link_up()
@@ -1504,7 +1563,10 @@ class Peer:
             if ch.sessions:
                 for client in ch.sessions:
                     ch.sessions[client] = True
-                ch.set_notifying(True)
+                if ch.notifying:
+                    ch.write_cccd(True)   # a new link: bluetoothd arms the CCCD again
+                else:
+                    ch.set_notifying(True)
         if W.params['BatteryPlugin'] and self.has_battery():
             dev.props[BATTERY] = {'Percentage': dbus.Byte(self.battery)}
             interfaces_added(self.path, {BATTERY: dev.props[BATTERY]})
@@ -1713,6 +1775,7 @@ class Peer:
                 'rssi': self.rssi, 'in_range': self.in_range, 'known': self.known, 'paired': self.paired,
                 'bonded': self.bonded, 'trusted': self.trusted, 'blocked': self.blocked, 'alias': self.alias,
                 'battery': self.battery, 'info': self.info, 'uuids': self.uuids,
+                'cod': self.cod, 'adv_uuids': self.adv_uuids,
                 'mfr': [self.mfr[0], self.mfr[1].hex()] if self.mfr else None, 'sim': self.sim.save()}
 
     def restore(self, saved):
@@ -1753,7 +1816,7 @@ class World:
         interfaces_added(adapter.path, {ADAPTER: adapter.props[ADAPTER]})
         return adapter
 
-    def add_peer(self, address, name, profile, rssi, known, adapter=None):
+    def add_peer(self, address, name, profile, rssi, known, adapter=None, cod=None, uuids=None):
         address = address.upper()
         parts = address.split(':')
         if len(parts) != 6 or not all(len(p) == 2 for p in parts):
@@ -1767,6 +1830,11 @@ class World:
                 raise mock_error('no adapter: AddAdapter first')
             adapter = next(iter(self.adapters.values()))
         peer = Peer(adapter, address, name, profile, rssi)
+        if profile == 'bredr':
+            try:
+                peer.make_bredr(0 if cod is None else cod, uuids or [])
+            except (ValueError, TypeError) as e:
+                raise mock_error('bad Classic device: %s' % e) from e
         if peer.path in self.peers:
             raise mock_error('device %s exists' % address)
         self.peers[peer.path] = peer
@@ -1826,7 +1894,7 @@ class World:
                 self.add_adapter(a['name'], a['address'], a.get('powered', True))
             for s in state.get('peers', []):
                 peer = self.add_peer(s['address'], s['name'], s['profile'], s['rssi'], False,
-                                     self.adapters[s['adapter']])
+                                     self.adapters[s['adapter']], cod=s.get('cod'), uuids=s.get('adv_uuids'))
                 peer.restore(s)
         finally:
             self.restoring = False

@@ -462,6 +462,69 @@ class PairingTest(RigTest):
         c.char_path(D600, '1254fc72-336e-4bb2-a0a8-71c7d28dce73')
 
 
+class ClassicDeviceTest(RigTest):
+    '''BR/EDR devices (AddClassicDevice): found only by a "bredr" or "auto" discovery, Class and
+    128-bit UUIDs in Device1, no GATT, paired and trusted like LE devices.'''
+    params = {'TemporaryTimeout': 0.3}
+    SCANNER = 'A1220169-E854-473E-9CB5-873ACBDF1F13'
+
+    def add_classic(self, address, name, cod, uuids, known=False):
+        return str(self.c.mock('AddClassicDevice', 'ssuasnb', address, name, cod,
+                               dbus.Array(uuids, signature='s'), -60, known))
+
+    def discover(self, transport):
+        c = self.client()
+        c.call(ADAPTER, 'org.bluez.Adapter1', 'SetDiscoveryFilter', 'a{sv}', opts(Transport=transport))
+        c.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
+        c.pump(timeout=0.3)
+        found = {str(e[4][0]): e[4][1] for e in c.signals('InterfacesAdded') if DEVICE in e[4][1]}
+        c.call(ADAPTER, 'org.bluez.Adapter1', 'StopDiscovery')
+        return found
+
+    def test_classic_device_found_by_bredr_discovery(self):
+        path = self.add_classic('00:06:66:0A:1B:2C', 'Barcode scanner', 0x000540, ['1101', self.SCANNER])
+        self.add(D600_ADDR, 'Socket D600 [7EF619]', 'd600')
+        le = self.discover('le')
+        self.assertEqual(list(le), [D600])
+        self.assertNotIn('Class', le[D600][DEVICE])
+        bredr = self.discover('bredr')
+        self.assertEqual(list(bredr), [path])
+        props = bredr[path][DEVICE]
+        self.assertEqual(str(props['Address']), '00:06:66:0A:1B:2C')
+        self.assertEqual(str(props['AddressType']), 'public')
+        self.assertIsInstance(props['Class'], dbus.UInt32)
+        self.assertEqual(int(props['Class']), 0x000540)
+        self.assertEqual([str(u) for u in props['UUIDs']],
+                         ['00001101-0000-1000-8000-00805f9b34fb', self.SCANNER.lower()])
+        self.assertNotIn('ManufacturerData', props)
+        self.c.pump(timeout=0.8)  # both expire (TemporaryTimeout), so "auto" announces both again
+        self.assertEqual(sorted(self.discover('auto')), sorted([path, D600]))
+        with self.assertRaises(dbus.exceptions.DBusException):
+            self.add_classic('00:06:66:0A:1B:2D', 'x', 0x1000000, [])
+        with self.assertRaises(dbus.exceptions.DBusException):
+            self.add_classic('00:06:66:0A:1B:2E', 'x', 0, ['not-a-uuid'])
+
+    def test_classic_pair_and_trust(self):
+        path = self.add_classic('00:06:66:0A:1B:2C', 'Socket CHS [0A1B2C]', 0x000540, ['1101'])
+        c = self.c
+        self.discover('bredr')
+        self.assertDBusError('org.bluez.Error.AuthenticationFailed', None, c.call, path, DEVICE, 'Pair')
+        c.call('/org/bluez', 'org.bluez.AgentManager1', 'RegisterAgent', 'os', dbus.ObjectPath('/test/agent'),
+               'NoInputNoOutput')
+        c.call(path, DEVICE, 'Pair')
+        self.assertDBusError('org.bluez.Error.AlreadyExists', None, c.call, path, DEVICE, 'Pair')
+        c.call(path, PROPS, 'Set', 'ssv', DEVICE, 'Trusted', dbus.Boolean(True, variant_level=1))
+        state = c.mock('GetState', 'o', dbus.ObjectPath(path))
+        self.assertEqual(str(state['Transport']), 'bredr')
+        self.assertTrue(state['Paired'])
+        self.assertTrue(state['Trusted'])
+        # no GATT objects under a BR/EDR device
+        self.assertEqual([p for p in c.objects() if str(p).startswith(path + '/')], [])
+        c.call(path, DEVICE, 'Disconnect')
+        c.mock('SetInRange', 'ob', dbus.ObjectPath(path), False)
+        self.assertDBusError('org.bluez.Error.Failed', 'br-connection-page-timeout', c.call, path, DEVICE, 'Connect')
+
+
 class MoreBehaviourTest(RigTest):
     params = {'PairDelay': 0.3}
 
@@ -514,6 +577,29 @@ class MoreBehaviourTest(RigTest):
         c.pump(lambda: c.notifications(level))
         self.assertEqual(c.notifications(level), [b'\x36'])
         self.assertEqual(bytes(c.call(level, CHAR, 'ReadValue', 'a{sv}', opts())), b'\x36')
+
+
+    def test_cccd_written_only_by_the_first_session(self):
+        c = self.c
+        c.mock('Configure', 'a{sv}', opts(BatteryPlugin=False))
+        path = self.add('00:00:00:00:00:02', 'Generic', 'generic', known=True)
+        c.connect(path)
+        uuid = '00002a19-0000-1000-8000-00805f9b34fb'
+        level = c.char_path(path, uuid)
+
+        def writes():
+            return [(str(u), bytes(b)) for u, b in c.mock('GetCccdWrites', 'o', path)]
+        other = self.client()
+        c.start_notify(level)
+        other.start_notify(level)
+        self.assertEqual(writes(), [(uuid, b'\x01\x00')])
+        c.call(level, CHAR, 'StopNotify')
+        self.assertEqual(writes(), [(uuid, b'\x01\x00')])
+        other.close()
+        c.pump(lambda: len(writes()) == 2)
+        self.assertEqual(writes()[-1], (uuid, b'\x00\x00'))
+        c.mock('ClearWrites', 'o', path)
+        self.assertEqual(writes(), [])
 
 
 class CommandLineTest(unittest.TestCase):

@@ -33,4 +33,8 @@ int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int
 /// or -1 with errno ENOENT when the device has no such service, or -1 with the connection's errno.
 int cbt_sdp_serial_port_channel(const uint8_t address_le[6]);
 
+/// SDP service search of `address_le` for the 128-bit UUID `uuid_be` (16 bytes, big-endian as
+/// written): 1 when the device has a record with it, 0 when not, -1 with errno on failure.
+int cbt_sdp_has_service_class(const uint8_t address_le[6], const uint8_t uuid_be[16]);
+
 #endif

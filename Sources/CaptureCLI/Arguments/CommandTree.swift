@@ -46,11 +46,18 @@ enum CommandTree {
       "socketcam, a Bluetooth address, a remembered alias or friendly name, tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN[?keymap=de&timeout=100ms] (hid:auto finds a scanner)."
   )
 
+  /// get and set also reach the device manager (capture-sdk.md §2.2 scope DeviceManager), home of the
+  /// Favorite setting (§7.16).
+  static let propertyDeviceOperand = OperandSpec(
+    name: "DEVICE", kind: .device,
+    help: deviceOperand.help + " manager is the device manager (its favorite setting)."
+  )
+
   static let discover = CommandSpec(
     name: "discover", abstract: "Discover nearby scanners and readers (a stream of devices found).",
     synopsis: ["[--le | --classic] [--name GLOB] [--timeout DUR] [--all]"],
     discussion:
-      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out. Only Socket Mobile devices are shown unless --all is given.",
+      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out. Only Socket Mobile devices are shown unless --all is given. A Bluetooth Classic scanner is recognised by its name (Socket MODEL [xxxxxx]) or by the SDP service class A1220169-E854-473E-9CB5-873ACBDF1F13 (from bluetoothd, or an SDP search per device without it); its event says which in recognizedBy.",
     options: [
       OptionSpec(long: "le", help: "Bluetooth Low Energy devices only."),
       OptionSpec(long: "classic", help: "Bluetooth Classic devices only."),
@@ -65,7 +72,7 @@ enum CommandTree {
     name: "connect", abstract: "Connect a device, remember it and print its arrival.",
     synopsis: ["DEVICE [--pair] [--alias NAME]"],
     discussion:
-      "Connects DEVICE, pairs it when its profile needs bonding or when --pair is given, remembers it in the state file and prints a deviceArrival event. For socketcam, enables SocketCam. With --classic, a Bluetooth Classic scanner in SPP acceptor mode is connected over RFCOMM (its serial port channel found by SDP) and remembered as classic. --show-pairing-code (no DEVICE needed) prints the SPP initiator command barcodes for this host's adapter; a scanner that reads one connects to this host, where listen --accept takes it.",
+      "Connects DEVICE, pairs it when its profile needs bonding or when --pair is given, remembers it in the state file and prints a deviceArrival event. For socketcam, enables SocketCam. With --classic, a Bluetooth Classic scanner in SPP acceptor mode is connected over RFCOMM (its serial port channel found by SDP) and remembered as classic; with --classic --pair, bluetoothd first pairs and trusts it (running a BR/EDR discovery when it does not know the address), which needs bluetoothd. --show-pairing-code (no DEVICE needed) prints the SPP initiator command barcodes for this host's adapter; a scanner that reads one connects to this host, where listen --accept takes it.",
     operands: [deviceOperand],
     options: [
       OptionSpec(long: "pair", help: "Pair (bond) with the device before connecting."),
@@ -83,6 +90,10 @@ enum CommandTree {
     examples: [
       ("capture connect socketcam", "Enable the built-in SocketCam scanner."),
       ("capture connect AA:BB:CC:DD:EE:FF --classic", "Connect a Classic scanner in SPP acceptor mode."),
+      (
+        "capture connect AA:BB:CC:DD:EE:FF --classic --pair",
+        "Pair a Classic scanner through bluetoothd, then connect it."
+      ),
     ])
 
   static let remove = CommandSpec(
@@ -95,7 +106,7 @@ enum CommandTree {
     // shows under OPTIONS.
     name: "list", abstract: "List remembered and connected devices.", synopsis: [""],
     discussion:
-      "Prints one device per line: id, name, type name and state. SocketCam is always listed. With --hid, lists the input devices in /dev/input instead: path, vendor:product, name and whether the name looks like a barcode scanner (the ones hid:auto picks from).",
+      "Prints one device per line: id, name, type name and state. SocketCam is always listed. A favorite setting (set manager favorite) is noted on stderr; with --json it is the favorite key beside devices (\"\" when off). With --hid, lists the input devices in /dev/input instead: path, vendor:product, name and whether the name looks like a barcode scanner (the ones hid:auto picks from).",
     options: [
       OptionSpec(long: "hid", help: "List input devices (keyboard-wedge scanner candidates) instead.")
     ],
@@ -129,9 +140,9 @@ enum CommandTree {
     name: "get", abstract: "Read device properties.",
     synopsis: ["DEVICE PROPERTY...", "DEVICE --all", "--list"],
     discussion:
-      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15. On a Cognex DataMan, dmcc:PARAM.NAME reads any DMCC parameter.",
+      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15. On a Cognex DataMan, dmcc:PARAM.NAME reads any DMCC parameter. DEVICE manager is the device manager: get manager favorite prints the auto-connect favourites (\"*\", identifiers separated by ;, or an empty line when off).",
     operands: [
-      deviceOperand,
+      propertyDeviceOperand,
       OperandSpec(
         name: "PROPERTY", kind: .property, help: "Property name or id.", isOptional: true, isRepeating: true),
     ],
@@ -145,15 +156,16 @@ enum CommandTree {
       ("capture get socketcam friendly-name", "Print the friendly name."),
       ("capture get socketcam data-source qr-code", "Is QR Code decoding enabled?"),
       ("capture --json get socketcam --all > profile.json", "Save a profile."),
+      ("capture get manager favorite", "Which devices are connected automatically?"),
     ])
 
   static let set = CommandSpec(
     name: "set", abstract: "Write device properties.",
     synopsis: ["DEVICE PROPERTY VALUE...", "DEVICE --from FILE [--dry-run]"],
     discussion:
-      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ.",
+      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ. set manager favorite VALUE sets the device manager's auto-connect favourites (the CaptureSDK Favorite property): \"*\" connects any Socket Mobile device found, a list of Bluetooth addresses or tcp://, serial: or hid: devices separated by ; connects those, and \"\" turns auto-connect off; the setting is kept in the state file.",
     operands: [
-      deviceOperand,
+      propertyDeviceOperand,
       OperandSpec(
         name: "PROPERTY VALUE", kind: .property, help: "Property and value pairs.", isOptional: true,
         isRepeating: true),
@@ -166,13 +178,15 @@ enum CommandTree {
     examples: [
       ("capture set socketcam data-source ean13 disable", "Stop SocketCam decoding EAN-13."),
       ("capture set socketcam friendly-name \"Dock 4\"", "Rename the device."),
+      ("capture set manager favorite \"*\"", "Connect any Socket Mobile device found."),
+      ("capture set manager favorite \"AA:BB:CC:DD:EE:FF;tcp://10.0.0.5\"", "Connect these two devices."),
     ])
 
   static let listen = CommandSpec(
     name: "listen", abstract: "Stream events: decoded data, arrivals, removals, battery.",
     synopsis: ["[DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"],
     discussion:
-      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam. With --output FILE the same lines are appended to FILE instead, one write per event, and FILE is opened again when it was renamed or removed (logrotate create or nocreate; copytruncate works too); a FILE that cannot be opened exits 63 or 64, and a failed write (a full disk) stops listen with exit 33. With --confirm-stdin capture is the host's co-process: each decoded code goes to stdout as one line (its text with \\, CR and LF written as \\\\, \\r and \\n; its JSON event with --json) and capture reads one line back on stdin, good or bad (any case, spaces ignored). Anything else is bad with a warning, no answer within --confirm-timeout is bad, and the end of stdin makes that code and every later one bad. The next code waits for the verdict on the previous one. Nothing else goes to stdout then (with --json, apart from a final error object): the event stream, each code with its verdict (JSON: confirmation and confirmed; plain: good codes only), goes to --output FILE when one is given.",
+      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam. The batteryLevel, power and buttons events need the device's notifications setting: listen reads it and sets it only when a wanted bit is off (BLE: battery notifications on 0x2A19, no write when another client already has them on). A device that cannot report an event kind asked for with --events gets a warning; when no device can report any of them, listen exits 15. With --output FILE the same lines are appended to FILE instead, one write per event, and FILE is opened again when it was renamed or removed (logrotate create or nocreate; copytruncate works too); a FILE that cannot be opened exits 63 or 64, and a failed write (a full disk) stops listen with exit 33. With --confirm-stdin capture is the host's co-process: each decoded code goes to stdout as one line (its text with \\, CR and LF written as \\\\, \\r and \\n; its JSON event with --json) and capture reads one line back on stdin, good or bad (any case, spaces ignored). Anything else is bad with a warning, no answer within --confirm-timeout is bad, and the end of stdin makes that code and every later one bad. The next code waits for the verdict on the previous one. Nothing else goes to stdout then (with --json, apart from a final error object): the event stream, each code with its verdict (JSON: confirmation and confirmed; plain: good codes only), goes to --output FILE when one is given.",
     operands: [
       OperandSpec(
         name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)

@@ -33,11 +33,23 @@ enum Values {
     return n
   }
 
+  /// A DEVICE operand. `manager` (the device manager) holds properties only, so only get and set take it.
   static func device(_ text: String, command: String?) throws(UsageError) -> DeviceSelector {
-    do { return try DeviceSelector.parse(text) } catch {
+    let selector: DeviceSelector
+    do { selector = try DeviceSelector.parse(text) } catch {
       throw UsageError(message: error.message, command: command)
     }
+    if selector == .deviceManager && !managerCommands.contains(command ?? "") {
+      throw UsageError(
+        message:
+          "'\(text)' is the device manager; only get and set take it (e.g. capture get manager favorite)",
+        command: command)
+    }
+    return selector
   }
+
+  /// The commands whose DEVICE may be `manager`.
+  static let managerCommands: Set<String> = ["get", "set"]
 
   static func events(_ text: String, command: String?) throws(UsageError) -> Set<EventKind> {
     var kinds = Set<EventKind>()

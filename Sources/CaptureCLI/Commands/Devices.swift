@@ -95,21 +95,30 @@ enum ConnectCommand {
 
   /// --classic: SDP finds the scanner's serial port channel, RFCOMM connects (the scanner in SPP
   /// acceptor mode, device-protocols.md §5.2), then it is remembered with transport "classic" so later
-  /// commands open it over RFCOMM.
+  /// commands open it over RFCOMM. With --pair, bluetoothd pairs and trusts it first (BR/EDR
+  /// discovery when it does not know the address yet); a failure after pairing says pairing happened.
   static func connectClassic(_ selector: DeviceSelector, _ options: Options, _ context: Context)
     async throws(CaptureError) -> ResultCode
   {
     guard case .bluetooth(let address) = selector else {
       throw .invalidParameter("--classic needs a Bluetooth address, not \(selector)")
     }
+    var paired: ClassicPairing.Paired? = nil
     if options.pair {
-      throw .notSupported(
-        "--pair with --classic: pair the scanner with bluetoothctl first (pairing over BlueZ)")
+      paired = try await ClassicPairing.pair(
+        address: address, adapter: context.globals.adapter, timeout: context.globals.timeout)
+      context.output.info("paired and trusted \(address) through bluetoothd")
     }
     var request = OpenRequest(selector: selector, adapter: context.globals.adapter)
     request.wantsEvents = false
     request.timeout = context.globals.timeout
-    let device = try await ClassicSPPScanner.open(address: address, request: request)
+    let device: ClassicSPPScanner
+    do throws(CaptureError) {
+      device = try await ClassicSPPScanner.open(address: address, request: request, name: paired?.name)
+    } catch  where paired != nil {
+      throw CaptureError(
+        error.code, "paired and trusted \(address) through bluetoothd, then: \(error.message)")
+    }
     let info = device.info
     let channel = device.channel
     await device.close()
@@ -271,8 +280,11 @@ enum ListCommand {
     }
     let output = context.output
     if output.isJSON {
+      // The document is an object, so the device manager's Favorite (capture-sdk.md §7.16) is one more
+      // key beside "devices"; always present, "" when auto-connect is off.
       output.json(
         .object([
+          "favorite": .string(state.favorite),
           "devices": .array(
             rows.map { row in
               var m: [String: JSON] = [
@@ -283,10 +295,14 @@ enum ListCommand {
               if let alias = row.alias { m["alias"] = .string(alias) }
               if let seen = row.lastSeen { m["lastSeen"] = .string(seen) }
               return .object(m)
-            })
+            }),
         ]))
     } else {
       for row in rows { output.line("\(row.id)\t\(row.name)\t\(row.type.typeName)\t\(row.state)") }
+      // stdout stays one device per line (`while read id name type state`); the setting goes to stderr.
+      if !state.favorite.isEmpty {
+        output.warn("auto-connect favorite: \(state.favorite) (capture get manager favorite)")
+      }
     }
     return .noError
   }
@@ -335,6 +351,12 @@ enum DiscoverCommand {
           m["addressType"] = .string(found.addressType)
           m["rssi"] = found.rssi.map { .int($0) } ?? .null
           m["uuids"] = .array(found.uuids.map { .string($0) })
+          // BR/EDR devices (Device1.Class is set): the same keys the HCI inquiry path gives.
+          if let classOfDevice = found.classOfDevice {
+            m["classOfDevice"] = .int(Int(classOfDevice))
+            m["socketMobile"] = .bool(found.classicRecognition != nil)
+            m["recognizedBy"] = found.classicRecognition.map { .string($0.rawValue) } ?? .null
+          }
           event = .object(m)
         }
         output.json(event)
@@ -361,12 +383,12 @@ extension DiscoverCommand {
   /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
   static func classicInquiry(_ options: Options, _ context: Context) throws(CaptureError) -> ResultCode {
     let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
+    let output = context.output
     var found = try ClassicDiscovery.inquiry(
-      adapter: context.globals.adapter, seconds: seconds, all: options.all)
+      adapter: context.globals.adapter, seconds: seconds, all: options.all, note: { output.info($0) })
     if let pattern = options.name {
       found.removeAll { fnmatch(pattern, $0.name ?? "", 0) != 0 }
     }
-    let output = context.output
     for device in found {
       let name = device.name ?? device.addressText
       if output.isJSON {
@@ -376,6 +398,7 @@ extension DiscoverCommand {
             "device": Render.device(DeviceInfo(id: device.addressText, name: name, type: .none)),
             "address": .string(device.addressText), "addressType": .string("bredr"),
             "classOfDevice": .int(Int(device.classOfDevice)), "socketMobile": .bool(device.isSocketMobile),
+            "recognizedBy": device.recognition.map { .string($0.rawValue) } ?? .null,
           ]))
       } else {
         output.line("\(device.addressText)\t\(device.name ?? "")\t\(DeviceType.none.typeName)\t")

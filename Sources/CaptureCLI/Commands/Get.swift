@@ -134,6 +134,11 @@ enum GetCommand {
   static func allRequests(_ device: any Device) -> [Request] {
     var requests: [Request] = []
     for property in device.capabilities.readable {
+      // Notifications on the devices that have them today (BLE battery) is a GATT notify session that
+      // lasts as long as the process holding it (bluetoothd drops a client's sessions when its bus
+      // connection closes), so its value describes whichever `listen` runs, not the device: a profile
+      // that carried it would not apply idempotently.
+      if property == .notificationsDevice { continue }
       if property == .dataSourceDevice {
         for source in device.capabilities.dataSources {
           requests.append(

@@ -107,6 +107,13 @@ enum ListenCommand {
       }
     }
 
+    do {
+      try await enableNotifications(devices, asked: options.events, context.output)
+    } catch {
+      for device in devices { await device.close() }
+      throw error
+    }
+
     let all = DeviceList(devices)
     let limit = options.count
     let devicesByID = Dictionary(devices.map { ($0.info.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -171,6 +178,40 @@ enum ListenCommand {
 }
 
 extension ListenCommand {
+  /// The batteryLevel, power and buttons events need their NotificationsDevice bit (capture-sdk.md §4.1,
+  /// §7.6): for each device that has the setting, read it and set it only when a wanted bit is off.
+  /// A device that cannot report an explicitly asked kind gets a warning, never a made-up event; when no
+  /// device can report any of the asked kinds (and nothing else was asked), listening would print
+  /// nothing, so it is NOTSUPPORTED (15).
+  static func enableNotifications(_ devices: [any Device], asked: Set<EventKind>?, _ output: Output)
+    async throws(CaptureError)
+  {
+    for device in devices {
+      let name = device.info.name
+      do {
+        let outcome = try await NotificationSetup.apply(device, kinds: asked ?? Set(EventKind.allCases))
+        if let written = outcome.written {
+          output.info("\(name): notifications set to \(written.names.joined(separator: ","))")
+        } else if let before = outcome.before {
+          output.info("\(name): notifications already on (\(before.names.joined(separator: ",")))")
+        }
+        if asked != nil {
+          for kind in outcome.unsupported {
+            output.warn("\(name) cannot report \(kind.rawValue) events (it has no notification for them)")
+          }
+        }
+      } catch {
+        output.warn("\(name): could not turn notifications on: \(error.code.name): \(error.message)")
+      }
+    }
+    if let asked, asked.isSubset(of: NotificationSetup.kinds),
+      !devices.contains(where: { !$0.capabilities.events.isDisjoint(with: asked) })
+    {
+      let kinds = EventKind.allCases.filter(asked.contains).map(\.rawValue).joined(separator: ", ")
+      throw .notSupported("no device here can report \(kinds) events")
+    }
+  }
+
   /// --accept: an RFCOMM server socket on `channel` takes the scanner that connects to this host
   /// (configured with `#FNI<host>#`, see `capture connect --show-pairing-code`); after link loss it
   /// waits for the scanner again.

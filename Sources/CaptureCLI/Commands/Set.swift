@@ -54,6 +54,20 @@ enum SetCommand {
         assignments.append(try Self.assignment(property, args, parsed))
         i += 1 + arity
       }
+      if selector == .deviceManager { try normaliseFavorites(parsed) }
+    }
+
+    /// A bad favourite is a usage error caught before anything is written (names, socketcam, an empty
+    /// item between ';'); a good one is stored, and echoed with --json, in its normalised form.
+    mutating func normaliseFavorites(_ parsed: ParsedArguments) throws(UsageError) {
+      for index in assignments.indices where assignments[index].property == .favorite {
+        guard case .string(let text) = assignments[index].value else { continue }
+        do {
+          assignments[index].value = .string(try Favorites(parsing: text).value)
+        } catch {
+          throw parsed.usage(error.message)
+        }
+      }
     }
 
     static func assignment(_ p: PropertyID, _ args: [String], _ parsed: ParsedArguments) throws(UsageError)

@@ -77,7 +77,7 @@ enum Completions {
       var operandWords = ["socketcam"]
       switch command.name {
       case "trigger": operandWords += ["start", "stop", "continuous", "enable", "disable"]
-      case "get", "set": operandWords += propertyNames
+      case "get", "set": operandWords += [DeviceSelector.deviceManagerWord] + propertyNames
       case "partnership": operandWords += ["status", "set", "reset"]
       case "list", "discover": operandWords = []
       default: break
@@ -158,7 +158,8 @@ enum Completions {
       switch command.name {
       case "trigger": operand = "'1:device:(socketcam)' '2:action:(start stop continuous enable disable)'"
       case "get", "set":
-        operand = "'1:device:(socketcam)' '*:property:(\(words(propertyNames)) \(words(dataSourceNames)))'"
+        operand =
+          "'1:device:(socketcam \(DeviceSelector.deviceManagerWord))' '*:property:(\(words(propertyNames)) \(words(dataSourceNames)))'"
       case "partnership": operand = "'1:action:(status set reset)' '2:device:(socketcam)'"
       case "list", "discover": operand = ""
       default: break
@@ -217,7 +218,8 @@ enum Completions {
       case "trigger":
         out += "complete -c capture -n '\(condition)' -a 'socketcam start stop continuous enable disable'\n"
       case "get", "set":
-        out += "complete -c capture -n '\(condition)' -a 'socketcam \(words(propertyNames))'\n"
+        out +=
+          "complete -c capture -n '\(condition)' -a 'socketcam \(DeviceSelector.deviceManagerWord) \(words(propertyNames))'\n"
         out +=
           "complete -c capture -n '\(condition); and __fish_prev_arg_in data-source' -a '\(words(dataSourceNames))'\n"
       case "partnership":

@@ -94,7 +94,10 @@ enum ManPage {
       .SH FILES
       .TP
       .I ~/.local/state/capture/devices.json
-      Remembered devices and SocketCam settings.
+      Remembered devices, SocketCam settings and the device manager's favorite. A corrupt or truncated
+      file is moved aside to \\fIdevices.json.corrupt\\-TIME\\fR (UTC, never overwritten) and the command
+      exits 85; the next one starts from an empty state. A file from a newer capture exits 86 and an
+      unreadable one 64; both are left as they are.
       .SH SEE ALSO
 
       """

@@ -43,6 +43,8 @@ enum Render {
       members["current"] = .int(level.current)
       members["minimum"] = .int(level.minimum)
       members["maximum"] = .int(level.maximum)
+      // The SDK's packed ulong (capture-sdk.md §7.3), as power and buttons carry their raw value.
+      members["value"] = .int(level.packed)
     case .power(let state):
       members["state"] = .string(state.cliName)
       members["value"] = .int(state.rawValue)

@@ -6,16 +6,21 @@ public struct Capabilities: Sendable {
   public var events: Set<EventKind>
   /// The data sources `get --all` walks for DataSourceDevice.
   public var dataSources: [DataSource]
+  /// The NotificationsDevice bits the device can act on (capture-sdk.md §7.6); empty when it has no
+  /// NotificationsDevice setting. The Power, Buttons and BatteryLevel events "need the Notifications
+  /// bit" (§4.1), so a kind is in `events` only when its bits are here.
+  public var notifications: Notifications
 
   public init(
     readable: [PropertyID], writable: [PropertyID], triggers: Set<Trigger>, events: Set<EventKind>,
-    dataSources: [DataSource] = []
+    dataSources: [DataSource] = [], notifications: Notifications = []
   ) {
     self.readable = readable
     self.writable = writable
     self.triggers = triggers
     self.events = events
     self.dataSources = dataSources
+    self.notifications = notifications
   }
 
   public func canRead(_ p: PropertyID) -> Bool { readable.contains(p) }
@@ -43,6 +48,11 @@ public protocol Device: AnyObject, Sendable {
   func getRaw(_ name: String) async throws(CaptureError) -> String
   /// Writes a device-native parameter (see `getRaw`); `value` is passed as the user typed it.
   func setRaw(_ name: String, _ value: String) async throws(CaptureError)
+  /// A listener relies on these NotificationsDevice bits staying on (NotificationSetup calls this after
+  /// reading the setting, whether or not it had to write). A setting held in the device needs nothing
+  /// more; one that can lapse under the device's feet (a BLE notify session of another client) is
+  /// re-applied by the driver when it does.
+  func keepNotifications(_ bits: Notifications) async
 }
 
 extension Device {
@@ -54,6 +64,9 @@ extension Device {
   public func setRaw(_ name: String, _ value: String) async throws(CaptureError) {
     throw .notSupported("\(info.name) has no native parameter '\(name)'")
   }
+
+  /// The setting lives in the device: nothing to keep.
+  public func keepNotifications(_ bits: Notifications) async {}
 }
 
 extension Device {

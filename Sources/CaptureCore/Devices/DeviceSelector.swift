@@ -12,6 +12,12 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
   case hid(path: String)
   /// A remembered device's alias or friendly name.
   case name(String)
+  /// `manager`: the SDK's device manager (capture-sdk.md §2.2 scope "DeviceManager"), the handle the
+  /// Favorite setting lives on (§7.16). Only `get` and `set` take it.
+  case deviceManager
+
+  /// The word that selects the device manager.
+  public static let deviceManagerWord = "manager"
 
   public var description: String {
     switch self {
@@ -25,6 +31,7 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
           + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
     case .hid(let path): "hid:\(path)"
     case .name(let n): n
+    case .deviceManager: Self.deviceManagerWord
     }
   }
 
@@ -37,6 +44,7 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     case .serial: "serial"
     case .hid: "hid"
     case .name: "name"
+    case .deviceManager: "manager"
     }
   }
 
@@ -49,12 +57,14 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
     case .serial: "serial tty"
     case .hid: "keyboard-wedge (evdev)"
     case .name: "remembered device"
+    case .deviceManager: "device manager"
     }
   }
 
   public static func parse(_ text: String) throws(CaptureError) -> DeviceSelector {
     if text.isEmpty { throw .invalidParameter("empty device selector") }
     if text.lowercased() == "socketcam" { return .socketCam }
+    if text.lowercased() == deviceManagerWord { return .deviceManager }
     if let address = bluetoothAddress(text) { return .bluetooth(address) }
     let lower = text.lowercased()
     if lower.hasPrefix("tcp://") { return try parseTCP(String(text.dropFirst(6)), original: text) }

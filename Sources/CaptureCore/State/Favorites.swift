@@ -30,7 +30,7 @@ public enum Favorites: Sendable, Hashable {
       }
       let selector = try DeviceSelector.parse(item)
       switch selector {
-      case .name, .socketCam:
+      case .name, .socketCam, .deviceManager:
         throw .invalidParameter(
           "favorite '\(item)': expected a Bluetooth address or a tcp://, serial: or hid: device")
       default: break

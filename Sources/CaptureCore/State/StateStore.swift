@@ -85,34 +85,142 @@ public struct StateStore: Sendable {
     return StateStore(directory: home + "/.local/state/capture")
   }
 
-  /// Reads the state; a missing file is the empty state. A corrupt or newer-schema file is an error
-  /// naming the file, and is left untouched.
+  /// Reads the state; a missing file is the empty state. A newer-schema file (86) or an unreadable one
+  /// (64) is an error naming the file and is left untouched. A corrupt or truncated one (85) is moved
+  /// aside under the lock (see `quarantine`), so the next command starts from an empty state and the
+  /// bytes are kept for the user to look at.
   public func load() throws(CaptureError) -> StateFile {
-    let bytes: [UInt8]?
-    do { bytes = try SystemFile.read(path: path) } catch {
-      throw CaptureError(error, "cannot read \(path)", other: .unableReadFile)
+    guard let bytes = try readBytes() else { return StateFile() }
+    do throws(CaptureError) {
+      return try decode(bytes)
+    } catch  where error.code == .invalidFormat {
+      // Seen without the lock: look again holding it, since another process may have moved the file
+      // aside (or replaced it) in between.
+      let lockFD: Int32
+      do { lockFD = try acquireLock() } catch let failure {
+        throw CaptureError(
+          .invalidFormat, "\(error.message); it could not be moved aside: \(failure.message)")
+      }
+      defer { close(lockFD) }
+      return try loadLocked()
     }
-    guard let bytes else { return StateFile() }
-    return try decode(bytes)
   }
 
   /// Locks, re-reads, applies `change`, and writes the result atomically.
   public func update<T>(_ change: (inout StateFile) throws(CaptureError) -> T) throws(CaptureError) -> T {
     try makeDirectory()
+    return try locked { () throws(CaptureError) -> T in
+      var state = try loadLocked()
+      let result = try change(&state)
+      removeStaleTemporaries()
+      try write(state)
+      return result
+    }
+  }
+
+  /// Runs `body` holding the exclusive `flock` on the lock file: every write and every move-aside of
+  /// this state directory is serialised by it. flock locks belong to the open file description, so
+  /// `body` must not call `locked` again (a second open would wait for itself).
+  func locked<T>(_ body: () throws(CaptureError) -> T) throws(CaptureError) -> T {
+    let lockFD = try acquireLock()
+    defer { close(lockFD) }
+    return try body()
+  }
+
+  /// Opens the lock file and takes the exclusive lock; closing the returned descriptor releases it.
+  func acquireLock() throws(CaptureError) -> Int32 {
     let lockFD = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     guard lockFD >= 0 else {
       throw CaptureError(Errno.current, "cannot open lock file \(lockPath)", other: .unableWriteFile)
     }
-    defer { close(lockFD) }
-    while flock(lockFD, LOCK_EX) != 0 {
-      guard errno == EINTR else {
-        throw CaptureError(Errno.current, "cannot lock \(lockPath)", other: .unableWriteFile)
+    do {
+      _ = try Errno.retryingInterrupts { flock(lockFD, LOCK_EX) }
+    } catch {
+      close(lockFD)
+      throw CaptureError(error, "cannot lock \(lockPath)", other: .unableWriteFile)
+    }
+    return lockFD
+  }
+
+  /// `load` for a caller holding the lock: a corrupt file is moved aside here, and the error says where.
+  func loadLocked() throws(CaptureError) -> StateFile {
+    guard let bytes = try readBytes() else { return StateFile() }
+    do throws(CaptureError) {
+      return try decode(bytes)
+    } catch  where error.code == .invalidFormat {
+      let aside: String
+      do throws(CaptureError) { aside = try quarantine() } catch let failure {
+        throw CaptureError(
+          .invalidFormat, "\(error.message); it could not be moved aside: \(failure.message)")
+      }
+      throw CaptureError(
+        .invalidFormat, "\(error.message); moved it to \(aside), the next command starts from an empty state")
+    }
+  }
+
+  func readBytes() throws(CaptureError) -> [UInt8]? {
+    do { return try SystemFile.read(path: path) } catch {
+      throw CaptureError(error, "cannot read \(path)", other: .unableReadFile)
+    }
+  }
+
+  /// Moves the state file to `devices.json.corrupt-<UTC time>` (`.1`, `.2`, … when that name is taken)
+  /// and returns the new path. link(2) refuses an existing name (EEXIST), so nothing is ever overwritten;
+  /// the unlink that follows only drops the old name, and a kill between the two leaves both names on
+  /// the same bytes. Called with the lock held.
+  func quarantine(at time: Timestamp = .now()) throws(CaptureError) -> String {
+    let base = "\(path).corrupt-\(Self.fileStamp(time))"
+    for attempt in 0..<1000 {
+      let candidate = attempt == 0 ? base : "\(base).\(attempt)"
+      if link(path, candidate) == 0 {
+        guard unlink(path) == 0 || errno == ENOENT else {
+          throw CaptureError(Errno.current, "cannot remove \(path)", other: .unableWriteFile)
+        }
+        syncDirectory()
+        return candidate
+      }
+      switch errno {
+      case EEXIST: continue
+      case EPERM, ENOTSUP, EXDEV, EMLINK:
+        // A file system without hard links: under the lock no capture creates names here, so
+        // checking first and renaming cannot race with another capture.
+        if access(candidate, F_OK) == 0 { continue }
+        guard rename(path, candidate) == 0 else {
+          throw CaptureError(Errno.current, "cannot rename \(path)", other: .unableWriteFile)
+        }
+        syncDirectory()
+        return candidate
+      default:
+        throw CaptureError(Errno.current, "cannot move \(path) aside", other: .unableWriteFile)
       }
     }
-    var state = try load()
-    let result = try change(&state)
-    try write(state)
-    return result
+    throw CaptureError(.unableWriteFile, "cannot move \(path) aside: every name \(base).N is taken")
+  }
+
+  /// ISO 8601 basic form in UTC, `20261130T135034.123Z`: sorts by time and has no ':' (which some
+  /// tools and file systems treat specially).
+  static func fileStamp(_ time: Timestamp) -> String { time.iso8601.filter { $0 != "-" && $0 != ":" } }
+
+  /// A writer killed between creating its temp file and renaming it leaves `devices.json.tmp.PID`.
+  /// Nothing ever reads one as the state; holding the lock, no writer is using one, so they go.
+  func removeStaleTemporaries() {
+    guard let dir = opendir(directory) else { return }
+    defer { closedir(dir) }
+    let prefix = "devices.json.tmp."
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name.hasPrefix(prefix) { unlink(directory + "/" + name) }
+    }
+  }
+
+  func syncDirectory() {
+    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if dirFD >= 0 {
+      fsync(dirFD)
+      close(dirFD)
+    }
   }
 
   func decode(_ bytes: [UInt8]) throws(CaptureError) -> StateFile {
@@ -121,10 +229,13 @@ public struct StateStore: Sendable {
     let probe: VersionProbe
     do { probe = try JSONDecoder().decode(VersionProbe.self, from: data) } catch {
       throw CaptureError(
-        .invalidFormat, "state file \(path) is corrupt (not a JSON object); fix or move it away")
+        .invalidFormat,
+        bytes.isEmpty
+          ? "state file \(path) is empty (truncated)"
+          : "state file \(path) is corrupt (not a complete JSON object)")
     }
     guard let version = probe.schemaVersion else {
-      throw CaptureError(.invalidFormat, "state file \(path) has no schemaVersion; fix or move it away")
+      throw CaptureError(.invalidFormat, "state file \(path) has no schemaVersion")
     }
     guard version <= StateFile.currentSchemaVersion else {
       throw CaptureError(
@@ -135,15 +246,13 @@ public struct StateStore: Sendable {
     do { return try JSONDecoder().decode(StateFile.self, from: data) } catch let DecodingError.typeMismatch(
       _, context)
     {
-      throw CaptureError(
-        .invalidFormat, "state file \(path) is corrupt (\(Self.describe(context))); fix or move it away")
+      throw CaptureError(.invalidFormat, "state file \(path) is corrupt (\(Self.describe(context)))")
     } catch let DecodingError.keyNotFound(key, context) {
       throw CaptureError(
         .invalidFormat,
-        "state file \(path) is corrupt (\(Self.describe(context)) lacks \"\(key.stringValue)\"); fix or move it away"
-      )
+        "state file \(path) is corrupt (\(Self.describe(context)) lacks \"\(key.stringValue)\")")
     } catch {
-      throw CaptureError(.invalidFormat, "state file \(path) is corrupt; fix or move it away")
+      throw CaptureError(.invalidFormat, "state file \(path) is corrupt")
     }
   }
 

@@ -11,10 +11,13 @@ public final class BLEDevice: Device, @unchecked Sendable {
   public let events: AsyncStream<Event>
   let family: BLEFamily
   let address: String
+  /// The device has a Battery service (0x180F) in its UUIDs: bluetoothd lists every service it
+  /// resolved there, also the ones its battery plugin claims and does not export as GATT.
+  let hasBatteryService: Bool
   let client: BlueZClient
   let request: OpenRequest
   private let continuation: AsyncStream<Event>.Continuation
-  private let state: Mutex<LinkState>
+  let state: Mutex<LinkState>
   private let pump = Mutex<Task<Void, Never>?>(nil)
 
   struct LinkState {
@@ -36,6 +39,13 @@ public final class BLEDevice: Device, @unchecked Sendable {
     var answerWaiters: [CheckedContinuation<D600ConfigAnswer?, Never>] = []
     /// Characteristic path → what its notifications are.
     var routes: [String: Route] = [:]
+    /// Characteristics on which this process holds a notify session (StartNotify succeeded). A route
+    /// can exist without one: 0x2A19 values notified for another client's session reach every bus
+    /// client as PropertiesChanged (bluez-testing.md), so an armed CCCD is not subscribed twice.
+    var sessions: Set<String> = []
+    /// The NotificationsDevice bits this process asked for (capture-sdk.md §7.6); kept across link
+    /// loss and re-applied on the new link.
+    var notifications = Notifications()
   }
 
   enum Route { case d600ScanData, d600Config, directEvents, battery }
@@ -66,7 +76,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
       let uuids = objects.serviceUUIDs(of: device.path).union(device.uuids)
       let family = BLEFamily.identify(uuids: uuids, name: device.name)
       let ble = BLEDevice(
-        client: client, request: request, address: address, family: family, device: device, objects: objects)
+        client: client, request: request, address: address, family: family, device: device, objects: objects,
+        hasBatteryService: uuids.contains(GattUUID.battery))
       ble.startPump(events)
       // get/set need no notify sessions: a battery read stays one GetManagedObjects and one read.
       if request.wantsEvents { try await ble.bringUp() }
@@ -117,8 +128,9 @@ public final class BLEDevice: Device, @unchecked Sendable {
 
   init(
     client: BlueZClient, request: OpenRequest, address: String, family: BLEFamily, device: DeviceProperties,
-    objects: BlueZObjects
+    objects: BlueZObjects, hasBatteryService: Bool
   ) {
+    self.hasBatteryService = hasBatteryService
     self.client = client
     self.request = request
     self.address = address
@@ -175,16 +187,26 @@ public final class BLEDevice: Device, @unchecked Sendable {
       }
     default: break
     }
+    // The data channels are always subscribed; 0x2A19 only when the notifications setting asks for it
+    // (keepBatteryNotifying below), so its route is added without a session.
+    let dataPaths = routes.keys.sorted()
     if let battery = characteristic(GattUUID.batteryLevel), battery.canNotify {
       routes[battery.path] = .battery
     }
     state.withLock { $0.routes = routes }
-    for path in routes.keys.sorted() {
+    for path in dataPaths {
       do {
         try await client.startNotify(path)
       } catch  where error.message.contains("Already notifying") {
         // Our session survived the link loss: bluetoothd re-arms it on reconnect (bluez-testing.md).
       }
+      _ = state.withLock { $0.sessions.insert(path) }
+    }
+    do {
+      try await keepBatteryNotifying()
+    } catch {
+      // Battery events are an extra: the data channels stay up without them.
+      request.warn("\(info.name): battery notifications: \(error.message)")
     }
     if family == .d600 || family == .d600NoPairing {
       let answer = try await configCommand(
@@ -211,10 +233,12 @@ public final class BLEDevice: Device, @unchecked Sendable {
   func handle(_ event: BlueZEvent) async {
     switch event {
     case .propertiesChanged(let path, BlueZName.gattCharacteristic, let changed, _):
-      guard let value = changed["Value"]?.bytesValue, let route = state.withLock({ $0.routes[path] }) else {
-        return
+      guard let route = state.withLock({ $0.routes[path] }) else { return }
+      if let value = changed["Value"]?.bytesValue { receive(value, on: route) }
+      if case .battery = route, changed["Notifying"]?.boolValue == false {
+        // The client whose session we relied on has gone: hold one ourselves (the setting is kept).
+        Task { try? await self.keepBatteryNotifying() }
       }
-      receive(value, on: route)
     case .propertiesChanged(let path, BlueZName.device, let changed, _) where path == devicePath:
       if changed["Connected"]?.boolValue == false { linkLost(reason: "the link to \(address) was lost") }
       if changed["ServicesResolved"]?.boolValue == true, request.reconnects { await linkBack() }
@@ -224,6 +248,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
     where path == devicePath && interfaces.contains(BlueZName.device):
       linkLost(reason: "\(address) was removed from bluetoothd")
     case .serviceVanished:
+      // A new bluetoothd knows none of our notify sessions.
+      state.withLock { $0.sessions = [] }
       linkLost(reason: "bluetoothd left the bus")
     case .serviceAppeared where request.reconnects:
       Task { await self.reconnectLoop() }
@@ -397,10 +423,10 @@ public final class BLEDevice: Device, @unchecked Sendable {
     guard first else { return }
     pump.withLock { $0?.cancel() }
     failWaiters()
-    let (routes, connected) = state.withLock { ($0.routes.keys.sorted(), $0.isConnected) }
+    let (sessions, connected) = state.withLock { ($0.sessions.sorted(), $0.isConnected) }
     if connected {
       // Our notify sessions end with our bus connection anyway; stopping them is courtesy.
-      for path in routes { try? await client.stopNotify(path) }
+      for path in sessions { try? await client.stopNotify(path) }
     }
     announce(arrived: false)
     continuation.finish()

@@ -16,7 +16,18 @@ public struct DiscoveredDevice: Sendable {
   public var family: BLEFamily
   public var isSocketMobile: Bool
   /// The SDK type guessed from the advertisement (the first half for an S370).
-  public var type: DeviceType { isSocketMobile ? family.deviceTypes[0] : .bleUnknown }
+  /// The 24-bit Class of Device from Device1.Class, which bluetoothd sets only for BR/EDR devices
+  /// (doc/org.bluez.Device.rst); nil for LE devices.
+  public var classOfDevice: UInt32?
+  /// BR/EDR devices: how a Socket Mobile Classic scanner was recognised (nil: not recognised).
+  public var classicRecognition: ClassicDiscovery.Recognition?
+  public var isBREDR: Bool { classOfDevice != nil }
+  /// The SDK type guessed from the advertisement (the first half for an S370). A Classic scanner's
+  /// model is not known before SPP (device-protocols.md §5.3): None, as `ClassicSPPScanner` reports it.
+  public var type: DeviceType {
+    if isBREDR { return .none }
+    return isSocketMobile ? family.deviceTypes[0] : .bleUnknown
+  }
 }
 
 /// The result of `connect`: what arrived.
@@ -44,7 +55,10 @@ public enum BLEManager {
     let objects = try await client.objects()
     _ = try client.adapter(in: objects)
     var filter: [String: DBusValue] = ["Transport": .string(transport), "DuplicateData": .boolean(false)]
-    if !all { filter["UUIDs"] = .strings(GattUUID.socketMobileAdvertised) }
+    // bluetoothd matches a UUIDs filter against the advertised (LE) or EIR (BR/EDR) service list, and a
+    // Classic scanner recognised by its name may list none of them in its EIR: only an LE-only
+    // discovery lets bluetoothd filter by UUID; otherwise the client side below decides.
+    if !all && transport == "le" { filter["UUIDs"] = .strings(GattUUID.socketMobileAdvertised) }
     try await client.setDiscoveryFilter(filter)
     try await client.startDiscovery()
 
@@ -57,7 +71,10 @@ public enum BLEManager {
       func consider(_ device: DeviceProperties) {
         guard device.adapter == adapterPath, !reported.contains(device.address) else { return }
         let uuids = Set(device.uuids)
-        let isSocket = BLEFamily.isSocketMobile(uuids: uuids, name: device.name)
+        let classOfDevice = device.classOfDevice
+        let classic =
+          classOfDevice == nil ? nil : ClassicDiscovery.recognize(name: device.name, uuids: device.uuids)
+        let isSocket = BLEFamily.isSocketMobile(uuids: uuids, name: device.name) || classic != nil
         guard all || isSocket else { return }
         if let pattern = namePattern, fnmatch(pattern, device.name ?? device.alias, 0) != 0 { return }
         reported.insert(device.address)
@@ -65,7 +82,7 @@ public enum BLEManager {
           DiscoveredDevice(
             address: device.address, addressType: device.addressType, name: device.name, rssi: device.rssi,
             uuids: device.uuids.sorted(), family: BLEFamily.identify(uuids: uuids, name: device.name),
-            isSocketMobile: isSocket))
+            isSocketMobile: isSocket, classOfDevice: classOfDevice, classicRecognition: classic))
       }
       // A device bluetoothd heard moments ago still carries an RSSI (it is invalidated when a
       // discovery stops): it is in range now, so it is reported at once.
@@ -99,17 +116,20 @@ public enum BLEManager {
     return count
   }
 
-  /// Finds a device bluetoothd knows, running a short discovery if it does not know it yet.
-  static func locate(_ client: BlueZClient, _ address: String, within: Duration) async throws(CaptureError)
-    -> DeviceProperties
-  {
+  /// Finds a device bluetoothd knows, running a discovery on `transport` ("le" or "bredr") for up to
+  /// `within` if it does not know it yet. Not found in time: `expiry` (NOTFOUND, or REQUESTTIMEDOUT
+  /// when `within` was the user's --timeout).
+  static func locate(
+    _ client: BlueZClient, _ address: String, within: Duration, transport: String = "le",
+    expiry: ResultCode = .notFound
+  ) async throws(CaptureError) -> DeviceProperties {
     // Its own stream, subscribed before reading: cancelling a task that iterates an AsyncStream
     // finishes the stream, so streams are never shared between waits.
     let events = try await client.events()
     let objects = try await client.objects()
     _ = try client.adapter(in: objects)
     if let device = objects.device(address: address, on: client.adapterPath) { return device }
-    try await client.setDiscoveryFilter(["Transport": .string("le")])
+    try await client.setDiscoveryFilter(["Transport": .string(transport)])
     try await client.startDiscovery()
     let adapterPath = client.adapterPath
     let finder = Task { () -> DeviceProperties? in
@@ -129,7 +149,10 @@ public enum BLEManager {
     timer.cancel()
     try? await client.stopDiscovery()
     guard let found else {
-      throw CaptureError(.notFound, "no Bluetooth device \(address) was found on \(client.adapterName)")
+      throw CaptureError(
+        expiry,
+        "no Bluetooth device \(address) was found on \(client.adapterName)"
+          + (expiry == .requestTimedOut ? " within the --timeout" : ""))
     }
     return found
   }
@@ -150,15 +173,24 @@ public enum BLEManager {
     device = objects.device(address: address, on: client.adapterPath) ?? device
     let family = BLEFamily.identify(
       uuids: objects.serviceUUIDs(of: device.path).union(device.uuids), name: device.name)
-    if (family.needsBonding || pair) && !device.isPaired {
-      try await client.registerAgent()
-      try await client.pair(device.path, timeout: budget)
-    }
-    if !device.isTrusted { try await client.setDeviceProperty(device.path, "Trusted", .boolean(true)) }
+    try await pairAndTrust(client, device, pair: family.needsBonding || pair, timeout: budget)
     objects = try await client.objects()
     device = objects.device(address: address, on: client.adapterPath) ?? device
     return ConnectedDevice(
       address: device.address, name: device.alias, family: family, isPaired: device.isPaired)
+  }
+
+  /// Pairs (when `pair` and not paired yet) with capture's NoInputNoOutput agent, and marks the
+  /// device trusted so it may reconnect (bluez-testing.md: "Trusted" is not "paired"). LE and BR/EDR
+  /// alike: bluetoothd picks the transport for Pair.
+  static func pairAndTrust(_ client: BlueZClient, _ device: DeviceProperties, pair: Bool, timeout: Duration)
+    async throws(CaptureError)
+  {
+    if pair && !device.isPaired {
+      try await client.registerAgent()
+      try await client.pair(device.path, timeout: timeout)
+    }
+    if !device.isTrusted { try await client.setDeviceProperty(device.path, "Trusted", .boolean(true)) }
   }
 
   /// Disconnects and makes bluetoothd forget the device (pairing and GATT cache go with it).

@@ -21,9 +21,19 @@ extension BLEDevice {
       ]
       triggers = [.start, .stop, .continuousScan]
     }
-    var events: Set<EventKind> = [.deviceArrival, .deviceRemoval, .batteryLevel]
+    var events: Set<EventKind> = [.deviceArrival, .deviceRemoval]
+    var notifications = Notifications()
+    if batterySource != nil {
+      // Battery level changes (the BatteryLevel event needs this bit, capture-sdk.md §4.1, §7.6).
+      readable.append(.notificationsDevice)
+      writable.append(.notificationsDevice)
+      events.insert(.batteryLevel)
+      notifications = .batteryLevelChange
+    }
     if isD600 || family == .s550 { events.insert(.decodedData) }
-    return Capabilities(readable: readable, writable: writable, triggers: triggers, events: events)
+    return Capabilities(
+      readable: readable, writable: writable, triggers: triggers, events: events, notifications: notifications
+    )
   }
 
   public func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue
@@ -68,6 +78,8 @@ extension BLEDevice {
           .commandDenied, "the D600 refused config command \(hex(command)) (status \(answer.status))")
       }
       return .array(answer.data)
+    case .notificationsDevice:
+      return .ulong(try await notificationsSetting().rawValue)
     default:
       throw unsupported(property)
     }
@@ -104,6 +116,8 @@ extension BLEDevice {
         throw .invalidParameter("device-specific needs the command bytes")
       }
       try await configExpectingSuccess(command, Array(bytes.dropFirst()))
+    case (.notificationsDevice, .ulong(let raw)):
+      try await setNotifications(Notifications(rawValue: raw))
     default:
       throw .invalidParameter("wrong value type \(value.type.name) for \(property.cliName)")
     }

@@ -5,15 +5,30 @@ import CaptureCore
 /// Bluetooth Classic look-ups that need no connection: HCI inquiry for `discover --classic` when
 /// bluetoothd is absent, and this host's adapter address for the pairing barcodes.
 public enum ClassicDiscovery {
+  /// The SDP service class Windows recognises Bluetooth barcode scanners in SPP mode by, which Socket
+  /// Mobile Classic scanners list (device-protocols.md §5.3, MS barcode-scanner-bluetooth-service-uuids).
+  public static let scannerServiceClass = UUID128("A1220169-E854-473E-9CB5-873ACBDF1F13")!
+
+  /// How a device was recognised as a Socket Mobile scanner; the raw value is the `recognizedBy` JSON
+  /// value of `discover`.
+  public enum Recognition: String, Sendable, Equatable {
+    /// `Socket <model> [xxxxxx]` (§5.1).
+    case name
+    /// SDP service class `scannerServiceClass` (§5.3): from an SDP search, or bluetoothd's Device1.UUIDs.
+    case serviceClass
+  }
+
   /// A device an inquiry found.
   public struct Found: Sendable, Equatable {
     public var address: BluetoothAddress
     public var name: String?
     /// The 24-bit Class of Device.
     public var classOfDevice: UInt32
+    /// nil: not recognised as a Socket Mobile scanner (listed only with --all).
+    public var recognition: Recognition?
     /// `AA:BB:CC:DD:EE:FF`.
     public var addressText: String { address.description }
-    public var isSocketMobile: Bool { name.map(ClassicDiscovery.isSocketMobileName) ?? false }
+    public var isSocketMobile: Bool { recognition != nil }
   }
 
   /// `Socket <model> [xxxxxx]`, xxxxxx being the last 6 hex digits of the BD address
@@ -27,13 +42,57 @@ public enum ClassicDiscovery {
     return !model.isEmpty && digits.count == 6 && digits.allSatisfy(\.isHexDigit)
   }
 
-  /// An HCI inquiry of about `seconds`, with names; Socket Mobile devices only unless `all`.
+  /// How a device bluetoothd lists is recognised: the service class among its UUIDs (bluetoothd fills
+  /// Device1.UUIDs from EIR and SDP, lower case) wins over the name.
+  public static func recognize(name: String?, uuids: some Sequence<String>) -> Recognition? {
+    let wanted = scannerServiceClass.description
+    if uuids.contains(where: { $0.lowercased() == wanted }) { return .serviceClass }
+    if let name, isSocketMobileName(name) { return .name }
+    return nil
+  }
+
+  /// An HCI inquiry of about `seconds`, with names; Socket Mobile devices only unless `all`. A device
+  /// whose name does not say Socket is asked over SDP for the scanner service class; when that SDP
+  /// search fails (out of range by now, refused) the device is left unrecognised and `note` says why.
   public static func inquiry(
-    adapter: String?, seconds: Double, all: Bool, system: any BluetoothSystem = LibBluetoothSystem()
+    adapter: String?, seconds: Double, all: Bool, system: any BluetoothSystem = LibBluetoothSystem(),
+    note: (String) -> Void = { _ in }
   ) throws(CaptureError) -> [Found] {
-    let found = try ClassicCalls(system: system).inquiry(adapter: adapter, seconds: seconds)
-    return found.map { Found(address: $0.address, name: $0.name, classOfDevice: $0.classOfDevice) }
-      .filter { all || $0.isSocketMobile }
+    let calls = ClassicCalls(system: system)
+    let found = try calls.inquiry(adapter: adapter, seconds: seconds)
+    return found.map { device in
+      var recognition: Recognition? = nil
+      if let name = device.name, isSocketMobileName(name) {
+        recognition = .name
+      } else {
+        do throws(CaptureError) {
+          if try calls.hasServiceClass(device.address, scannerServiceClass) { recognition = .serviceClass }
+        } catch {
+          note("\(device.address): not recognised, SDP failed: \(error.message)")
+        }
+      }
+      return Found(
+        address: device.address, name: device.name, classOfDevice: device.classOfDevice,
+        recognition: recognition)
+    }
+    .filter { all || $0.isSocketMobile }
+  }
+
+  /// The scanner's friendly name: bluetoothd's Device1.Alias (the user's alias, else the remote
+  /// name) when bluetoothd runs and knows the device, else an HCI Remote Name Request.
+  public static func friendlyName(
+    _ address: BluetoothAddress, adapter: String?, system: any BluetoothSystem = LibBluetoothSystem()
+  ) async throws(CaptureError) -> String {
+    if let client = try? await BlueZClient.connect(adapter: adapter) {
+      defer { client.close() }
+      let objects = try await client.objects()
+      if let device = objects.device(address: address.description, on: client.adapterPath),
+        device.properties["Alias"] != nil || device.name != nil
+      {
+        return device.alias
+      }
+    }
+    return try ClassicCalls(system: system).remoteName(address, adapter: adapter)
   }
 
   /// Is bluetoothd on the system bus? (BlueZ is preferred whenever it is.)

@@ -39,8 +39,10 @@ public final class ClassicSPPScanner: Device, Sendable {
   public let info: DeviceInfo
   public var events: AsyncStream<Event> { eventChannel.events }
   public let link: Link
-  /// The RFCOMM channel the first connection used.
-  public let channel: UInt8
+  /// The RFCOMM channel the first connection used; nil when opened for properties only (no link).
+  public let channel: UInt8?
+  /// The adapter the request named (`--adapter`), for name look-ups.
+  let adapter: String?
   let calls: ClassicCalls
   let framing: SPPFraming
   let reconnects: Bool
@@ -106,8 +108,8 @@ public final class ClassicSPPScanner: Device, Sendable {
     }
     let connection = try result.get()
     let scanner = ClassicSPPScanner(
-      link: link, connection: connection, calls: calls, name: name, queue: queue,
-      reconnects: request.reconnects, connectTimeout: timeout)
+      link: link, peer: connection.peer, channel: connection.channel, calls: calls, name: name, queue: queue,
+      reconnects: request.reconnects, connectTimeout: timeout, adapter: request.adapter)
     if request.wantsEvents {
       scanner.startReading(connection)
     } else {
@@ -124,6 +126,20 @@ public final class ClassicSPPScanner: Device, Sendable {
       throw .invalidParameter("'\(address)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
     }
     return try await open(.initiate(parsed, channel: nil), request: request, name: name)
+  }
+
+  /// A remembered scanner opened for `get`/`set` only: no RFCOMM link is made, because no property
+  /// comes over SPP (host→scanner commands are not public, device-protocols.md §5.3): the address is
+  /// known and the friendly name comes from bluetoothd or an HCI name request.
+  public static func forProperties(
+    _ address: BluetoothAddress, request: OpenRequest, system: any BluetoothSystem = LibBluetoothSystem(),
+    name: String? = nil
+  ) -> ClassicSPPScanner {
+    ClassicSPPScanner(
+      link: .initiate(address, channel: nil), peer: address, channel: nil,
+      calls: ClassicCalls(system: system),
+      name: name, queue: DispatchQueue(label: "capture.classic"), reconnects: false,
+      connectTimeout: request.timeout ?? defaultConnectTimeout, adapter: request.adapter)
   }
 
   /// Waits for a scanner in SPP initiator mode to connect on RFCOMM `channel`.
@@ -171,19 +187,19 @@ public final class ClassicSPPScanner: Device, Sendable {
   }
 
   init(
-    link: Link, connection: Connection, calls: ClassicCalls, name: String?, queue: DispatchQueue,
-    reconnects: Bool, connectTimeout: Duration
+    link: Link, peer: BluetoothAddress, channel: UInt8?, calls: ClassicCalls, name: String?,
+    queue: DispatchQueue, reconnects: Bool, connectTimeout: Duration, adapter: String?
   ) {
     self.link = link
-    self.channel = connection.channel
+    self.channel = channel
+    self.adapter = adapter
     self.calls = calls
     self.framing = .auto
     self.reconnects = reconnects
     self.connectTimeout = connectTimeout
     self.queue = queue
     // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial.
-    self.info = DeviceInfo(
-      id: connection.peer.description, name: name ?? "Bluetooth SPP scanner \(connection.peer)", type: .none)
+    self.info = DeviceInfo(id: peer.description, name: name ?? "Bluetooth SPP scanner \(peer)", type: .none)
     eventChannel = EventChannel(device: info)
   }
 
@@ -193,7 +209,11 @@ public final class ClassicSPPScanner: Device, Sendable {
   {
     switch property {
     case .deviceType: return .ulong(info.type.rawValue)
-    case .friendlyNameDevice: return .string(info.name)
+    case .friendlyNameDevice:
+      // Asked live, not the name remembered at connect: the scanner's own (or the user's bluetoothd
+      // alias) as it is now.
+      guard let address = BluetoothAddress(info.id) else { return .string(info.name) }
+      return .string(try await ClassicDiscovery.friendlyName(address, adapter: adapter, system: calls.system))
     case .bluetoothAddressDevice:
       return .array(BluetoothAddress(info.id)?.bytes ?? [])
     default: throw unsupported(property)
@@ -201,6 +221,11 @@ public final class ClassicSPPScanner: Device, Sendable {
   }
 
   public func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    if property == .friendlyNameDevice {
+      throw .notSupported(
+        "\(info.name): the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+      )
+    }
     throw unsupported(property)
   }
 

@@ -120,30 +120,9 @@ enum Runner {
     posix_spawn_file_actions_adddup2(&actions, errPipe.write, 2)
     if let directory { _ = GNU.addchdir(&actions, directory) }
 
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var emptyMask = sigset_t()
-    sigemptyset(&emptyMask)
-    posix_spawnattr_setsigmask(&attributes, &emptyMask)
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2] {
-      sigaddset(&defaults, s)
-    }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-    let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-      for p in argv { free(p) }
-      for p in envp { free(p) }
-    }
-
-    var pid: pid_t = 0
     let start = monotonicSeconds()
-    let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+    var pid: pid_t = 0
+    let spawned = spawn(&pid, path, arguments, environment: environment, actions: &actions)
     close(inPipe.read)
     close(outPipe.write)
     close(errPipe.write)
@@ -248,23 +227,62 @@ enum Runner {
     if errFD >= 0 { close(errFD) }
 
     // The child may close its output and live on: poll for its end so the time limit still holds.
+    let (status, signalNumber, killed) = reap(pid, deadline: deadline)
+    return Outcome(
+      status: status, signal: signalNumber, stdout: stdout, stderr: stderr, timedOut: timedOut || killed,
+      elapsed: monotonicSeconds() - start, firstStdout: firstStdout)
+  }
+
+  /// posix_spawn with the attributes every child gets: an empty signal mask and default dispositions
+  /// (see the comment at the top of this file). Returns posix_spawn's result.
+  static func spawn(
+    _ pid: inout pid_t, _ path: String, _ arguments: [String], environment: [String: String],
+    actions: inout posix_spawn_file_actions_t
+  ) -> Int32 {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2] {
+      sigaddset(&defaults, s)
+    }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      for p in argv { free(p) }
+      for p in envp { free(p) }
+    }
+    return posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+  }
+
+  /// Waits for `pid` to end, SIGKILLing it once `deadline` (monotonic seconds) passes. Returns the
+  /// exit status (128 + signal for a signalled child), the signal, and whether it had to be killed.
+  static func reap(_ pid: pid_t, deadline: Double) -> (status: Int32, signal: Int32?, killed: Bool) {
     var raw: Int32 = 0
+    var killed = false
     while true {
       let reaped = waitpid(pid, &raw, WNOHANG)
       if reaped == pid { break }
       if reaped < 0 && errno != EINTR { break }
-      if !timedOut && monotonicSeconds() > deadline {
+      if !killed && monotonicSeconds() > deadline {
         kill(pid, SIGKILL)
-        timedOut = true
+        killed = true
       }
       usleep(1000)
     }
     // The W* macros do not import into Swift: low 7 bits = terminating signal, next byte = exit code.
     let signalNumber = raw & 0x7F
-    return Outcome(
-      status: signalNumber == 0 ? (raw >> 8) & 0xFF : 128 + signalNumber,
-      signal: signalNumber == 0 ? nil : signalNumber, stdout: stdout, stderr: stderr, timedOut: timedOut,
-      elapsed: monotonicSeconds() - start, firstStdout: firstStdout)
+    return (
+      signalNumber == 0 ? (raw >> 8) & 0xFF : 128 + signalNumber, signalNumber == 0 ? nil : signalNumber,
+      killed
+    )
   }
 
   static func monotonicSeconds() -> Double {
