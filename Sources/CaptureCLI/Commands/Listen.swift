@@ -64,16 +64,11 @@ enum ListenCommand {
   }
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    var selectors = options.selectors
-    if selectors.isEmpty && options.acceptChannel == nil {
-      selectors = try context.state.load().devices.compactMap { try? DeviceSelector.parse($0.id) }
-      guard !selectors.isEmpty else {
-        throw .invalidParameter(
-          "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
-        )
-      }
+    if options.selectors.isEmpty && options.acceptChannel == nil {
+      return try await runService(options, context)
     }
-
+    // Explicit devices fail fast: one that cannot be opened fails the listen.
+    let selectors = options.selectors
     var devices: [any Device] = []
     if let channel = options.acceptChannel {
       devices.append(try await acceptClassic(channel: channel, timeout: options.timeout, context))
@@ -94,7 +89,9 @@ enum ListenCommand {
     let limit = options.count
     let devicesByID = Dictionary(devices.map { ($0.info.id, $0) }, uniquingKeysWith: { first, _ in first })
     let confirm = options.confirm.map { command in
-      Self.confirmation(ConfirmCommand(command: command, timeLimit: options.confirmTimeout), devicesByID)
+      Self.confirmation(ConfirmCommand(command: command, timeLimit: options.confirmTimeout)) {
+        devicesByID[$0]
+      }
     }
     let sink = EventSink(
       output: context.output, printed: options.events, limit: limit, confirm: confirm
@@ -127,11 +124,45 @@ enum ListenCommand {
       }
     }
     timer.cancel()
+    return outcome(sink.result, options, context)
+  }
 
-    let result = sink.result
+  /// listen without DEVICE: every remembered device and the favourites, each supervised on its own
+  /// (ListenService); SIGHUP re-reads the state file.
+  static func runService(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+    let service = ListenService(context: context, options: options)
+    let limit = options.count
+    let confirm = options.confirm.map { command in
+      Self.confirmation(ConfirmCommand(command: command, timeLimit: options.confirmTimeout)) {
+        service.device(id: $0)
+      }
+    }
+    let sink = EventSink(
+      output: context.output, printed: options.events, limit: limit, confirm: confirm
+    ) { count in
+      if let limit, count >= limit { Task { await service.stop() } }
+    }
+    Interruption.watch(
+      {
+        sink.markInterrupted()
+        Task { await service.stop() }
+      }, onHangUp: { service.reload() })
+    try service.start(sink)
+    let timer = Deadline(options.timeout) {
+      sink.markTimedOut()
+      await service.stop()
+    }
+    await service.wait()
+    timer.cancel()
+    return outcome(sink.result, options, context)
+  }
+
+  /// The exit status once the events are drained: 0 after a signal or when --count was reached, the
+  /// first error's code, 42 when --timeout ran out, 17 when a finite source held no barcode.
+  static func outcome(_ result: DrainResult, _ options: Options, _ context: Context) -> ResultCode {
     if result.interrupted { return .noError }
     if let error = result.firstError { return error.code }
-    if let limit, result.decoded >= limit { return .noError }
+    if let limit = options.count, result.decoded >= limit { return .noError }
     if result.timedOut {
       context.output.error(
         CaptureError(.requestTimedOut, "--timeout ran out after \(result.decoded) decoded code(s)"))
@@ -166,10 +197,12 @@ extension ListenCommand {
 
   /// Runs the host's command for a code and tells the device the verdict when it can take one
   /// (DataConfirmationDevice: good 0x15 / bad 0x2A, capture-sdk.md §7.4).
-  static func confirmation(_ command: ConfirmCommand, _ devices: [String: any Device]) -> EventSink.Confirm {
+  static func confirmation(
+    _ command: ConfirmCommand, _ device: @escaping @Sendable (String) -> (any Device)?
+  ) -> EventSink.Confirm {
     return { event, data in
       let verdict = command.run(data: data.bytes, eventJSON: Render.event(event).serialized)
-      guard let device = devices[event.device.id], device.capabilities.canWrite(.dataConfirmationDevice)
+      guard let device = device(event.device.id), device.capabilities.canWrite(.dataConfirmationDevice)
       else {
         return (verdict, false)
       }

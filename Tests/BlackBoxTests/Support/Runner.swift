@@ -18,6 +18,9 @@ struct Interaction: Sendable {
   var holdStdinOpen = false
   /// Send this signal this many seconds after the spawn.
   var signal: (number: Int32, after: Double)? = nil
+  /// Called with the child's pid right after the spawn (a test that signals it at a moment of its
+  /// choosing, e.g. SIGHUP once the state file changed).
+  var started: (@Sendable (pid_t) -> Void)? = nil
 }
 
 /// What a finished child did.
@@ -149,6 +152,7 @@ enum Runner {
       close(errPipe.read)
       throw RunnerError.spawn(path, spawned)
     }
+    interaction.started?(pid)
 
     // One poll loop feeds stdin and drains stdout and stderr together, so a child filling one pipe
     // while we wait on another never deadlocks.
