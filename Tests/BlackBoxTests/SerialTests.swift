@@ -11,7 +11,7 @@ import Testing
 
 /// The master side of a pty. posix_openpt and friends are declared by glibc only under _XOPEN_SOURCE,
 /// which Swift's Glibc module does not set, so they are looked up at run time.
-private final class ScannerPTY: @unchecked Sendable {
+final class ScannerPTY: @unchecked Sendable {
   typealias OpenPT = @convention(c) (Int32) -> Int32
   typealias OnMaster = @convention(c) (Int32) -> Int32
   typealias NameOf = @convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32
@@ -77,7 +77,7 @@ private final class ScannerPTY: @unchecked Sendable {
 }
 
 /// A frame shaped like the §5.3 capture (device-protocols.md) around `text` and AIM identifier `aim`.
-private func sppFrame(_ text: String, aim: String) -> [UInt8] {
+func sppFrame(_ text: String, aim: String) -> [UInt8] {
   let body: [UInt8] =
     [0x00, 0x64, 0x01, 0x00, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x00, 0x01, 0x00, 0x06]
     + Array(text.utf8) + [0x0D] + Array("]\(aim)DB3".utf8) + [0x60] + Array("E5".utf8)

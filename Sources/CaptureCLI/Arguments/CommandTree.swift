@@ -172,7 +172,7 @@ enum CommandTree {
     name: "listen", abstract: "Stream events: decoded data, arrivals, removals, battery.",
     synopsis: ["[DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"],
     discussion:
-      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam.",
+      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). A SOURCE without DEVICE means socketcam. Without DEVICE, listen runs as a service over every remembered device and the favorites (set manager favorite): a device that is absent or cannot be opened is tried again in the background (0.25 s doubling to 5 s, one warning per outage) and arrives when it comes; one that can never open (a bad entry, permission denied) is reported once and skipped; favorite * connects and remembers any Socket Mobile device Bluetooth discovery finds; SIGHUP re-reads the state file, starting new devices and removing forgotten ones.",
     operands: [
       OperandSpec(
         name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)
