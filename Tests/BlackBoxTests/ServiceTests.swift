@@ -127,6 +127,37 @@ struct ServiceTests {
     }
   }
 
+  @Test(
+    "favorite '*' while bluetoothd is down: one warning, and the device is connected once bluetoothd is back")
+  func favoriteAnyAfterBluetoothdReturns() async throws {
+    try await withRig { rig, sandbox in
+      try writeState(sandbox, [], favorite: "*")
+      try await rig.ctl("AddLEDevice", s550, "S550 [334455]", "s550", "--", "-60", "false")
+      // bluetoothd stops: the bus stays, org.bluez goes.
+      let env = try String(contentsOfFile: rig.directory + "/rig.env", encoding: .utf8)
+      let mock = env.split(separator: "\n").first { $0.hasPrefix("RIG_MOCK_PID=") }.flatMap {
+        Int32($0.dropFirst(13))
+      }
+      #expect(mock != nil)
+      if let mock { kill(mock, SIGKILL) }
+      try await Task.sleep(for: .milliseconds(300))
+      async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
+      // Several discovery attempts fail meanwhile (0.25 + 0.5 + 1 s); one warning says so.
+      try await Task.sleep(for: .seconds(2))
+      try await rig.restartBluez()
+      try await waitForListener(rig, s550, uuid: directEventsUUID)
+      try await rig.ctl("TagRead", BlueZRig.devicePath(s550), "02C40044F99DB6", "text:back", "1")
+      let outcome = try await listening
+      #expect(outcome.status == 0, "\(outcome)")
+      #expect(decodedTexts(outcome) == ["back"])
+      #expect(kinds(outcome, of: s550) == ["deviceArrival", "decodedData", "deviceRemoval"], "\(outcome)")
+      #expect(
+        outcome.errLines == [
+          "capture: cannot discover Bluetooth devices (bluetoothd is not running (no org.bluez on the system bus)); trying again in the background"
+        ], "\(outcome)")
+    }
+  }
+
   @Test("SIGHUP after another capture connect: the newly remembered device is listened to as well")
   func hangUpAddsDevice() async throws {
     try await withRig { rig, sandbox in
@@ -277,5 +308,52 @@ struct ServiceTests {
         "bogus -85", "\(badBaud) -18",
       ])
     #expect(kinds(outcome, of: good) == ["deviceArrival", "decodedData", "deviceRemoval"])
+  }
+
+  @Test("only unusable entries and favorites off: each is reported and listen ends at once with 85")
+  func nothingUsable() async throws {
+    let sandbox = try Sandbox()
+    try writeState(sandbox, [Entry(id: "bogus", name: "Old entry", type: 0, transport: "ble")])
+    let outcome = try await sandbox.capture(["listen"], timeLimit: 30)
+    Shape.expectFailure(
+      outcome, status: 85, name: "ESKT_INVALIDFORMAT",
+      message:
+        "remembered device id 'bogus' is not a Bluetooth address or a tcp://, serial: or hid: device; skipped until the state file is re-read (SIGHUP)"
+    )
+  }
+
+  @Test("--events and --timeout across two remembered serial scanners: each code once, then exit 42")
+  func eventsAndTimeoutAcrossDevices() async throws {
+    let sandbox = try Sandbox()
+    let first = try ScannerPTY()
+    let second = try ScannerPTY()
+    try writeState(
+      sandbox,
+      [
+        Entry(id: "serial:\(first.slavePath)", name: "Till 1", type: 0, transport: "serial"),
+        Entry(id: "serial:\(second.slavePath)", name: "Till 2", type: 0, transport: "serial"),
+      ])
+    let writer = Task {
+      guard await first.waitUntilOpened(), await second.waitUntilOpened() else { return false }
+      first.write(sppFrame("EQ0000013158", aim: "C0"))
+      second.write(sppFrame("4006381333931", aim: "E0"))
+      return true
+    }
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "--events", "decodedData", "--timeout", "8s"], timeLimit: 40)
+    #expect(await writer.value, "capture never opened both ptys")
+    #expect(outcome.status == 42, "\(outcome)")
+    #expect(
+      outcome.errLines == ["capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 2 decoded code(s)"],
+      "\(outcome)")
+    let lines = Shape.jsonLines(outcome)
+    #expect(lines.last?["error"]?["code"]?.int == -42)
+    let decoded = lines.dropLast()
+    #expect(decoded.allSatisfy { $0["event"]?.string == "decodedData" }, "\(outcome)")
+    #expect(
+      decoded.map { "\($0["device"]?["id"]?.string ?? "?") \($0["text"]?.string ?? "?")" }.sorted()
+        == [
+          "serial:\(first.slavePath) EQ0000013158", "serial:\(second.slavePath) 4006381333931",
+        ].sorted(), "\(outcome)")
   }
 }

@@ -58,16 +58,24 @@ final class ListenService: Sendable {
 
   /// Reads the state file and starts a supervisor per device and the favourites' discovery. A state
   /// file that cannot be read, or one with nothing to listen to while favourites are off, is an error
-  /// here (nothing has started yet).
+  /// here (nothing has started yet); one whose every entry is unusable reports them and ends.
   func start(_ sink: EventSink) throws(CaptureError) {
     state.withLock { $0.sink = sink }
     let file = try context.state.load()
     let favorites = readFavorites(file)
     let (wanted, problems) = Self.wanted(file, favorites: favorites)
-    if wanted.isEmpty && problems.isEmpty && favorites == .off {
-      throw .invalidParameter(
-        "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
-      )
+    if wanted.isEmpty && favorites == .off {
+      guard !problems.isEmpty else {
+        throw .invalidParameter(
+          "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
+        )
+      }
+      // Every entry is unusable: report each and end at once (exit status of the first) rather than
+      // wait for a SIGHUP with nothing to listen to.
+      for event in problems { sink.handle(event) }
+      state.withLock { $0.isStopped = true }
+      finished.open()
+      return
     }
     apply(file, favorites: favorites, wanted: wanted, problems: problems)
     let scout = Task { await self.scoutLoop() }
