@@ -190,7 +190,7 @@ final class ListenService: Sendable {
   /// stops the ones no longer wanted (each stopped open device prints its removal).
   private func apply(_ file: StateFile, favorites: Favorites, wanted: [Wanted], problems: [Event]) {
     let keys = Set(wanted.map(\.key))
-    let plan = state.withLock { s -> (start: [DeviceSupervisor], stop: [DeviceSupervisor])? in
+    let started = state.withLock { s -> [DeviceSupervisor]? in
       guard !s.isStopped, let sink = s.sink else { return nil }
       s.favorites = favorites
       s.remembered = Set(file.devices.compactMap { (try? DeviceSelector.parse($0.id))?.description })
@@ -212,12 +212,13 @@ final class ListenService: Sendable {
             }
           })
       }
-      return (start, stop)
+      return start
     }
-    guard let plan else { return }
-    for supervisor in plan.start { supervisor.start() }
+    guard let started else { return }
+    // Problems first: they are known now, before any supervisor can report its own.
     let sink = state.withLock { $0.sink }
     for event in problems { sink?.handle(event) }
+    for supervisor in started { supervisor.start() }
   }
 
   /// A supervisor for `item`, registered with its drain; the caller starts it.
