@@ -158,6 +158,27 @@ struct ServiceTests {
     }
   }
 
+  @Test("--confirm in the service tells the remembered D600 the verdict: confirmed true")
+  func confirmInService() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      try writeState(sandbox, [Entry(id: d600, name: "Socket D600 [7EF619]", type: 327701, transport: "ble")])
+      async let listening = sandbox.capture(
+        ["--json", "listen", "--count", "1", "--confirm", "grep -q ok"], timeLimit: 60)
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ClearWrites", BlueZRig.devicePath(d600))
+      try await scanText(rig, d600, "4F", "ok-code")
+      let outcome = try await listening
+      #expect(outcome.status == 0, "\(outcome)")
+      let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
+      #expect(decoded.count == 1)
+      #expect(decoded.first?["confirmation"]?.string == "good")
+      #expect(decoded.first?["confirmed"] == .bool(true))
+      let writes = try await rig.ctl("GetWrites", BlueZRig.devicePath(d600))
+      #expect(writes.lowercased().contains("833a2364-bca0-4647-8113-478e1fc449ba"), "\(writes)")
+    }
+  }
+
   @Test("SIGHUP after another capture connect: the newly remembered device is listened to as well")
   func hangUpAddsDevice() async throws {
     try await withRig { rig, sandbox in
