@@ -23,7 +23,7 @@ private func kinds(_ outcome: Outcome) -> [String] { events(outcome).compactMap 
 
 /// Sends a D600 scan through the rig, retrying while the simulator drops it (it reports 0 notifications
 /// sent when no notify session is armed yet — a real device drops such data too).
-private func scanText(_ rig: BlueZRig, _ address: String, _ family: String, _ text: String) async throws {
+func scanText(_ rig: BlueZRig, _ address: String, _ family: String, _ text: String) async throws {
   for _ in 0..<100 {
     let sent = try await rig.ctl("ScanText", BlueZRig.devicePath(address), family, text)
     if sent != "0" { return }
@@ -34,7 +34,7 @@ private func scanText(_ rig: BlueZRig, _ address: String, _ family: String, _ te
 
 /// Polls until the D600 has been brought up again (its config write of AE 07 after ClearWrites), i.e.
 /// a listen has reconnected and re-armed its notify sessions.
-private func waitForBringUp(_ rig: BlueZRig, _ address: String, times: Int = 1) async throws {
+func waitForBringUp(_ rig: BlueZRig, _ address: String, times: Int = 1) async throws {
   for _ in 0..<150 {
     let writes = try await rig.ctl("GetWrites", BlueZRig.devicePath(address)).lowercased()
     if writes.components(separatedBy: "1254fc72-336e-4bb2-a0a8-71c7d28d73ce").count - 1 >= times {
@@ -47,7 +47,7 @@ private func waitForBringUp(_ rig: BlueZRig, _ address: String, times: Int = 1) 
 }
 
 /// Polls until the D600 (or S550) has a notify session from a capture process, i.e. listen is ready.
-private func waitForListener(_ rig: BlueZRig, _ address: String, uuid: String) async throws {
+func waitForListener(_ rig: BlueZRig, _ address: String, uuid: String) async throws {
   for _ in 0..<100 {
     if try await rig.ctl("GetState", BlueZRig.devicePath(address)).contains(uuid) { return }
     try await Task.sleep(for: .milliseconds(100))

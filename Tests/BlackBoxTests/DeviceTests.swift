@@ -241,12 +241,25 @@ struct DeviceTests {
       ["get", "front", "friendly-name"], ["get", "Socket S740 [E2ABCD]", "battery-level"],
       ["connect", "front"],
       ["partnership", "status", "front"],
-      // listen without DEVICE listens to the remembered devices.
-      ["listen"],
     ] {
       let outcome = try await sandbox.capture(arguments)
       #expect(outcome.status == 32, "\(arguments): \(outcome)")
     }
+    // listen without DEVICE listens to the remembered devices as a service: neither can be reached, so
+    // each is tried again in the background (one warning each, and one for the discovery that would
+    // find the Bluetooth one) until --timeout runs out.
+    let listen = try await sandbox.capture(["listen", "--timeout", "2s"])
+    #expect(listen.status == 42, "\(listen)")
+    #expect(listen.errLines.count == 4, "\(listen)")
+    #expect(
+      listen.errLines.filter { $0.hasPrefix("capture: cannot discover Bluetooth devices (") }.count == 1,
+      "\(listen)")
+    #expect(
+      listen.errLines.filter { $0.hasPrefix("capture: AA:BB:CC:DD:EE:FF: ") }.count == 1, "\(listen)")
+    #expect(listen.errLines.filter { $0.hasPrefix("capture: tcp://127.0.0.1:1: ") }.count == 1, "\(listen)")
+    #expect(
+      listen.errLines.last == "capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 0 decoded code(s)"
+    )
     #expect(try sandbox.read(sandbox.statePath) == Array(Self.rememberedState.utf8))
   }
 }

@@ -68,14 +68,22 @@ struct DrainResult {
   var interrupted = false
 }
 
-/// SIGINT/SIGTERM → a flag and a callback, so streams stop cleanly and flush (listen exits 0).
+/// SIGINT/SIGTERM → a flag and a callback, so streams stop cleanly and flush (listen exits 0); SIGHUP →
+/// another callback where a command asks for one (listen without DEVICE re-reads the state file).
 final class Interruption: @unchecked Sendable {
   nonisolated(unsafe) static var handler: (@Sendable () -> Void)?
+  nonisolated(unsafe) static var hangUpHandler: (@Sendable () -> Void)?
   nonisolated(unsafe) static var fired: sig_atomic_t = 0
 
-  /// Installs handlers that call `onSignal` on a background thread when SIGINT or SIGTERM arrives.
-  static func watch(_ onSignal: @escaping @Sendable () -> Void) {
+  /// What the signal handlers write into the self-pipe (as literals): which callback the reader calls.
+  static let interruptByte: UInt8 = 1
+  static let hangUpByte: UInt8 = 2
+
+  /// Installs handlers that call `onSignal` on a background thread when SIGINT or SIGTERM arrives, and
+  /// `onHangUp` (when given; else SIGHUP keeps its default action) when SIGHUP arrives.
+  static func watch(_ onSignal: @escaping @Sendable () -> Void, onHangUp: (@Sendable () -> Void)? = nil) {
     handler = onSignal
+    hangUpHandler = onHangUp
     signal(SIGPIPE, SIG_IGN)
     // A self-pipe: the async-signal-safe handler writes one byte; a thread reads it and calls back.
     var fds: [Int32] = [0, 0]
@@ -84,6 +92,7 @@ final class Interruption: @unchecked Sendable {
     let readFD = fds[0]
     signal(SIGINT, interruptionHandler)
     signal(SIGTERM, interruptionHandler)
+    if onHangUp != nil { signal(SIGHUP, hangUpSignalHandler) }
     var thread = pthread_t()
     let box = Unmanaged.passRetained(Box(fd: readFD)).toOpaque()
     pthread_create(
@@ -93,7 +102,14 @@ final class Interruption: @unchecked Sendable {
         var byte: UInt8 = 0
         while true {
           let n = read(box.fd, &byte, 1)
-          if n == 1 { Interruption.handler?(); continue }
+          if n == 1 {
+            if byte == Interruption.hangUpByte {
+              Interruption.hangUpHandler?()
+            } else {
+              Interruption.handler?()
+            }
+            continue
+          }
           if n < 0 && errno == EINTR { continue }
           break
         }
@@ -111,7 +127,14 @@ final class Interruption: @unchecked Sendable {
 
 private func interruptionHandler(_ signal: Int32) {
   Interruption.fired = 1
+  // A literal, not Interruption.interruptByte: a static's first access may run its lazy initializer,
+  // which is not async-signal-safe.
   var byte: UInt8 = 1
+  _ = write(Interruption.pipeWrite, &byte, 1)
+}
+
+private func hangUpSignalHandler(_ signal: Int32) {
+  var byte: UInt8 = 2  // Interruption.hangUpByte
   _ = write(Interruption.pipeWrite, &byte, 1)
 }
 

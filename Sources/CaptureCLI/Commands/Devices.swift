@@ -61,14 +61,7 @@ enum ConnectCommand {
       let connected = try await BLEManager.connect(
         address: address, adapter: context.globals.adapter, pair: options.pair,
         timeout: context.globals.timeout)
-      try context.state.update { (state: inout StateFile) throws(CaptureError) in
-        state.devices.removeAll { $0.id == connected.address }
-        state.devices.append(
-          RememberedDevice(
-            id: connected.address, alias: options.alias, name: connected.name,
-            type: connected.family.deviceTypes[0].rawValue, transport: "ble",
-            lastSeen: Timestamp.now().iso8601))
-      }
+      try remember(connected, alias: options.alias, in: context.state)
       printArrivals(connected.arrivals, context)
       return .noError
     case .tcp, .serial:
@@ -148,6 +141,22 @@ enum ConnectCommand {
       context.output.line("2D (DataMatrix/QR):\t\(code.twoDimensional)")
     }
     return .noError
+  }
+
+  /// Remembers a connected BLE device under its address (replacing an older entry). `keepingAlias`:
+  /// an automatic connection (listen's favourites) keeps the alias the user gave at `connect`.
+  static func remember(
+    _ connected: ConnectedDevice, alias: String?, keepingAlias: Bool = false, in store: StateStore
+  ) throws(CaptureError) {
+    try store.update { (state: inout StateFile) throws(CaptureError) in
+      let old = state.devices.first { $0.id == connected.address }
+      state.devices.removeAll { $0.id == connected.address }
+      state.devices.append(
+        RememberedDevice(
+          id: connected.address, alias: alias ?? (keepingAlias ? old?.alias : nil), name: connected.name,
+          type: connected.family.deviceTypes[0].rawValue, transport: "ble",
+          lastSeen: Timestamp.now().iso8601))
+    }
   }
 
   static func printArrivals(_ arrivals: [DeviceInfo], _ context: Context) {

@@ -81,16 +81,11 @@ enum ListenCommand {
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     // --output is opened first: a file that cannot be written fails before any device is touched.
     let stream = try Self.eventStream(options, context)
-    var selectors = options.selectors
-    if selectors.isEmpty && options.acceptChannel == nil {
-      selectors = try context.state.load().devices.compactMap { try? DeviceSelector.parse($0.id) }
-      guard !selectors.isEmpty else {
-        throw .invalidParameter(
-          "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
-        )
-      }
+    if options.selectors.isEmpty && options.acceptChannel == nil {
+      return try await runService(options, stream: stream, context)
     }
-
+    // Explicit devices fail fast: one that cannot be opened fails the listen.
+    let selectors = options.selectors
     var devices: [any Device] = []
     if let channel = options.acceptChannel {
       devices.append(try await acceptClassic(channel: channel, timeout: options.timeout, context))
@@ -120,7 +115,7 @@ enum ListenCommand {
     let judge = Self.judge(options, context)
     let sink = EventSink(
       output: context.output, stream: stream, printed: options.events, limit: limit,
-      confirm: judge.map { Self.confirmation($0, devicesByID) },
+      confirm: judge.map { judge in Self.confirmation(judge) { devicesByID[$0] } },
       onStreamFailure: {
         judge?.stop()
         Task { await all.closeAll() }
@@ -156,11 +151,51 @@ enum ListenCommand {
       }
     }
     timer.cancel()
+    return outcome(sink.result, options, context)
+  }
 
-    let result = sink.result
+  /// listen without DEVICE: every remembered device and the favourites, each supervised on its own
+  /// (ListenService); SIGHUP re-reads the state file.
+  static func runService(_ options: Options, stream: EventStream, _ context: Context)
+    async throws(CaptureError)
+    -> ResultCode
+  {
+    let service = ListenService(context: context, options: options)
+    let limit = options.count
+    let judge = Self.judge(options, context)
+    let sink = EventSink(
+      output: context.output, stream: stream, printed: options.events, limit: limit,
+      confirm: judge.map { judge in Self.confirmation(judge) { service.device(id: $0) } },
+      onStreamFailure: {
+        judge?.stop()
+        Task { await service.stop() }
+      }
+    ) { count in
+      if let limit, count >= limit { Task { await service.stop() } }
+    }
+    Interruption.watch(
+      {
+        sink.markInterrupted()
+        judge?.stop()
+        Task { await service.stop() }
+      }, onHangUp: { service.reload() })
+    try service.start(sink)
+    let timer = Deadline(options.timeout) {
+      sink.markTimedOut()
+      judge?.stop()
+      await service.stop()
+    }
+    await service.wait()
+    timer.cancel()
+    return outcome(sink.result, options, context)
+  }
+
+  /// The exit status once the events are drained: 0 after a signal or when --count was reached, the
+  /// first error's code, 42 when --timeout ran out, 17 when a finite source held no barcode.
+  static func outcome(_ result: DrainResult, _ options: Options, _ context: Context) -> ResultCode {
     if result.interrupted { return .noError }
     if let error = result.firstError { return error.code }
-    if let limit, result.decoded >= limit { return .noError }
+    if let limit = options.count, result.decoded >= limit { return .noError }
     if result.timedOut {
       context.output.error(
         CaptureError(.requestTimedOut, "--timeout ran out after \(result.decoded) decoded code(s)"))
@@ -186,29 +221,32 @@ extension ListenCommand {
   static func enableNotifications(_ devices: [any Device], asked: Set<EventKind>?, _ output: Output)
     async throws(CaptureError)
   {
-    for device in devices {
-      let name = device.info.name
-      do {
-        let outcome = try await NotificationSetup.apply(device, kinds: asked ?? Set(EventKind.allCases))
-        if let written = outcome.written {
-          output.info("\(name): notifications set to \(written.names.joined(separator: ","))")
-        } else if let before = outcome.before {
-          output.info("\(name): notifications already on (\(before.names.joined(separator: ",")))")
-        }
-        if asked != nil {
-          for kind in outcome.unsupported {
-            output.warn("\(name) cannot report \(kind.rawValue) events (it has no notification for them)")
-          }
-        }
-      } catch {
-        output.warn("\(name): could not turn notifications on: \(error.code.name): \(error.message)")
-      }
-    }
+    for device in devices { await setUpNotifications(device, asked: asked, output) }
     if let asked, asked.isSubset(of: NotificationSetup.kinds),
       !devices.contains(where: { !$0.capabilities.events.isDisjoint(with: asked) })
     {
       let kinds = EventKind.allCases.filter(asked.contains).map(\.rawValue).joined(separator: ", ")
       throw .notSupported("no device here can report \(kinds) events")
+    }
+  }
+
+  /// One device's part of `enableNotifications`; a service-mode supervisor runs it on every opening.
+  static func setUpNotifications(_ device: any Device, asked: Set<EventKind>?, _ output: Output) async {
+    let name = device.info.name
+    do {
+      let outcome = try await NotificationSetup.apply(device, kinds: asked ?? Set(EventKind.allCases))
+      if let written = outcome.written {
+        output.info("\(name): notifications set to \(written.names.joined(separator: ","))")
+      } else if let before = outcome.before {
+        output.info("\(name): notifications already on (\(before.names.joined(separator: ",")))")
+      }
+      if asked != nil {
+        for kind in outcome.unsupported {
+          output.warn("\(name) cannot report \(kind.rawValue) events (it has no notification for them)")
+        }
+      }
+    } catch {
+      output.warn("\(name): could not turn notifications on: \(error.code.name): \(error.message)")
     }
   }
 
@@ -245,10 +283,12 @@ extension ListenCommand {
 
   /// Asks the host for its verdict on a code (--confirm CMD or --confirm-stdin) and tells the device
   /// when it can take one (DataConfirmationDevice: good 0x15 / bad 0x2A, capture-sdk.md §7.4).
-  static func confirmation(_ judge: any HostJudge, _ devices: [String: any Device]) -> EventSink.Confirm {
+  static func confirmation(
+    _ judge: any HostJudge, _ device: @escaping @Sendable (String) -> (any Device)?
+  ) -> EventSink.Confirm {
     return { event, data in
       let verdict = await judge.verdict(event, data)
-      guard let device = devices[event.device.id], device.capabilities.canWrite(.dataConfirmationDevice)
+      guard let device = device(event.device.id), device.capabilities.canWrite(.dataConfirmationDevice)
       else {
         return (verdict, false)
       }

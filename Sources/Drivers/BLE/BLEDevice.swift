@@ -369,6 +369,8 @@ public final class BLEDevice: Device, @unchecked Sendable {
     guard first else { return }
     defer { state.withLock { $0.isReconnecting = false } }
     var delay: Duration = .milliseconds(250)
+    // One warning per outage, not per attempt: a device away for an hour is tried ~720 times.
+    var warned = false
     while !state.withLock({ $0.isClosed || $0.isConnected }) {
       do {
         let objects = try await client.objects()
@@ -383,7 +385,10 @@ public final class BLEDevice: Device, @unchecked Sendable {
           }
         }
       } catch {
-        request.warn("\(address): reconnect failed: \(error.message)")
+        if !warned {
+          warned = true
+          request.warn("\(address): reconnect failed: \(error.message); trying again in the background")
+        }
       }
       try? await Task.sleep(for: delay)
       delay = min(delay * 2, .seconds(5))

@@ -22,6 +22,9 @@ struct Interaction: Sendable {
   /// write to the child's stdin in reply ("" for nothing), or nil to close the child's stdin (end of
   /// file). Until then stdin stays open after the initial input.
   var answer: (@Sendable (String) -> String?)? = nil
+  /// Called with the child's pid right after the spawn (a test that signals it at a moment of its
+  /// choosing, e.g. SIGHUP once the state file changed).
+  var started: (@Sendable (pid_t) -> Void)? = nil
 }
 
 /// What a finished child did.
@@ -132,6 +135,7 @@ enum Runner {
       close(errPipe.read)
       throw RunnerError.spawn(path, spawned)
     }
+    interaction.started?(pid)
 
     // One poll loop feeds stdin and drains stdout and stderr together, so a child filling one pipe
     // while we wait on another never deadlocks.

@@ -1,0 +1,158 @@
+import Synchronization
+import Testing
+
+@testable import CaptureCore
+
+/// A device whose stream opens with its arrival and ends with a removal on close(), as drivers do.
+private final class ScriptedDevice: Device, Sendable {
+  let info: DeviceInfo
+  let events: AsyncStream<Event>
+  private let continuation: AsyncStream<Event>.Continuation
+  var capabilities: Capabilities { Capabilities(readable: [], writable: [], triggers: [], events: []) }
+
+  init(_ info: DeviceInfo) {
+    self.info = info
+    (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+  }
+
+  func send(_ text: String) {
+    continuation.yield(
+      Event(
+        time: .now(), device: info,
+        payload: .decodedData(DecodedData(dataSource: .notSpecified, bytes: Array(text.utf8)))))
+  }
+
+  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+    throw .notSupported("scripted")
+  }
+  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    throw .notSupported("scripted")
+  }
+  func trigger(_ action: Trigger) async throws(CaptureError) { throw .notSupported("scripted") }
+
+  func close() async {
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
+    continuation.finish()
+  }
+}
+
+/// Answers each open with the next scripted error, then with the device.
+private final class ScriptedOpener: DeviceOpener, Sendable {
+  private let failures: Mutex<[CaptureError]>
+  let attempts = Mutex(0)
+  let device: ScriptedDevice
+
+  init(failures: [CaptureError], device: ScriptedDevice) {
+    self.failures = Mutex(failures)
+    self.device = device
+  }
+
+  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
+    attempts.withLock { $0 += 1 }
+    if let failure = failures.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { throw failure }
+    return device
+  }
+}
+
+/// The warnings a supervisor gave.
+private final class Warnings: Sendable {
+  private let lines = Mutex<[String]>([])
+  func add(_ line: String) { lines.withLock { $0.append(line) } }
+  var all: [String] { lines.withLock { $0 } }
+}
+
+private let info = DeviceInfo(id: "serial:/dev/ttyTEST", name: "Test scanner", type: .none)
+
+private func supervisor(_ opener: ScriptedOpener, warnings: Warnings) -> DeviceSupervisor {
+  DeviceSupervisor(
+    id: info.id, info: info, request: OpenRequest(selector: .serial(path: "/dev/ttyTEST", parameters: [:])),
+    opener: opener, store: StateStore(directory: "/nonexistent"),
+    backoff: .init(initial: .milliseconds(5), maximum: .milliseconds(20)),
+    warn: { warnings.add($0) })
+}
+
+private func kind(_ event: Event) -> String { event.kind.rawValue }
+
+@Suite("Device supervisor (listen as a service)")
+struct DeviceSupervisorTests {
+  @Test("an absent device is tried again until it opens: one warning for the whole outage, then its events")
+  func retriesUntilOpen() async throws {
+    let device = ScriptedDevice(info)
+    let absent = CaptureError(.fileNotFound, "serial device /dev/ttyTEST not found")
+    let opener = ScriptedOpener(failures: Array(repeating: absent, count: 6), device: device)
+    let warnings = Warnings()
+    let watched = supervisor(opener, warnings: warnings)
+    watched.start()
+    var iterator = watched.events.makeAsyncIterator()
+    let arrival = await iterator.next()
+    #expect(arrival.map(kind) == "deviceArrival")
+    #expect(opener.attempts.withLock { $0 } == 7)
+    #expect(
+      warnings.all == [
+        "serial:/dev/ttyTEST: serial device /dev/ttyTEST not found; trying again in the background"
+      ])
+    #expect(watched.isOpen)
+    device.send("after the outage")
+    let decoded = await iterator.next()
+    if case .decodedData(let data)? = decoded?.payload {
+      #expect(data.text == "after the outage")
+    } else {
+      Issue.record("expected decodedData, got \(String(describing: decoded))")
+    }
+    await watched.stop()
+    #expect(await iterator.next().map(kind) == "deviceRemoval")
+    #expect(await iterator.next() == nil)
+  }
+
+  @Test(
+    "errors retrying cannot fix are reported once as an error event and the device is skipped",
+    arguments: [ResultCode.invalidParameter, .notSupported, .fileAccessDenied, .bluetoothPermissionMissing])
+  func permanentError(_ code: ResultCode) async throws {
+    let opener = ScriptedOpener(failures: [CaptureError(code, "no way")], device: ScriptedDevice(info))
+    let warnings = Warnings()
+    let watched = supervisor(opener, warnings: warnings)
+    watched.start()
+    var seen: [Event] = []
+    for await event in watched.events { seen.append(event) }
+    #expect(seen.count == 1)
+    if case .error(let error)? = seen.first?.payload {
+      #expect(error.code == code)
+      #expect(
+        error.message == "serial:/dev/ttyTEST: no way; skipped until the state file is re-read (SIGHUP)")
+    } else {
+      Issue.record("expected one error event, got \(seen)")
+    }
+    #expect(seen.first?.device == info)
+    #expect(watched.hasGivenUp)
+    #expect(opener.attempts.withLock { $0 } == 1)
+    #expect(warnings.all.isEmpty)
+  }
+
+  @Test("stopping a device that never arrived ends its stream without a removal")
+  func stopWhileAbsent() async throws {
+    let opener = ScriptedOpener(
+      failures: Array(repeating: CaptureError(.notFound, "not there"), count: 1000),
+      device: ScriptedDevice(info))
+    let warnings = Warnings()
+    let watched = supervisor(opener, warnings: warnings)
+    watched.start()
+    while opener.attempts.withLock({ $0 }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+    await watched.stop()
+    var seen: [Event] = []
+    for await event in watched.events { seen.append(event) }
+    #expect(seen.isEmpty)
+    #expect(warnings.all == ["serial:/dev/ttyTEST: not there; trying again in the background"])
+  }
+
+  @Test("backoff is 0.25 s doubling to 5 s; absence and unavailability are retried, permissions are not")
+  func backoffDefaults() {
+    let backoff = DeviceSupervisor.Backoff()
+    #expect(backoff.initial == .milliseconds(250))
+    #expect(backoff.maximum == .seconds(5))
+    #expect(DeviceSupervisor.isPermanent(CaptureError(.fileNotFound, "")) == false)
+    #expect(DeviceSupervisor.isPermanent(CaptureError(.notAvailable, "")) == false)
+    #expect(DeviceSupervisor.isPermanent(CaptureError(.notFound, "")) == false)
+    #expect(DeviceSupervisor.isPermanent(CaptureError(.fileAccessDenied, "")) == true)
+  }
+}
