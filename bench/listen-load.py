@@ -16,7 +16,7 @@ Peer, the I/O floor: the same feed on fresh ptys read by one `cat /dev/pts/N > F
 raw mode, as capture sets them); its CPU from wait4(2) once every byte arrived. Ratio = capture CPU /
 cat CPU. Usage: listen-load.py CAPTURE [TOTAL] [DEVICES] [PACE] (PACE 0: the flood run only)
 """
-import json, os, subprocess, sys, tempfile, threading, time, tty
+import json, os, shutil, subprocess, sys, tempfile, threading, time, tty
 
 capture = os.path.abspath(sys.argv[1])
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
@@ -213,6 +213,7 @@ for m, s, _ in pairs:
     os.close(m)
     os.close(s)
 
+shutil.rmtree(work, ignore_errors=True)
 bad = False
 for r in runs:
     cpu = r["utime"] + r["stime"]

@@ -12,7 +12,7 @@ bench/dmcc-sim-main.swift), which logs every DMCC command line it receives:
   4. the peer: `capture get tcp://… --all`, the read-only pass over the same properties; median time.
 Ratio = idempotent set / get --all. Usage: provision.py CAPTURE SIMULATOR [RUNS]
 """
-import json, os, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 capture = os.path.abspath(sys.argv[1])
 simulator = os.path.abspath(sys.argv[2])
@@ -94,3 +94,4 @@ try:
 finally:
     sim.stdin.close()
     sim.wait(timeout=10)
+    shutil.rmtree(work, ignore_errors=True)

@@ -18,7 +18,7 @@ calling Device1.Connect as soon as the device is connectable, timed to Propertie
 Connected=true. Ratio = capture median / peer median.
 Usage: reconnect.py CAPTURE [ROUNDS] [OUTAGE]
 """
-import os, statistics, subprocess, sys, tempfile, threading, time
+import os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
 capture = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 10
@@ -78,7 +78,8 @@ class Lines:
 
 
 rig = Rig().start({})
-env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=rig.address, XDG_STATE_HOME=tempfile.mkdtemp())
+state = tempfile.mkdtemp(prefix="capture-reconnect.")
+env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=rig.address, XDG_STATE_HOME=state)
 bus = rig.connection()
 mock = dbus.Interface(bus.get_object("org.bluez", "/org/bluez"), "org.bluez.Mock")
 ours = {"A": [], "B": []}
@@ -158,6 +159,7 @@ finally:
         listener.kill()
         listener.wait()
     rig.stop()
+    shutil.rmtree(state, ignore_errors=True)
 
 ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
 print(f"capture {capture}; {rounds} rounds each; rig ConnectDelay 0.01 s, ConnectFailDelay 0.1 s")
