@@ -84,6 +84,9 @@ bench: bench-deps build
 	bench/socketcam.sh $(BIN)
 	bench/ble.sh $(BIN)
 	bench/dmcc.sh $(BIN)
+	bench/reconnect.sh $(BIN)
+	bench/listen-load.sh $(BIN)
+	bench/provision.sh $(BIN)
 
 # The BLE frame decoders under libFuzzer, SECONDS each (default 600).
 fuzz:

@@ -270,6 +270,31 @@ struct BLEDeviceTests {
     }
   }
 
+  @Test("after link loss listen's D600 bring-up gets the scanner-mode answer (the event pump is not held up)")
+  func reconnectBringUpGetsTheConfigAnswer() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      async let listening = sandbox.capture(["--json", "listen", d600, "--count", "1"], timeLimit: 40)
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ClearWrites", dev)
+      try await rig.ctl("LinkLoss", dev)
+      try await waitForBringUp(rig, d600)
+      try await scanText(rig, d600, "4F", "after link loss")
+      let outcome = try await listening
+      #expect(outcome.status == 0, "\(outcome)")
+      #expect(!outcome.errLines.contains { $0.contains("no answer to scanner mode") }, "\(outcome)")
+      #expect(
+        events(outcome).filter { $0["event"]?.string == "decodedData" }.compactMap { $0["text"]?.string } == [
+          "after link loss"
+        ])
+      #expect(
+        kinds(outcome).filter { $0 != "decodedData" } == [
+          "deviceArrival", "deviceRemoval", "deviceArrival", "deviceRemoval",
+        ])
+    }
+  }
+
   @Test("bad frames: an oversized frame is reported and the next frame still decodes; a storm loses nothing")
   func badFramesAndStorm() async throws {
     try await withRig { rig, sandbox in

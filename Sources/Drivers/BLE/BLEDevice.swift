@@ -211,8 +211,12 @@ public final class BLEDevice: Device, @unchecked Sendable {
     if family == .d600 || family == .d600NoPairing {
       let answer = try await configCommand(
         D600ConfigCommand.operatingMode.rawValue, [D600OperatingMode.scanner])
-      if let answer, !answer.isSuccess {
-        request.warn("\(info.name): scanner mode (config AE 07) answered status \(answer.status)")
+      if let answer {
+        if !answer.isSuccess {
+          request.warn("\(info.name): scanner mode (config AE 07) answered status \(answer.status)")
+        }
+      } else {
+        request.warn("\(info.name): no answer to scanner mode (config AE 07) within 2 s")
       }
     }
   }
@@ -241,7 +245,9 @@ public final class BLEDevice: Device, @unchecked Sendable {
       }
     case .propertiesChanged(let path, BlueZName.device, let changed, _) where path == devicePath:
       if changed["Connected"]?.boolValue == false { linkLost(reason: "the link to \(address) was lost") }
-      if changed["ServicesResolved"]?.boolValue == true, request.reconnects { await linkBack() }
+      // Not awaited here: linkBack's bring-up waits for the D600's config answer, which only this
+      // pump can deliver; awaiting it would hold the answer back until the 2 s config timeout.
+      if changed["ServicesResolved"]?.boolValue == true, request.reconnects { Task { await self.linkBack() } }
     case .propertiesChanged(let path, BlueZName.battery, let changed, _) where path == devicePath:
       if let percent = changed["Percentage"]?.byteValue, !hasBatteryRoute { emitBattery(percent) }
     case .interfacesRemoved(let path, let interfaces)

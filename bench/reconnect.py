@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Reconnect time after simulated link loss (issue 5, Benchmarks): goal under 1 s plus the backoff.
+
+On the project's bluetoothd model (Tests/Rigs), a remembered D600 (`capture connect`, then
+`capture --json listen ADDR`), ROUNDS rounds of each scenario:
+  A  link loss, device still in range (`LinkLoss`): connectable again at once; measured from the
+     LinkLoss call's return to capture's next deviceArrival line. capture's first reconnect attempt
+     follows the link loss without a pause, so no backoff step applies;
+  B  out of range for OUTAGE seconds (`SetInRange false`: link loss, each Connect fails
+     le-connection-abort-by-local after the rig's ConnectFailDelay 0.1 s), then back (`SetInRange
+     true`); measured from that call's return to capture's next deviceArrival line. The backoff step
+     in effect is read off capture's stderr: after the k-th "reconnect failed" of the outage, listen
+     sleeps 0.25 s * 2^(k-1), at most 5 s (BLEDevice.reconnectLoop), before its next Connect; the wait
+     left of that sleep when the device became connectable is shown apart from the rest (Connect,
+     GATT objects, notify sessions re-armed, D600 mode, arrival line).
+Peer, the floor: a minimal python-dbus client doing the same outage on the same rig (capture gone) and
+calling Device1.Connect as soon as the device is connectable, timed to PropertiesChanged
+Connected=true. Ratio = capture median / peer median.
+Usage: reconnect.py CAPTURE [ROUNDS] [OUTAGE]
+"""
+import os, shutil, statistics, subprocess, sys, tempfile, threading, time
+
+capture = os.path.abspath(sys.argv[1])
+rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+outage = float(sys.argv[3]) if len(sys.argv) > 3 else 3.0
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(root, "Tests", "Rigs"))
+
+import dbus  # noqa: E402  (Debian's python3-dbus; run with /usr/bin/python3)
+from dbus.mainloop.glib import DBusGMainLoop  # noqa: E402
+from gi.repository import GLib  # noqa: E402
+from rig import Rig  # noqa: E402
+
+DBusGMainLoop(set_as_default=True)
+ADDR = "00:11:22:7E:F6:19"
+DEV = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
+
+
+def step_after(failures):
+    """The sleep BLEDevice.reconnectLoop takes after its failures-th failed attempt."""
+    return min(0.25 * 2 ** (failures - 1), 5.0) if failures else 0.0
+
+
+def quantile(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+class Lines:
+    """A child's output lines, each with the perf_counter time it was read."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for raw in stream:
+            with self.cond:
+                self.lines.append((time.perf_counter(), raw.decode(errors="replace").rstrip("\n")))
+                self.cond.notify_all()
+
+    def wait_for(self, needle, after, timeout=30):
+        deadline = time.perf_counter() + timeout
+        with self.cond:
+            while True:
+                for t, line in self.lines:
+                    if t >= after and needle in line:
+                        return t
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    raise SystemExit(f"no '{needle}' line within {timeout} s")
+                self.cond.wait(left)
+
+    def count(self, needle, start, end):
+        with self.cond:
+            return [t for t, line in self.lines if start <= t <= end and needle in line]
+
+
+rig = Rig().start({})
+state = tempfile.mkdtemp(prefix="capture-reconnect.")
+env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=rig.address, XDG_STATE_HOME=state)
+bus = rig.connection()
+mock = dbus.Interface(bus.get_object("org.bluez", "/org/bluez"), "org.bluez.Mock")
+ours = {"A": [], "B": []}
+waits, steps = [], []
+listener = None
+try:
+    mock.AddLEDevice(ADDR, "Socket D600 [7EF619]", "d600", dbus.Int16(-50), True)
+    subprocess.run([capture, "connect", ADDR], env=env, capture_output=True, check=True)  # remembered
+    listener = subprocess.Popen([capture, "--json", "listen", ADDR], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    out, err = Lines(listener.stdout), Lines(listener.stderr)
+    out.wait_for('"event":"deviceArrival"', 0)
+    time.sleep(0.5)
+    for _ in range(rounds):
+        mock.LinkLoss(DEV)
+        t0 = time.perf_counter()
+        arrived = out.wait_for('"event":"deviceArrival"', t0)
+        ours["A"].append(arrived - t0)
+        time.sleep(0.3)
+    for _ in range(rounds):
+        lost = time.perf_counter()
+        mock.SetInRange(DEV, False)
+        time.sleep(outage)
+        mock.SetInRange(DEV, True)
+        t0 = time.perf_counter()
+        arrived = out.wait_for('"event":"deviceArrival"', t0)
+        ours["B"].append(arrived - t0)
+        failed = err.count("reconnect failed", lost, t0)
+        step = step_after(len(failed))
+        steps.append(step)
+        # The next attempt is due `step` after the last failure; the wait is what was left of it.
+        waits.append(max(0.0, failed[-1] + step - t0) if failed else 0.0)
+        time.sleep(0.3)
+    listener.terminate()
+    listener.wait(timeout=10)
+    listener = None
+
+    # The peer: Device1.Connect as soon as the device is connectable, until Connected=true.
+    device = bus.get_object("org.bluez", DEV)
+
+    def connect_until_connected():
+        loop = GLib.MainLoop()
+        seen = {}
+
+        def changed(interface, props, invalidated):
+            if interface == "org.bluez.Device1" and props.get("Connected") and "t" not in seen:
+                seen["t"] = time.perf_counter()
+                loop.quit()
+
+        match = bus.add_signal_receiver(changed, "PropertiesChanged", "org.freedesktop.DBus.Properties",
+                                        "org.bluez", DEV)
+        t0 = time.perf_counter()
+        device.Connect(dbus_interface="org.bluez.Device1", reply_handler=lambda: None,
+                       error_handler=lambda e: (seen.setdefault("error", e), loop.quit()))
+        GLib.timeout_add(10000, loop.quit)
+        loop.run()
+        match.remove()
+        if "t" not in seen:
+            raise SystemExit(f"peer: no Connected=true ({seen.get('error')})")
+        return seen["t"] - t0
+
+    peer = {"A": [], "B": []}
+    if not mock.GetState(DEV)["Connected"]:
+        connect_until_connected()
+    for _ in range(rounds):
+        mock.LinkLoss(DEV)
+        peer["A"].append(connect_until_connected())
+        time.sleep(0.3)
+    for _ in range(rounds):
+        mock.SetInRange(DEV, False)
+        time.sleep(outage)
+        mock.SetInRange(DEV, True)
+        peer["B"].append(connect_until_connected())
+        time.sleep(0.3)
+finally:
+    if listener is not None:
+        listener.kill()
+        listener.wait()
+    rig.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
+print(f"capture {capture}; {rounds} rounds each; rig ConnectDelay 0.01 s, ConnectFailDelay 0.1 s")
+for name, what, backoff in (("A", "link loss, still in range", "no backoff step (first attempt at once)"),
+                            ("B", f"out of range {outage:g} s", None)):
+    o, p = ours[name], peer[name]
+    if backoff is None:
+        backoff = ("backoff step in effect " + ", ".join(f"{s:g} s x{steps.count(s)}" for s in sorted(set(steps)))
+                   + f"; wait left of it median {ms(statistics.median(waits))}")
+        rest = [a - w for a, w in zip(o, waits)]
+        goal = all(a < 1.0 + s for a, s in zip(o, steps))
+        extra = f"; after the wait median {ms(statistics.median(rest))}, p90 {ms(quantile(rest, 0.9))}"
+    else:
+        goal = all(a < 1.0 for a in o)
+        extra = ""
+    print(f"{name} ({what}): capture to deviceArrival median {ms(statistics.median(o))}, p90 {ms(quantile(o, 0.9))}"
+          f", max {ms(max(o))} [{backoff}{extra}] - goal < 1 s + backoff: {'met' if goal else 'NOT met'}")
+    ratio = f"ratio capture/peer (medians) = {statistics.median(o) / statistics.median(p):.1f}"
+    if name == "B":
+        ratio += f", after the backoff wait {statistics.median(rest) / statistics.median(p):.1f}"
+    print(f"   peer Device1.Connect to Connected=true median {ms(statistics.median(p))}, p90 {ms(quantile(p, 0.9))}"
+          f"; {ratio}")
