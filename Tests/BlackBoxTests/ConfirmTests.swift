@@ -54,6 +54,41 @@ struct ConfirmTests {
     #expect(decoded.first?["confirmation"]?.string == "bad")
   }
 
+  @Test("a command that crashes (killed by a signal) is a bad verdict; listen goes on to the next code")
+  func crash() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    let dir = try sandbox.makeDirectory("in")
+    try sandbox.copy(images.qr.path, to: "in/a.png")
+    try sandbox.copy(images.code128.path, to: "in/b.png")
+    // The QR's command dies of SIGSEGV; the Code 128's exits 0.
+    let command = "if grep -qx '\(images.qr.text)'; then kill -SEGV $$; fi; exit 0"
+    let outcome = try await sandbox.capture(["--json", "listen", "--dir", dir, "--confirm", command])
+    #expect(outcome.status == 0, "\(outcome)")
+    let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
+    #expect(decoded.map { $0["text"]?.string } == [images.qr.text, images.code128.text])
+    #expect(decoded.map { $0["confirmation"]?.string } == ["bad", "good"])
+  }
+
+  @Test("a command that floods its output (8 MiB) cannot corrupt stdout or stall listen; its verdict counts")
+  func flood() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    let outcome = try await sandbox.capture([
+      "--json", "listen", "--image", images.qr.path, "--confirm",
+      "head -c 8388608 /dev/zero | tr '\\0' x; true",
+    ])
+    #expect(outcome.status == 0, "\(outcome.status)")
+    // stdout is the event stream alone (every line JSON, one decodedData, good); the command's bytes
+    // went to stderr.
+    let lines = Shape.jsonLines(outcome)
+    #expect(lines.count == outcome.outLines.count)
+    let decoded = lines.filter { $0["event"]?.string == "decodedData" }
+    #expect(decoded.count == 1)
+    #expect(decoded.first?["confirmation"]?.string == "good")
+    #expect(outcome.err.utf8.count >= 8_388_608)
+  }
+
   @Test("--confirm-timeout without --confirm is a usage error")
   func usage() async throws {
     let sandbox = try Sandbox()
