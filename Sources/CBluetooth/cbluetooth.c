@@ -108,12 +108,17 @@ int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int
   return result < 0 ? -1 : 0;
 }
 
-int cbt_sdp_serial_port_channel(const uint8_t address_le[6]) {
+/// An SDP session with the device at `address_le` from any local adapter; NULL with errno set.
+static sdp_session_t *open_sdp_session(const uint8_t address_le[6]) {
   bdaddr_t any;
   memset(&any, 0, sizeof any);  // BDADDR_ANY without the compound literal
   bdaddr_t target;
   copy_address(&target, address_le);
-  sdp_session_t *session = sdp_connect(&any, &target, SDP_RETRY_IF_BUSY);
+  return sdp_connect(&any, &target, SDP_RETRY_IF_BUSY);
+}
+
+int cbt_sdp_serial_port_channel(const uint8_t address_le[6]) {
+  sdp_session_t *session = open_sdp_session(address_le);
   if (!session) return -1;
   uuid_t serial;
   sdp_uuid16_create(&serial, SERIAL_PORT_SVCLASS_ID);
@@ -153,11 +158,7 @@ int cbt_sdp_serial_port_channel(const uint8_t address_le[6]) {
 }
 
 int cbt_sdp_has_service_class(const uint8_t address_le[6], const uint8_t uuid_be[16]) {
-  bdaddr_t any;
-  memset(&any, 0, sizeof any);  // BDADDR_ANY without the compound literal
-  bdaddr_t target;
-  copy_address(&target, address_le);
-  sdp_session_t *session = sdp_connect(&any, &target, SDP_RETRY_IF_BUSY);
+  sdp_session_t *session = open_sdp_session(address_le);
   if (!session) return -1;
   uuid_t wanted;
   sdp_uuid128_create(&wanted, uuid_be);
