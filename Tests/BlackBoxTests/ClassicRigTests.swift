@@ -157,6 +157,13 @@ struct ClassicRigTests {
         ], "\(set)")
       let battery = try await sandbox.capture(["get", "dock", "battery-level"])
       #expect(battery.status == 15, "\(battery)")
+      // --list needs the capabilities only: no RFCOMM link (which this kernel could not make: 32).
+      let list = try await sandbox.capture(["--json", "get", "dock", "--list"])
+      #expect(list.status == 0, "\(list)")
+      let names = try parseJSON(list.outLines.first ?? "")["properties"]?.array?.compactMap {
+        $0["name"]?.string
+      }
+      #expect(names.map(Set.init) == ["bluetooth-address", "device-type", "friendly-name"], "\(list)")
     }
   }
 }

@@ -160,7 +160,9 @@ enum GetCommand {
     var writable = Set(properties.filter(\.isWritable))
     var device: DeviceInfo?
     if let selector = options.selector {
-      let opened = try await context.open(selector)
+      // Capabilities only: no event stream, so a Classic scanner needs no RFCOMM link and a BLE device
+      // no notify session.
+      let opened = try await context.open(selector, wantsEvents: false)
       let caps = opened.capabilities
       device = opened.info
       await opened.close()
