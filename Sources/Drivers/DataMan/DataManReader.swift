@@ -11,8 +11,10 @@ import Synchronization
 /// `decodedData` events.
 public final class DataManReader: Device {
   public let info: DeviceInfo
-  public let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
+  public var events: AsyncStream<Event> { queue.stream }
+  /// Bounded: the reader thread stops reading read results while the consumer is this far behind
+  /// (TCP's window then holds them), unless a command waits for its reply.
+  private let queue = EventQueue<Event>()
   private let connection: any DMCCLink
   /// How long one command may wait for its reply (the `--timeout`, else `defaultTimeout`).
   private let timeout: Duration
@@ -101,8 +103,7 @@ public final class DataManReader: Device {
     self.connection = connection
     self.timeout = timeout
     self.state = Mutex(LinkState())
-    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+    queue.push(Event(time: .now(), device: info, payload: .deviceArrival))
     for bytes in early { yieldRead(bytes) }
     startReaderThread()
   }
@@ -236,6 +237,8 @@ public final class DataManReader: Device {
         }
         return id
       }
+      // A reader paused by back-pressure must come back to read this command's reply.
+      queue.wakeProducers()
       guard let id else {
         waiter.resume(
           returning: .failure(CaptureError(.communicationError, "\(connection.endpoint): not connected")))
@@ -295,7 +298,16 @@ public final class DataManReader: Device {
     // number can be reused by the kernel. TCPConnection closes it when the last reference goes.
     defer { connection.shutdown() }
     while true {
-      if state.withLock({ $0.finished }) { return }
+      let (finished, commandWaits) = state.withLock { ($0.finished, !$0.pending.isEmpty) }
+      if finished { return }
+      // Back-pressure: while the consumer is a full queue behind and no command waits for a reply,
+      // the reader leaves the results in the socket; a command (--confirm's feedback, say) is never
+      // kept from its reply by the events waiting ahead of it.
+      if !commandWaits && !queue.hasRoom {
+        queue.waitForRoom(timeoutMilliseconds: 50)
+        expire()
+        continue
+      }
       let received: TCPConnection.Received
       do throws(CaptureError) {
         received = try connection.receive(timeoutMilliseconds: 50)
@@ -370,7 +382,7 @@ public final class DataManReader: Device {
   private func yield(_ payload: Event.Payload) {
     state.withLock { s in
       guard !s.finished else { return }
-      continuation.yield(Event(time: .now(), device: info, payload: payload))
+      queue.push(Event(time: .now(), device: info, payload: payload))
     }
   }
 
@@ -379,8 +391,8 @@ public final class DataManReader: Device {
     let waiting: [Pending]? = state.withLock { s in
       guard !s.finished else { return nil }
       s.finished = true
-      continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
-      continuation.finish()
+      queue.push(Event(time: .now(), device: info, payload: .deviceRemoval))
+      queue.finish()
       defer { s.pending.removeAll() }
       return Array(s.pending.values)
     }
