@@ -59,15 +59,16 @@ import Testing
     // Nobody consumes: the wait ends by its timeout with the queue still full.
     queue.waitForRoom(timeoutMilliseconds: 50)
     #expect(queue.count == 4)
-    let released = Atomic<Bool>(false)
+    let released = Flag()
     let thread = DispatchSemaphore(value: 0)
     DispatchQueue.global().async {
       queue.waitForRoom(timeoutMilliseconds: 30_000)
-      released.store(true, ordering: .releasing)
+      released.value.store(true, ordering: .releasing)
       thread.signal()
     }
     try await Task.sleep(for: .milliseconds(100))
-    #expect(!released.load(ordering: .acquiring))
+    let early = released.value.load(ordering: .acquiring)
+    #expect(!early)
     var iterator = queue.stream.makeAsyncIterator()
     #expect(await iterator.next() == 0)
     #expect(await iterator.next() == 1)  // down to 2 = limit / 2: the reader may go on
@@ -77,7 +78,8 @@ import Testing
         done.resume()
       }
     }
-    #expect(released.load(ordering: .acquiring))
+    let late = released.value.load(ordering: .acquiring)
+    #expect(late)
     #expect(queue.hasRoom)
   }
 
@@ -113,4 +115,8 @@ import Testing
     await producer.value
     #expect(queue.count == 2)
   }
+}
+
+final class Flag: Sendable {
+  let value = Atomic<Bool>(false)
 }

@@ -77,7 +77,9 @@ public final class EventQueue<Element: Sendable>: Sendable {
 
   /// The consumer's view. One consumer at a time (as with AsyncStream); its cancellation ends the queue.
   public var stream: AsyncStream<Element> {
-    AsyncStream(unfolding: { [self] in await next() })
+    // AsyncStream(unfolding:) may skip `next` for a consumer already cancelled: its onCancel ends
+    // the queue then.
+    AsyncStream(unfolding: { [self] in await next() }, onCancel: { [self] in finish() })
   }
 
   /// Events queued and not yet taken by the consumer.
