@@ -8,7 +8,7 @@ import Synchronization
 /// The events wait in a bounded `EventQueue`: a reader calls `waitForRoom` before each read of its
 /// descriptor, so a consumer that falls behind stops the reading, not the memory, from growing.
 final class EventChannel: Sendable {
-  let queue: EventQueue<Event>
+  let queue: EventQueue
   var events: AsyncStream<Event> { queue.stream }
   private let device: DeviceInfo
   private let state = Mutex(State())
@@ -19,7 +19,7 @@ final class EventChannel: Sendable {
     var isFinished = false
   }
 
-  init(device: DeviceInfo, limit: Int = EventQueue<Event>.defaultLimit) {
+  init(device: DeviceInfo, limit: Int = EventQueue.defaultLimit) {
     self.device = device
     queue = EventQueue(limit: limit)
     queue.push(Event(time: .now(), device: device, payload: .deviceArrival))

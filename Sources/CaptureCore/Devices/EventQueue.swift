@@ -13,7 +13,12 @@ import Synchronization
 /// once per `limit / 2` events, not once per event.
 ///
 /// Cancelling the consuming task ends the stream (as AsyncStream does) and releases waiting producers.
-public final class EventQueue<Element: Sendable>: Sendable {
+///
+/// Not generic on purpose: a generic class used from other modules runs unspecialized, and the
+/// metadata look-ups per event cost more than the queue itself (perf, bench/listen-load.sh).
+public final class EventQueue: Sendable {
+  public typealias Element = Event
+
   /// Producers stop reading while this many events wait.
   public let limit: Int
   /// Waiting producers are released once the backlog is down to this many.

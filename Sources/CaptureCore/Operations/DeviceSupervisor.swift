@@ -31,7 +31,7 @@ public final class DeviceSupervisor: Sendable {
 
   /// Bounded like the drivers' own queues: while the consumer is this far behind, forwarding waits, the
   /// device's queue fills and its reader stops reading (back-pressure end to end).
-  private let queue = EventQueue<Event>()
+  private let queue = EventQueue()
   private let request: OpenRequest
   private let opener: any DeviceOpener
   /// Run on each opening before its events are forwarded (listen's notification setup, SDK §7.6).

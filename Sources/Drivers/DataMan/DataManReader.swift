@@ -14,7 +14,7 @@ public final class DataManReader: Device {
   public var events: AsyncStream<Event> { queue.stream }
   /// Bounded: the reader thread stops reading read results while the consumer is this far behind
   /// (TCP's window then holds them), unless a command waits for its reply.
-  private let queue = EventQueue<Event>()
+  private let queue = EventQueue()
   private let connection: any DMCCLink
   /// How long one command may wait for its reply (the `--timeout`, else `defaultTimeout`).
   private let timeout: Duration

@@ -19,7 +19,7 @@ public final class SerialScanner: Device, Sendable {
   let reconnects: Bool
   private let channel: EventChannel
   /// The events read and not yet taken by the consumer (tests of back-pressure).
-  var backlog: EventQueue<Event> { channel.queue }
+  var backlog: EventQueue { channel.queue }
   private let stopRequested = Atomic<Bool>(false)
   /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
   private let queue: DispatchQueue
