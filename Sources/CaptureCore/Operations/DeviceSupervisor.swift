@@ -32,6 +32,8 @@ public final class DeviceSupervisor: Sendable {
   /// Bounded like the drivers' own queues: while the consumer is this far behind, forwarding waits, the
   /// device's queue fills and its reader stops reading (back-pressure end to end).
   private let queue = EventQueue()
+  /// The events forwarded and not yet taken by the consumer (tests of back-pressure).
+  var backlog: EventQueue { queue }
   private let request: OpenRequest
   private let opener: any DeviceOpener
   /// Run on each opening before its events are forwarded (listen's notification setup, SDK §7.6).

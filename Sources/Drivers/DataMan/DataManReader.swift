@@ -14,7 +14,9 @@ public final class DataManReader: Device {
   public var events: AsyncStream<Event> { queue.stream }
   /// Bounded: the reader thread stops reading read results while the consumer is this far behind
   /// (TCP's window then holds them), unless a command waits for its reply.
-  private let queue = EventQueue()
+  private let queue: EventQueue
+  /// The events read and not yet taken by the consumer (tests of back-pressure).
+  var backlog: EventQueue { queue }
   private let connection: any DMCCLink
   /// How long one command may wait for its reply (the `--timeout`, else `defaultTimeout`).
   private let timeout: Duration
@@ -61,10 +63,19 @@ public final class DataManReader: Device {
   public static func open(host: String, port: UInt16, request: OpenRequest) async throws(CaptureError)
     -> DataManReader
   {
+    try await open(host: host, port: port, request: request, queueLimit: EventQueue.defaultLimit)
+  }
+
+  /// `queueLimit`: the back-pressure bound (tests use a small one).
+  static func open(host: String, port: UInt16, request: OpenRequest, queueLimit: Int)
+    async throws(CaptureError)
+    -> DataManReader
+  {
     let timeout = request.timeout ?? defaultTimeout
     let connection = try TCPConnection.connect(host: host, port: port, timeout: timeout)
     return try await open(
-      connection, id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout)
+      connection, id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout,
+      queueLimit: queueLimit)
   }
 
   /// A DataMan on a serial line (`serial:/dev/PATH?protocol=dmcc[&baud=N]`): the same DMCC, over RS-232
@@ -78,9 +89,9 @@ public final class DataManReader: Device {
       link, id: DeviceSelector.serial(path: path, parameters: parameters).description, timeout: timeout)
   }
 
-  static func open(_ connection: any DMCCLink, id: String, timeout: Duration) async throws(CaptureError)
-    -> DataManReader
-  {
+  static func open(
+    _ connection: any DMCCLink, id: String, timeout: Duration, queueLimit: Int = EventQueue.defaultLimit
+  ) async throws(CaptureError) -> DataManReader {
     do throws(CaptureError) {
       var handshake = Handshake(connection: connection, timeout: timeout)
       // In silent mode (the default) the reader does not answer the SET, so it is not awaited: the GET
@@ -91,14 +102,18 @@ public final class DataManReader: Device {
       // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
       // Socket Mobile models only); the model string is in `dmcc:DEVICE.TYPE`.
       let info = DeviceInfo(id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none)
-      return DataManReader(info: info, connection: connection, timeout: timeout, early: handshake.reads)
+      return DataManReader(
+        info: info, connection: connection, timeout: timeout, early: handshake.reads, queueLimit: queueLimit)
     } catch {
       connection.close()
       throw error
     }
   }
 
-  private init(info: DeviceInfo, connection: any DMCCLink, timeout: Duration, early: [[UInt8]]) {
+  private init(
+    info: DeviceInfo, connection: any DMCCLink, timeout: Duration, early: [[UInt8]], queueLimit: Int
+  ) {
+    queue = EventQueue(limit: queueLimit)
     self.info = info
     self.connection = connection
     self.timeout = timeout
