@@ -6,11 +6,12 @@ DEVICES pseudo-terminals, each a line-mode serial scanner (`serial:/dev/pts/N?fr
 TOTAL/DEVICES codes `D<k>-<seq>` (unique per device and sequence number) with CR LF by a writer thread
 per pty (a blocking write to the master waits when the line discipline's buffer is full, so nothing is
 dropped on the way). Two runs: a flood (as fast as the ptys take the codes) and one paced at PACE codes/s
-in all (default 10,000/s, below what capture prints per second here), because under a flood capture's
-readers take the whole feed long before the events are printed and the resident memory then measures
-that backlog (held in full: nothing is dropped), not a leak; the backlog is reported. `capture --json listen PTY... --count TOTAL` writes
-its JSON Lines to a file; VmRSS, CPU and the output size are sampled from /proc every 0.2 s; user+sys
-CPU and peak RSS of the whole run come from wait4(2). Every decodedData line is then checked: its code,
+in all (default 10,000/s). Under the flood capture's readers stop reading while the printer is a queue's
+length behind (back-pressure), so the backlog (fed, not yet printed; reported) waits in the ptys and the
+blocked writers, not in capture. `capture --json listen PTY... --count TOTAL` writes its JSON Lines to
+a file; VmRSS, VmHWM, CPU and the output size are sampled from /proc every 0.2 s; user+sys CPU of the
+whole run comes from wait4(2), the peak from VmHWM (wait4's ru_maxrss carries this script's own size
+across the exec). Every decodedData line is then checked: its code,
 that it came from the device the code was written to, duplicates, missing codes.
 Peer, the I/O floor: the same feed on fresh ptys read by one `cat /dev/pts/N > FILE` per pty (ptys in
 raw mode, as capture sets them); its CPU from wait4(2) once every byte arrived. Ratio = capture CPU /
