@@ -6,11 +6,12 @@ DEVICES pseudo-terminals, each a line-mode serial scanner (`serial:/dev/pts/N?fr
 TOTAL/DEVICES codes `D<k>-<seq>` (unique per device and sequence number) with CR LF by a writer thread
 per pty (a blocking write to the master waits when the line discipline's buffer is full, so nothing is
 dropped on the way). Two runs: a flood (as fast as the ptys take the codes) and one paced at PACE codes/s
-in all (default 10,000/s, below what capture prints per second here), because under a flood capture's
-readers take the whole feed long before the events are printed and the resident memory then measures
-that backlog (held in full: nothing is dropped), not a leak; the backlog is reported. `capture --json listen PTY... --count TOTAL` writes
-its JSON Lines to a file; VmRSS, CPU and the output size are sampled from /proc every 0.2 s; user+sys
-CPU and peak RSS of the whole run come from wait4(2). Every decodedData line is then checked: its code,
+in all (default 10,000/s). Under the flood capture's readers stop reading while the printer is a queue's
+length behind (back-pressure), so the backlog (fed, not yet printed; reported) waits in the ptys and the
+blocked writers, not in capture. `capture --json listen PTY... --count TOTAL` writes its JSON Lines to
+a file; VmRSS, VmHWM, CPU and the output size are sampled from /proc every 0.2 s; user+sys CPU of the
+whole run comes from wait4(2), the peak from VmHWM (wait4's ru_maxrss carries this script's own size
+across the exec). Every decodedData line is then checked: its code,
 that it came from the device the code was written to, duplicates, missing codes.
 Peer, the I/O floor: the same feed on fresh ptys read by one `cat /dev/pts/N > FILE` per pty (ptys in
 raw mode, as capture sets them); its CPU from wait4(2) once every byte arrived. Ratio = capture CPU /
@@ -74,14 +75,16 @@ def start_writers(pairs, feeds, progress, rate=0):
 
 
 def proc_sample(pid):
-    """(VmRSS kB, CPU seconds) from /proc, or None once the process is gone."""
+    """(VmRSS kB, CPU seconds, VmHWM kB) from /proc, or None once the process is gone."""
     try:
         with open(f"/proc/{pid}/statm") as f:
             rss = int(f.read().split()[1]) * PAGE_KB
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return rss, (int(fields[11]) + int(fields[12])) / TICK
-    except (OSError, IndexError):
+        with open(f"/proc/{pid}/status") as f:
+            hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+        return rss, (int(fields[11]) + int(fields[12])) / TICK, hwm
+    except (OSError, IndexError, StopIteration, ValueError):
         return None
 
 
@@ -115,6 +118,11 @@ def run_capture(rate):
     t0 = time.perf_counter()
     first = proc_sample(proc.pid)
     samples.append((0.0, first[0], first[1], head, 0))
+    # The peak: VmHWM, the high-water mark of capture's own address space since its exec. wait4's
+    # ru_maxrss is not used for it: on exec Linux keeps the larger of the old and new address spaces'
+    # peaks (exec_mmap → setmax_mm_hiwater_rss), and the old one is this Python process's (fork/vfork),
+    # tens of MB with the feeds in memory, so it reported this script's size, not capture's.
+    hwm = [first[2]]
     writers = start_writers(pairs, feeds, progress, rate)
     stop = threading.Event()
 
@@ -124,6 +132,7 @@ def run_capture(rate):
             if s is None:
                 return
             samples.append((time.perf_counter() - t0, s[0], s[1], os.path.getsize(out_path), sum(progress) // LINE))
+            hwm[0] = max(hwm[0], s[2])
             stop.wait(0.2)
 
     threading.Thread(target=sampler, daemon=True).start()
@@ -180,7 +189,7 @@ def run_capture(rate):
         rate=rate, status=os.waitstatus_to_exitcode(status), decoded=decoded, other=other, unknown=unknown,
         wrong_device=wrong_device, duplicates=sum(sum(c - 1 for c in s if c > 1) for s in seen),
         missing=sum(s.count(0) for s in seen), out_bytes=out_bytes, wall=wall, fed_at=fed_at,
-        utime=utime, stime=stime, maxrss=maxrss,
+        utime=utime, stime=stime, maxrss=maxrss, hwm=hwm[0],
         marks=[(label, at(fr)) for label, fr in (("start", 0.0), ("10%", 0.1), ("50%", 0.5), ("end", 1.0))],
         backlog=(int(backlog[4] - delivered(backlog)), backlog[1], backlog[0]))
 
@@ -224,7 +233,8 @@ for r in runs:
           f"unknown {r['unknown']}, from the wrong device {r['wrong_device']}; other lines {r['other']} "
           f"(arrivals/removals)")
     print("  VmRSS " + ", ".join(f"{label} {s[1] / 1024:.1f} MB" for label, s in r["marks"])
-          + f"; peak (wait4) {r['maxrss'] / 1024:.1f} MB")
+          + f"; peak (VmHWM, last sample) {r['hwm'] / 1024:.1f} MB (wait4's {r['maxrss'] / 1024:.1f} MB "
+          f"includes this script's own size at the fork)")
     n, rss, when = r["backlog"]
     print(f"  feed all written into the ptys (buffers of a few KB) after {r['fed_at']:.1f} s; largest backlog (fed, not yet "
           f"printed) {n:,} events at {when:.1f} s, VmRSS then {rss / 1024:.1f} MB")

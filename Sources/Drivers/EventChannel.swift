@@ -4,9 +4,12 @@ import Synchronization
 /// A device's event stream and its presence bookkeeping, shared by the stream drivers (serial,
 /// Bluetooth Classic, keyboard wedge): the stream opens with an arrival, every link loss owes exactly one
 /// removal, a return announces a new arrival, and the stream finishes once (Device protocol).
+///
+/// The events wait in a bounded `EventQueue`: a reader calls `waitForRoom` before each read of its
+/// descriptor, so a consumer that falls behind stops the reading, not the memory, from growing.
 final class EventChannel: Sendable {
-  let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
+  let queue: EventQueue
+  var events: AsyncStream<Event> { queue.stream }
   private let device: DeviceInfo
   private let state = Mutex(State())
 
@@ -16,14 +19,24 @@ final class EventChannel: Sendable {
     var isFinished = false
   }
 
-  init(device: DeviceInfo) {
+  init(device: DeviceInfo, limit: Int = EventQueue.defaultLimit) {
     self.device = device
-    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-    continuation.yield(Event(time: .now(), device: device, payload: .deviceArrival))
+    queue = EventQueue(limit: limit)
+    queue.push(Event(time: .now(), device: device, payload: .deviceArrival))
   }
 
   func emit(_ payload: Event.Payload) {
-    continuation.yield(Event(time: .now(), device: device, payload: payload))
+    queue.push(Event(time: .now(), device: device, payload: payload))
+  }
+
+  /// True when the reader may read more now. When false it should call `waitForRoom` and look again:
+  /// the bytes it has not read stay in the kernel (and the sender's flow control) meanwhile.
+  var hasRoom: Bool { queue.hasRoom }
+
+  /// Blocks the reader thread until the consumer has drained half the backlog, at most
+  /// `timeoutMilliseconds` (the reader's poll interval, so close() is still seen in time).
+  func waitForRoom(timeoutMilliseconds: Int32) {
+    queue.waitForRoom(timeoutMilliseconds: Int(timeoutMilliseconds))
   }
 
   /// The device is back (reconnected, node reappeared).
@@ -48,7 +61,7 @@ final class EventChannel: Sendable {
       defer { state.isFinished = true }
       return !state.isFinished
     }
-    if first { continuation.finish() }
+    if first { queue.finish() }
   }
 }
 

@@ -155,4 +155,32 @@ struct DeviceSupervisorTests {
     #expect(DeviceSupervisor.isPermanent(CaptureError(.notFound, "")) == false)
     #expect(DeviceSupervisor.isPermanent(CaptureError(.fileAccessDenied, "")) == true)
   }
+
+  /// Issue 5 back-pressure in service mode: while nobody takes the supervisor's events, forwarding
+  /// waits once its queue is full (so the device's own queue fills and its reader stops); then every
+  /// event arrives once, in order.
+  @Test("forwarding stops at the queue's bound while the consumer is behind; nothing is lost")
+  func forwardingIsBounded() async throws {
+    let device = ScriptedDevice(info)
+    let opener = ScriptedOpener(failures: [], device: device)
+    let watched = supervisor(opener, warnings: Warnings())
+    let limit = watched.backlog.limit
+    let total = limit * 2 + 10
+    for i in 0..<total { device.send("C\(i)") }
+    watched.start()
+    let deadline = ContinuousClock.now + .seconds(15)
+    while watched.backlog.count < limit && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(watched.backlog.count == limit)
+    var texts: [String] = []
+    for await event in watched.events {
+      if case .decodedData(let data) = event.payload { texts.append(data.text) }
+      if texts.count == total { break }
+    }
+    #expect(texts == (0..<total).map { "C\($0)" })
+    #expect(watched.backlog.highWater == limit)
+    await watched.stop()
+  }
 }

@@ -92,6 +92,30 @@ struct DataManReaderTests {
     await #expect(throws: CaptureError.self) { try await reader.trigger(.continuousScan) }
   }
 
+  /// Issue 5 back-pressure: with its queue full and nobody consuming, the reader stops reading read
+  /// results — but a command still gets its reply (listen --confirm's feedback must not wait behind the
+  /// events it is judging), and every result still arrives once.
+  @Test("a command is answered while back-pressure holds the reads; every read arrives once")
+  func commandAnsweredUnderBackPressure() async throws {
+    let simulator = try DMCCSimulator(readText: "FULL")
+    defer { simulator.stop() }
+    var request = OpenRequest(selector: .tcp(host: "127.0.0.1", port: simulator.port))
+    request.timeout = .seconds(15)
+    let reader = try await DataManReader.open(
+      host: "127.0.0.1", port: simulator.port, request: request, queueLimit: 16)
+    let limit = reader.backlog.limit
+    let triggers = limit + 24
+    for _ in 0..<triggers { try await reader.trigger(.start) }
+    #expect(reader.backlog.count >= limit)
+    #expect(try await reader.get(.friendlyNameDevice, argument: .none) == .string("Line 3 reader"))
+    await reader.close()
+    var reads = 0
+    for await event in reader.events {
+      if case .decodedData(let data) = event.payload, data.bytes == Array("FULL".utf8) { reads += 1 }
+    }
+    #expect(reads == triggers)
+  }
+
   @Test("a result sent under TRIGGER ON's id after its ack is a read; a late GET answer is not")
   func resultUnderCommandID() async throws {
     let simulator = try DMCCSimulator(readText: "UNDER-ID")

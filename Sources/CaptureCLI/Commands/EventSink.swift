@@ -138,7 +138,7 @@ final class EventSink: Sendable {
       guard let count else { return }
       if shouldPrint {
         if output.isJSON {
-          emit(Render.event(event).serialized, kind: event.kind)
+          emit(Render.eventLine(event), kind: event.kind)
         } else if let text = Render.plain(event) {
           emit(text, kind: event.kind)
         }
@@ -155,7 +155,7 @@ final class EventSink: Sendable {
         emit((shouldPrint ? Render.event(event) : Render.error(error)).serialized, kind: event.kind)
       }
     default:
-      if shouldPrint && output.isJSON { emit(Render.event(event).serialized, kind: event.kind) }
+      if shouldPrint && output.isJSON { emit(Render.eventLine(event), kind: event.kind) }
       output.info(Render.describe(event))
     }
   }

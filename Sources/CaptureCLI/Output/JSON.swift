@@ -13,59 +13,92 @@ enum JSON: Sendable, Equatable {
   static func int<T: BinaryInteger>(_ v: T) -> JSON { .number(Int64(v)) }
 
   var serialized: String {
-    var out = ""
+    var out: [UInt8] = []
+    out.reserveCapacity(256)
     write(to: &out)
-    return out
+    return String(decoding: out, as: UTF8.self)
   }
 
-  func write(to out: inout String) {
+  /// Serializes into UTF-8 bytes: a listen stream serializes every event, and appending bytes runs of
+  /// a string at a time costs a fraction of appending it Unicode scalar by Unicode scalar.
+  func write(to out: inout [UInt8]) {
     switch self {
-    case .null: out += "null"
-    case .bool(let b): out += b ? "true" : "false"
-    case .number(let i): out += String(i)
+    case .null: out += "null".utf8
+    case .bool(let b): out += (b ? "true" : "false").utf8
+    case .number(let i): out += String(i).utf8
     case .string(let s): JSON.writeString(s, to: &out)
     case .array(let items):
-      out += "["
+      out.append(UInt8(ascii: "["))
       for (i, item) in items.enumerated() {
-        if i > 0 { out += "," }
+        if i > 0 { out.append(UInt8(ascii: ",")) }
         item.write(to: &out)
       }
-      out += "]"
+      out.append(UInt8(ascii: "]"))
     case .object(let members):
-      out += "{"
-      // Keys sort by Unicode code point so the order never changes between runs.
-      for (i, key) in members.keys.sorted(by: {
-        $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars)
-      })
-      .enumerated() {
-        if i > 0 { out += "," }
+      out.append(UInt8(ascii: "{"))
+      // Keys sort by Unicode code point so the order never changes between runs; UTF-8 byte order is
+      // code point order (RFC 3629 §1), so the bytes are compared directly.
+      for (i, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+        if i > 0 { out.append(UInt8(ascii: ",")) }
         JSON.writeString(key, to: &out)
-        out += ":"
+        out.append(UInt8(ascii: ":"))
         members[key]!.write(to: &out)
       }
-      out += "}"
+      out.append(UInt8(ascii: "}"))
     }
   }
 
-  static func writeString(_ s: String, to out: inout String) {
-    out += "\""
-    for scalar in s.unicodeScalars {
-      switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case "\u{08}": out += "\\b"
-      case "\u{0C}": out += "\\f"
-      case _
-      where scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029:
-        let hex = String(scalar.value, radix: 16, uppercase: false)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      default: out.unicodeScalars.append(scalar)
+  /// A JSON string: `"` and `\` escaped, the short escapes for \b \f \n \r \t, `\u00xx` for the other
+  /// C0 controls and DEL, and `\u2028`/`\u2029` (line separators to JavaScript); everything else as
+  /// is. Works on the UTF-8 bytes: every byte below 0x80 is a whole scalar, and U+2028/U+2029 are the
+  /// only multi-byte scalars escaped (E2 80 A8 / E2 80 A9); runs needing no escape are copied at once.
+  static func writeString(_ s: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    var text = s
+    text.withUTF8 { u in
+      var run = 0
+      var i = 0
+      func flush(_ end: Int) {
+        if end > run { out.append(contentsOf: UnsafeBufferPointer(rebasing: u[run..<end])) }
       }
+      while i < u.count {
+        let b = u[i]
+        if b >= 0x20 && b < 0x7F && b != 0x22 && b != 0x5C {
+          i += 1
+          continue
+        }
+        if b >= 0x80 {
+          if b == 0xE2 && i + 2 < u.count && u[i + 1] == 0x80 && (u[i + 2] == 0xA8 || u[i + 2] == 0xA9) {
+            flush(i)
+            out += (u[i + 2] == 0xA8 ? "\\u2028" : "\\u2029").utf8
+            i += 3
+            run = i
+          } else {
+            i += 1
+          }
+          continue
+        }
+        flush(i)
+        switch b {
+        case 0x22: out += "\\\"".utf8
+        case 0x5C: out += "\\\\".utf8
+        case 0x0A: out += "\\n".utf8
+        case 0x0D: out += "\\r".utf8
+        case 0x09: out += "\\t".utf8
+        case 0x08: out += "\\b".utf8
+        case 0x0C: out += "\\f".utf8
+        default:
+          let digits = Array("0123456789abcdef".utf8)
+          out += "\\u00".utf8
+          out.append(digits[Int(b >> 4)])
+          out.append(digits[Int(b & 0xF)])
+        }
+        i += 1
+        run = i
+      }
+      flush(u.count)
     }
-    out += "\""
+    out.append(UInt8(ascii: "\""))
   }
 }
 
@@ -78,10 +111,11 @@ enum Base64 {
     var i = 0
     while i + 3 <= bytes.count {
       let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-      out += [
-        alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)],
-        alphabet[Int(v & 63)],
-      ]
+      // Four appends, not an array literal: no allocation per 3 bytes.
+      out.append(alphabet[Int(v >> 18)])
+      out.append(alphabet[Int(v >> 12 & 63)])
+      out.append(alphabet[Int(v >> 6 & 63)])
+      out.append(alphabet[Int(v & 63)])
       i += 3
     }
     let rest = bytes.count - i

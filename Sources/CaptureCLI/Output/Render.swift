@@ -60,6 +60,95 @@ enum Render {
     return .object(members)
   }
 
+  /// `event(_:).serialized`, byte for byte, written straight into bytes for the events a listen stream
+  /// carries by the million (decoded data, arrival, removal): no dictionaries to build, hash and sort
+  /// per event. The keys below are in the code-point order `JSON.write` sorts them into; other events
+  /// take the general path. OutputTests hold the two paths to the same bytes.
+  static func eventLine(_ event: Event) -> String {
+    let data: DecodedData?
+    switch event.payload {
+    case .decodedData(let d): data = d
+    case .deviceArrival, .deviceRemoval: data = nil
+    default: return Render.event(event).serialized
+    }
+    var out: [UInt8] = []
+    out.reserveCapacity(320)
+    func key(_ name: StaticString) {
+      out.append(UInt8(ascii: "\""))
+      out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+      out += "\":".utf8
+    }
+    func string(_ text: String) { JSON.writeString(text, to: &out) }
+    func number(_ value: some BinaryInteger) { out += String(Int64(value)).utf8 }
+    let comma = UInt8(ascii: ",")
+    out.append(UInt8(ascii: "{"))
+    if let data {
+      key("bytes")
+      string(Base64.encode(data.bytes))
+      out.append(comma)
+      key("dataSource")
+      out.append(UInt8(ascii: "{"))
+      key("id")
+      number(data.dataSource.rawValue)
+      out.append(comma)
+      key("name")
+      string(data.dataSource.name)
+      out.append(UInt8(ascii: "}"))
+      out.append(comma)
+    }
+    key("device")
+    out.append(UInt8(ascii: "{"))
+    key("id")
+    string(event.device.id)
+    out.append(comma)
+    key("name")
+    string(event.device.name)
+    out.append(comma)
+    key("type")
+    number(event.device.type.rawValue)
+    out.append(comma)
+    key("typeName")
+    string(event.device.type.typeName)
+    out.append(UInt8(ascii: "}"))
+    out.append(comma)
+    key("event")
+    string(event.kind.rawValue)
+    if let data {
+      if let origin = data.origin {
+        out.append(comma)
+        key("origin")
+        string(origin)
+      }
+      if let points = data.points {
+        out.append(comma)
+        key("points")
+        out.append(UInt8(ascii: "["))
+        for (i, point) in points.enumerated() {
+          if i > 0 { out.append(comma) }
+          out += "{\"x\":".utf8
+          number(point.x)
+          out += ",\"y\":".utf8
+          number(point.y)
+          out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+      }
+      if let tag = data.tagID {
+        out.append(comma)
+        key("tagId")
+        string(tag.map(hexByte).joined())
+      }
+      out.append(comma)
+      key("text")
+      string(data.text)
+    }
+    out.append(comma)
+    key("time")
+    string(event.time.iso8601)
+    out.append(UInt8(ascii: "}"))
+    return String(decoding: out, as: UTF8.self)
+  }
+
   /// Plain text of an event for stdout, or nil when it belongs on stderr (only decoded data is a result
   /// in plain mode, so `capture listen | while read code` sees nothing else).
   static func plain(_ event: Event) -> String? {

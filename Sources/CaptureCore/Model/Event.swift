@@ -68,16 +68,39 @@ public struct Timestamp: Sendable, Hashable, Comparable {
     let day = doy - (153 * mp + 2) / 5 + 1
     let month = mp < 10 ? mp + 3 : mp - 9
     if month <= 2 { year += 1 }
-    func pad(_ v: Int64, _ width: Int) -> String {
-      let s = String(v)
-      return String(repeating: "0", count: max(0, width - s.count)) + s
-    }
     let h = msOfDay / 3_600_000
     let m = (msOfDay / 60_000) % 60
     let s = (msOfDay / 1000) % 60
     let f = msOfDay % 1000
-    return
-      "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(h, 2)):\(pad(m, 2)):\(pad(s, 2)).\(pad(f, 3))Z"
+    guard (0...9999).contains(year) else {
+      func pad(_ v: Int64, _ width: Int) -> String {
+        let s = String(v)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+      }
+      return
+        "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(h, 2)):\(pad(m, 2)):\(pad(s, 2)).\(pad(f, 3))Z"
+    }
+    // Every event carries one: fixed-width digits into 24 bytes, one String at the end.
+    return String(unsafeUninitializedCapacity: 24) { out in
+      var at = 0
+      func digits(_ v: Int64, _ width: Int, then separator: UInt8) {
+        var v = v
+        for k in stride(from: width - 1, through: 0, by: -1) {
+          out[at + k] = UInt8(ascii: "0") + UInt8(v % 10)
+          v /= 10
+        }
+        out[at + width] = separator
+        at += width + 1
+      }
+      digits(year, 4, then: UInt8(ascii: "-"))
+      digits(month, 2, then: UInt8(ascii: "-"))
+      digits(day, 2, then: UInt8(ascii: "T"))
+      digits(h, 2, then: UInt8(ascii: ":"))
+      digits(m, 2, then: UInt8(ascii: ":"))
+      digits(s, 2, then: UInt8(ascii: "."))
+      digits(f, 3, then: UInt8(ascii: "Z"))
+      return at
+    }
   }
 }
 

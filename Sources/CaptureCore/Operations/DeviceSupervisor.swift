@@ -27,9 +27,13 @@ public final class DeviceSupervisor: Sendable {
   public let info: DeviceInfo
   /// Every event of every opening of the device, in order; finishes after `stop()` (with the device's
   /// removal when it was open) or after a permanent error.
-  public let events: AsyncStream<Event>
+  public var events: AsyncStream<Event> { queue.stream }
 
-  private let continuation: AsyncStream<Event>.Continuation
+  /// Bounded like the drivers' own queues: while the consumer is this far behind, forwarding waits, the
+  /// device's queue fills and its reader stops reading (back-pressure end to end).
+  private let queue = EventQueue()
+  /// The events forwarded and not yet taken by the consumer (tests of back-pressure).
+  var backlog: EventQueue { queue }
   private let request: OpenRequest
   private let opener: any DeviceOpener
   /// Run on each opening before its events are forwarded (listen's notification setup, SDK §7.6).
@@ -64,7 +68,6 @@ public final class DeviceSupervisor: Sendable {
     self.store = store
     self.backoff = backoff
     self.warn = warn
-    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
   }
 
   /// Errors a later attempt cannot fix: a selector or parameter that is wrong (18), a transport this
@@ -117,7 +120,7 @@ public final class DeviceSupervisor: Sendable {
     } else {
       // Opening or pausing: nothing was announced. A device whose open completes after this is closed
       // by the loop without a word.
-      continuation.finish()
+      queue.finish()
     }
   }
 
@@ -133,7 +136,7 @@ public final class DeviceSupervisor: Sendable {
       } catch {
         if Self.isPermanent(error) {
           state.withLock { $0.hasGivenUp = true }
-          continuation.yield(
+          queue.push(
             Event(
               time: .now(), device: info,
               payload: .error(
@@ -161,7 +164,10 @@ public final class DeviceSupervisor: Sendable {
       inOutage = false
       await onOpen(device)
       let opened = ContinuousClock.now
-      for await event in device.events { continuation.yield(event) }
+      for await event in device.events {
+        await queue.waitForRoom()
+        queue.push(event)
+      }
       state.withLock { $0.device = nil }
       if isStopped { break }
       // The driver gave the device up by itself: open it again, after a pause so a device that opens
@@ -170,7 +176,7 @@ public final class DeviceSupervisor: Sendable {
       await pause(delay)
       delay = min(delay * 2, backoff.maximum)
     }
-    continuation.finish()
+    queue.finish()
   }
 
   /// Sleeps `duration` unless stopped or poked meanwhile. Only this sleeping task is ever cancelled —

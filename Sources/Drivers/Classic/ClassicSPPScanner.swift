@@ -282,6 +282,12 @@ public final class ClassicSPPScanner: Device, Sendable {
         eventChannel.announceArrival()
         continue
       }
+      // Back-pressure: while the consumer is a full queue behind, the socket buffer and RFCOMM's
+      // credit-based flow control hold the scanner's data.
+      if !eventChannel.hasRoom {
+        eventChannel.waitForRoom(timeoutMilliseconds: Self.pollMilliseconds)
+        continue
+      }
       var lost = false
       do throws(Errno) {
         let read = try calls.retrying { () throws(Errno) in

@@ -11,8 +11,12 @@ import Synchronization
 /// `decodedData` events.
 public final class DataManReader: Device {
   public let info: DeviceInfo
-  public let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
+  public var events: AsyncStream<Event> { queue.stream }
+  /// Bounded: the reader thread stops reading read results while the consumer is this far behind
+  /// (TCP's window then holds them), unless a command waits for its reply.
+  private let queue: EventQueue
+  /// The events read and not yet taken by the consumer (tests of back-pressure).
+  var backlog: EventQueue { queue }
   private let connection: any DMCCLink
   /// How long one command may wait for its reply (the `--timeout`, else `defaultTimeout`).
   private let timeout: Duration
@@ -59,10 +63,19 @@ public final class DataManReader: Device {
   public static func open(host: String, port: UInt16, request: OpenRequest) async throws(CaptureError)
     -> DataManReader
   {
+    try await open(host: host, port: port, request: request, queueLimit: EventQueue.defaultLimit)
+  }
+
+  /// `queueLimit`: the back-pressure bound (tests use a small one).
+  static func open(host: String, port: UInt16, request: OpenRequest, queueLimit: Int)
+    async throws(CaptureError)
+    -> DataManReader
+  {
     let timeout = request.timeout ?? defaultTimeout
     let connection = try TCPConnection.connect(host: host, port: port, timeout: timeout)
     return try await open(
-      connection, id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout)
+      connection, id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout,
+      queueLimit: queueLimit)
   }
 
   /// A DataMan on a serial line (`serial:/dev/PATH?protocol=dmcc[&baud=N]`): the same DMCC, over RS-232
@@ -76,9 +89,9 @@ public final class DataManReader: Device {
       link, id: DeviceSelector.serial(path: path, parameters: parameters).description, timeout: timeout)
   }
 
-  static func open(_ connection: any DMCCLink, id: String, timeout: Duration) async throws(CaptureError)
-    -> DataManReader
-  {
+  static func open(
+    _ connection: any DMCCLink, id: String, timeout: Duration, queueLimit: Int = EventQueue.defaultLimit
+  ) async throws(CaptureError) -> DataManReader {
     do throws(CaptureError) {
       var handshake = Handshake(connection: connection, timeout: timeout)
       // In silent mode (the default) the reader does not answer the SET, so it is not awaited: the GET
@@ -89,20 +102,23 @@ public final class DataManReader: Device {
       // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
       // Socket Mobile models only); the model string is in `dmcc:DEVICE.TYPE`.
       let info = DeviceInfo(id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none)
-      return DataManReader(info: info, connection: connection, timeout: timeout, early: handshake.reads)
+      return DataManReader(
+        info: info, connection: connection, timeout: timeout, early: handshake.reads, queueLimit: queueLimit)
     } catch {
       connection.close()
       throw error
     }
   }
 
-  private init(info: DeviceInfo, connection: any DMCCLink, timeout: Duration, early: [[UInt8]]) {
+  private init(
+    info: DeviceInfo, connection: any DMCCLink, timeout: Duration, early: [[UInt8]], queueLimit: Int
+  ) {
+    queue = EventQueue(limit: queueLimit)
     self.info = info
     self.connection = connection
     self.timeout = timeout
     self.state = Mutex(LinkState())
-    (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+    queue.push(Event(time: .now(), device: info, payload: .deviceArrival))
     for bytes in early { yieldRead(bytes) }
     startReaderThread()
   }
@@ -236,6 +252,8 @@ public final class DataManReader: Device {
         }
         return id
       }
+      // A reader paused by back-pressure must come back to read this command's reply.
+      queue.wakeProducers()
       guard let id else {
         waiter.resume(
           returning: .failure(CaptureError(.communicationError, "\(connection.endpoint): not connected")))
@@ -295,7 +313,16 @@ public final class DataManReader: Device {
     // number can be reused by the kernel. TCPConnection closes it when the last reference goes.
     defer { connection.shutdown() }
     while true {
-      if state.withLock({ $0.finished }) { return }
+      let (finished, commandWaits) = state.withLock { ($0.finished, !$0.pending.isEmpty) }
+      if finished { return }
+      // Back-pressure: while the consumer is a full queue behind and no command waits for a reply,
+      // the reader leaves the results in the socket; a command (--confirm's feedback, say) is never
+      // kept from its reply by the events waiting ahead of it.
+      if !commandWaits && !queue.hasRoom {
+        queue.waitForRoom(timeoutMilliseconds: 50)
+        expire()
+        continue
+      }
       let received: TCPConnection.Received
       do throws(CaptureError) {
         received = try connection.receive(timeoutMilliseconds: 50)
@@ -370,7 +397,7 @@ public final class DataManReader: Device {
   private func yield(_ payload: Event.Payload) {
     state.withLock { s in
       guard !s.finished else { return }
-      continuation.yield(Event(time: .now(), device: info, payload: payload))
+      queue.push(Event(time: .now(), device: info, payload: payload))
     }
   }
 
@@ -379,8 +406,8 @@ public final class DataManReader: Device {
     let waiting: [Pending]? = state.withLock { s in
       guard !s.finished else { return nil }
       s.finished = true
-      continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
-      continuation.finish()
+      queue.push(Event(time: .now(), device: info, payload: .deviceRemoval))
+      queue.finish()
       defer { s.pending.removeAll() }
       return Array(s.pending.values)
     }

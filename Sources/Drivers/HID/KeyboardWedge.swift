@@ -250,6 +250,13 @@ public final class KeyboardWedge: Device, Sendable {
         if !awaitingArrival { announceArrival() }
         continue
       }
+      // Back-pressure: while the consumer is a full queue behind, the input events wait in the kernel
+      // (a FIFO's writer blocks; an evdev client buffer is finite, but a typing scanner is nowhere near
+      // the thousands of codes the queue holds).
+      if probed == nil && !channel.hasRoom {
+        channel.waitForRoom(timeoutMilliseconds: pollMilliseconds)
+        continue
+      }
       var result: EvdevSource.ReadResult
       if let first = probed {
         result = first

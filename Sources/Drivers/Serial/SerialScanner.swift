@@ -18,6 +18,8 @@ public final class SerialScanner: Device, Sendable {
   let framing: SPPFraming
   let reconnects: Bool
   private let channel: EventChannel
+  /// The events read and not yet taken by the consumer (tests of back-pressure).
+  var backlog: EventQueue { channel.queue }
   private let stopRequested = Atomic<Bool>(false)
   /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
   private let queue: DispatchQueue
@@ -136,6 +138,11 @@ public final class SerialScanner: Device, Sendable {
         port = reopened
         parser = SPPFrameParser(framing: framing)
         channel.announceArrival()
+        continue
+      }
+      // Back-pressure: while the consumer is a full queue behind, the tty's buffer holds the bytes.
+      if !channel.hasRoom {
+        channel.waitForRoom(timeoutMilliseconds: Self.pollMilliseconds)
         continue
       }
       let result: SerialPort.ReadResult

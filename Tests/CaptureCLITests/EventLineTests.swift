@@ -1,0 +1,87 @@
+import CaptureCore
+import Testing
+
+@testable import CaptureCLI
+
+/// Issue 5: listen's per-event rendering was rewritten for speed without changing a byte of output.
+@Suite("event lines")
+struct EventLineTests {
+  /// The scalar-by-scalar escaping JSON strings had before it moved to UTF-8 bytes: the reference.
+  static func referenceEscaped(_ s: String) -> String {
+    var out = "\""
+    for scalar in s.unicodeScalars {
+      switch scalar {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      case "\u{08}": out += "\\b"
+      case "\u{0C}": out += "\\f"
+      case _
+      where scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029:
+        let hex = String(scalar.value, radix: 16, uppercase: false)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    return out + "\""
+  }
+
+  static let awkward: [String] = [
+    "", "plain", "quote \" backslash \\ slash /", "\n\r\t\u{08}\u{0C}\u{00}\u{01}\u{1F}\u{7F}",
+    "line\u{2028}para\u{2029}end", "\u{2027}\u{202A}", "é ß 日本 🙂", "\u{E2}\u{80}",
+    "mixed \u{1B}[0m é\u{2028}",
+    String(repeating: "x", count: 5000) + "\"",
+  ]
+
+  @Test("JSON strings escape exactly as the scalar-by-scalar reference", arguments: awkward)
+  func escaping(_ text: String) {
+    #expect(JSON.string(text).serialized == Self.referenceEscaped(text))
+  }
+
+  @Test("every single scalar up to U+3000 escapes as the reference does")
+  func everyScalar() {
+    for value in UInt32(0)..<0x3000 {
+      guard let scalar = Unicode.Scalar(value) else { continue }
+      let text = "a" + String(Character(scalar)) + "b"
+      #expect(JSON.string(text).serialized == Self.referenceEscaped(text), "U+\(String(value, radix: 16))")
+    }
+  }
+
+  static let device = DeviceInfo(
+    id: "serial:/dev/pts/3?framing=line", name: "Serial \"scanner\" é", type: .none)
+  static let events: [Event] = {
+    let time = Timestamp(milliseconds: 1_700_000_000_123)
+    let datas = [
+      DecodedData(dataSource: .notSpecified, bytes: Array("D1-42".utf8), origin: "/dev/pts/3"),
+      DecodedData(
+        dataSource: .qrCode, bytes: Array("Hi/\"".utf8), points: [.init(x: 1, y: 2), .init(x: -3, y: 4)]),
+      DecodedData(
+        dataSource: .code128, bytes: [0xFF, 0x41, 0x0A, 0xE2, 0x80, 0xA8], tagID: [0x04, 0xAB], origin: nil),
+      DecodedData(dataSource: .ean13, bytes: [], tagID: [], points: [], origin: ""),
+    ]
+    var events = datas.map { Event(time: time, device: device, payload: .decodedData($0)) }
+    events.append(Event(time: time, device: device, payload: .deviceArrival))
+    events.append(Event(time: Timestamp(milliseconds: 0), device: device, payload: .deviceRemoval))
+    events.append(
+      Event(time: time, device: device, payload: .error(CaptureError(.invalidFormat, "bad\nbytes"))))
+    events.append(Event(time: time, device: device, payload: .power(.unknown)))
+    return events
+  }()
+
+  @Test("the direct event line is the general rendering, byte for byte")
+  func eventLine() {
+    for event in Self.events {
+      #expect(Render.eventLine(event) == Render.event(event).serialized)
+    }
+  }
+
+  @Test("a decoded line from a serial scanner, in full")
+  func serialLine() {
+    #expect(
+      Render.eventLine(Self.events[0])
+        == #"{"bytes":"RDEtNDI=","dataSource":{"id":0,"name":"Not Specified"},"device":{"id":"serial:/dev/pts/3?framing=line","name":"Serial \"scanner\" é","type":0,"typeName":"None"},"event":"decodedData","origin":"/dev/pts/3","text":"D1-42","time":"2023-11-14T22:13:20.123Z"}"#
+    )
+  }
+}
