@@ -250,13 +250,10 @@ public final class KeyboardWedge: Device, Sendable {
         if !awaitingArrival { announceArrival() }
         continue
       }
-      // Back-pressure: while the consumer is a full queue behind, the input events wait in the kernel
-      // (a FIFO's writer blocks; an evdev client buffer is finite, but a typing scanner is nowhere near
-      // the thousands of codes the queue holds).
-      if probed == nil && !channel.hasRoom {
-        channel.waitForRoom(timeoutMilliseconds: pollMilliseconds)
-        continue
-      }
+      // No back-pressure here, unlike the tty and socket readers: an evdev client's kernel buffer is a
+      // few packets and overflows by dropping input (SYN_DROPPED, input event codes doc), so pausing
+      // for a stuck consumer would lose keystrokes. A scanner types at human-device rates, so the
+      // queue only grows while the consumer is stuck, and nothing is lost.
       var result: EvdevSource.ReadResult
       if let first = probed {
         result = first
