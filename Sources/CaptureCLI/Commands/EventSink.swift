@@ -58,6 +58,15 @@ final class EventSink: Sendable {
     for waiter in waiters { waiter.resume() }
   }
 
+  /// The listen is ending on purpose (--timeout, a signal, --count reached, the stream broke): a
+  /// device that answers DEVICENOTOPEN now was closed by us, not lost.
+  var isStopping: Bool {
+    let stopped = tally.withLock { state in
+      state.timedOut || state.interrupted || (limit.map { state.decoded >= $0 } ?? false)
+    }
+    return stopped || streamBroken.withLock { $0 }
+  }
+
   func markTimedOut() { tally.withLock { $0.timedOut = true } }
   func markInterrupted() { tally.withLock { $0.interrupted = true } }
   func record(_ error: CaptureError) {

@@ -142,6 +142,8 @@ enum ListenCommand {
         if !sources.isEmpty && device.info.id == "socketcam" {
           group.addTask {
             do throws(CaptureError) { try await device.trigger(.continuousScan) } catch {
+              // Closed by us while stopping (e.g. a failed --output write): not an error of its own.
+              if error.code == .deviceNotOpen && sink.isStopping { return }
               sink.record(error)
               output.error(error)
               await device.close()
