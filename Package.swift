@@ -38,7 +38,8 @@ let package = Package(
     // VIDIOC_* and V4L2_PIX_FMT_* are function-like macros Swift cannot import; a fixed-signature ioctl.
     .target(name: "CV4L2"),
     .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
-    .testTarget(name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
+    .testTarget(
+      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore", "Drivers", "Bluetooth"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
     .testTarget(name: "BlackBoxTests", dependencies: ["capture", "Simulators"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),

@@ -350,31 +350,39 @@ enum DiscoverCommand {
     let count = try await BLEManager.discover(
       adapter: context.globals.adapter, transport: transport, all: options.all, namePattern: options.name,
       timeout: options.timeout ?? context.globals.timeout ?? defaultTimeout
-    ) { found in
-      let info = DeviceInfo(id: found.address, name: found.name ?? found.address, type: found.type)
-      if output.isJSON {
-        var event = Render.event(Event(time: .now(), device: info, payload: .deviceArrival))
-        if case .object(var m) = event {
-          m["event"] = .string(EventKind.deviceDiscovered.rawValue)
-          m["address"] = .string(found.address)
-          m["addressType"] = .string(found.addressType)
-          m["rssi"] = found.rssi.map { .int($0) } ?? .null
-          m["uuids"] = .array(found.uuids.map { .string($0) })
-          // BR/EDR devices (Device1.Class is set): the same keys the HCI inquiry path gives.
-          if let classOfDevice = found.classOfDevice {
-            m["classOfDevice"] = .int(Int(classOfDevice))
-            m["socketMobile"] = .bool(found.classicRecognition != nil)
-            m["recognizedBy"] = found.classicRecognition.map { .string($0.rawValue) } ?? .null
-          }
-          event = .object(m)
-        }
-        output.json(event)
-      } else {
-        output.line(
-          "\(found.address)\t\(found.name ?? "")\t\(found.type.typeName)\t\(found.rssi.map(String.init) ?? "")"
-        )
-      }
+    ) { found in report(found, output) }
+    reportEnd(count: count, output)
+    return .noError
+  }
+}
+
+extension DiscoverCommand {
+  /// One `deviceDiscovered` event (or plain line), the same keys whichever way the device was found
+  /// (bluetoothd LE, bluetoothd BR/EDR, HCI inquiry).
+  static func report(_ found: DiscoveredDevice, _ output: Output) {
+    let info = DeviceInfo(id: found.address, name: found.name ?? found.address, type: found.type)
+    guard output.isJSON else {
+      output.line(
+        "\(found.address)\t\(found.name ?? "")\t\(found.type.typeName)\t\(found.rssi.map(String.init) ?? "")")
+      return
     }
+    var m: [String: JSON] = [
+      "event": .string(EventKind.deviceDiscovered.rawValue), "time": .string(Timestamp.now().iso8601),
+      "device": Render.device(info), "address": .string(found.address),
+      "addressType": .string(found.addressType), "rssi": found.rssi.map { .int(Int($0)) } ?? .null,
+      "uuids": .array(found.uuids.map { .string($0) }),
+    ]
+    // BR/EDR devices (Device1.Class, or the inquiry's Class of Device).
+    if let classOfDevice = found.classOfDevice {
+      m["classOfDevice"] = .int(Int(classOfDevice))
+      m["socketMobile"] = .bool(found.classicRecognition != nil)
+      m["recognizedBy"] = found.classicRecognition.map { .string($0.rawValue) } ?? .null
+    }
+    output.json(.object(m))
+  }
+
+  /// The `discoveryEnd` event (JSON) or the closing note on stderr (plain).
+  static func reportEnd(count: Int, _ output: Output) {
     if output.isJSON {
       output.json(
         .object([
@@ -384,11 +392,8 @@ enum DiscoverCommand {
     } else {
       output.info("discovery ended: \(count) device(s)")
     }
-    return .noError
   }
-}
 
-extension DiscoverCommand {
   /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
   static func classicInquiry(_ options: Options, _ context: Context) throws(CaptureError) -> ResultCode {
     let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
@@ -398,30 +403,8 @@ extension DiscoverCommand {
     if let pattern = options.name {
       found.removeAll { fnmatch(pattern, $0.name ?? "", 0) != 0 }
     }
-    for device in found {
-      let name = device.name ?? device.addressText
-      if output.isJSON {
-        output.json(
-          .object([
-            "event": .string(EventKind.deviceDiscovered.rawValue), "time": .string(Timestamp.now().iso8601),
-            "device": Render.device(DeviceInfo(id: device.addressText, name: name, type: .none)),
-            "address": .string(device.addressText), "addressType": .string("bredr"),
-            "classOfDevice": .int(Int(device.classOfDevice)), "socketMobile": .bool(device.isSocketMobile),
-            "recognizedBy": device.recognition.map { .string($0.rawValue) } ?? .null,
-          ]))
-      } else {
-        output.line("\(device.addressText)\t\(device.name ?? "")\t\(DeviceType.none.typeName)\t")
-      }
-    }
-    if output.isJSON {
-      output.json(
-        .object([
-          "event": .string(EventKind.discoveryEnd.rawValue), "time": .string(Timestamp.now().iso8601),
-          "count": .int(found.count),
-        ]))
-    } else {
-      output.info("discovery ended: \(found.count) device(s)")
-    }
+    for device in found { report(DiscoveredDevice(inquiry: device), output) }
+    reportEnd(count: found.count, output)
     return .noError
   }
 }

@@ -15,7 +15,6 @@ public struct DiscoveredDevice: Sendable {
   public var uuids: [String]
   public var family: BLEFamily
   public var isSocketMobile: Bool
-  /// The SDK type guessed from the advertisement (the first half for an S370).
   /// The 24-bit Class of Device from Device1.Class, which bluetoothd sets only for BR/EDR devices
   /// (doc/org.bluez.Device.rst); nil for LE devices.
   public var classOfDevice: UInt32?
@@ -27,6 +26,17 @@ public struct DiscoveredDevice: Sendable {
   public var type: DeviceType {
     if isBREDR { return .none }
     return isSocketMobile ? family.deviceTypes[0] : .bleUnknown
+  }
+}
+
+extension DiscoveredDevice {
+  /// A device an HCI inquiry found (`discover --classic` without bluetoothd): reported with the same
+  /// keys as one bluetoothd shows; an inquiry gives no RSSI here and no advertised UUIDs.
+  public init(inquiry found: ClassicDiscovery.Found) {
+    self.init(
+      address: found.addressText, addressType: "bredr", name: found.name, rssi: nil, uuids: [],
+      family: .generic, isSocketMobile: found.isSocketMobile, classOfDevice: found.classOfDevice,
+      classicRecognition: found.recognition)
   }
 }
 
