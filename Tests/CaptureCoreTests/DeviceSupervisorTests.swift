@@ -147,9 +147,18 @@ struct DeviceSupervisorTests {
 
   @Test("backoff is 0.25 s doubling to 5 s; absence and unavailability are retried, permissions are not")
   func backoffDefaults() {
-    let backoff = DeviceSupervisor.Backoff()
+    let backoff = Backoff()
     #expect(backoff.initial == .milliseconds(250))
     #expect(backoff.maximum == .seconds(5))
+    var delays = backoff.delays()
+    let first = (0..<7).map { _ in delays.next() }
+    #expect(
+      first == [
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(5),
+        .seconds(5),
+      ])
+    delays.reset()
+    #expect(delays.next() == .milliseconds(250))
     #expect(DeviceSupervisor.isPermanent(CaptureError(.fileNotFound, "")) == false)
     #expect(DeviceSupervisor.isPermanent(CaptureError(.notAvailable, "")) == false)
     #expect(DeviceSupervisor.isPermanent(CaptureError(.notFound, "")) == false)

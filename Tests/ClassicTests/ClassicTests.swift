@@ -234,6 +234,36 @@ func decodedTexts(_ events: [Event]) -> [String] {
     await device.close()
   }
 
+  /// A scanner that stays away for two attempts: the shared backoff between attempts (0.25 s, 0.5 s, …)
+  /// and one warning for the outage, not one per attempt; the third attempt brings it back.
+  @Test func reconnectFailuresWarnOncePerOutage() async throws {
+    let fake = FakeBluetoothSystem()
+    fake.script { s in
+      s.reads = [.success(.closed)]
+      s.connectErrors = [nil, Errno(EHOSTDOWN), Errno(EHOSTDOWN), nil]
+    }
+    let warnings = Mutex<[String]>([])
+    var r = request(reconnects: true)
+    r.warn = { line in warnings.withLock { $0.append(line) } }
+    let device = try await ClassicSPPScanner.open(.initiate(scanner, channel: nil), request: r, system: fake)
+    var kinds: [String] = []
+    for await event in device.events {
+      switch event.payload {
+      case .deviceArrival: kinds.append("arrival")
+      case .deviceRemoval: kinds.append("removal")
+      default: break
+      }
+      if kinds.count == 3 { break }
+    }
+    await device.close()
+    #expect(kinds == ["arrival", "removal", "arrival"])
+    #expect(fake.count("connect") == 4)
+    let lines = warnings.withLock { $0 }
+    #expect(lines.count == 1, "\(lines)")
+    #expect(lines.first?.hasPrefix("AA:BB:CC:DD:EE:FF: reconnect failed: ") == true, "\(lines)")
+    #expect(lines.first?.hasSuffix("; trying again in the background") == true, "\(lines)")
+  }
+
   @Test func closeEndsTheStream() async throws {
     let fake = FakeBluetoothSystem()
     let device = try await ClassicSPPScanner.open(

@@ -258,8 +258,7 @@ final class ListenService: Sendable {
   }
 
   private func scoutLoop() async {
-    let backoff = DeviceSupervisor.Backoff()
-    var delay = backoff.initial
+    var delays = Backoff().delays()
     var inOutage = false
     while !Task.isCancelled {
       guard needsDiscovery else {
@@ -274,15 +273,14 @@ final class ListenService: Sendable {
           timeout: Self.discoveryWindow
         ) { [self] device in found(device) }
         inOutage = false
-        delay = backoff.initial
+        delays.reset()
       } catch {
         if !inOutage {
           inOutage = true
           context.output.warn(
             "cannot discover Bluetooth devices (\(error.message)); trying again in the background")
         }
-        try? await Task.sleep(for: delay)
-        delay = min(delay * 2, backoff.maximum)
+        try? await Task.sleep(for: delays.next())
       }
     }
   }

@@ -8,17 +8,6 @@ import Synchronization
 /// Errors that retrying cannot fix (see `isPermanent`) are reported once, as an error event, and the
 /// supervisor gives up: its stream finishes and `hasGivenUp` is true.
 public final class DeviceSupervisor: Sendable {
-  /// How long to wait between attempts: `initial`, doubling up to `maximum` (0.25 s → 5 s, as the BLE
-  /// driver's own reconnect loop).
-  public struct Backoff: Sendable {
-    public var initial: Duration
-    public var maximum: Duration
-    public init(initial: Duration = .milliseconds(250), maximum: Duration = .seconds(5)) {
-      self.initial = initial
-      self.maximum = maximum
-    }
-  }
-
   /// The key the supervisor is known by (a Bluetooth address or a transport URI, as the state file
   /// keys devices).
   public let id: String
@@ -127,7 +116,7 @@ public final class DeviceSupervisor: Sendable {
   private var isStopped: Bool { state.withLock { $0.isStopped } }
 
   private func run() async {
-    var delay = backoff.initial
+    var delays = backoff.delays()
     var inOutage = false
     while !isStopped {
       let device: any Device
@@ -148,8 +137,7 @@ public final class DeviceSupervisor: Sendable {
           inOutage = true
           warn("\(id): \(error.message); trying again in the background")
         }
-        await pause(delay)
-        delay = min(delay * 2, backoff.maximum)
+        await pause(delays.next())
         continue
       }
       let kept = state.withLock { s -> Bool in
@@ -172,9 +160,8 @@ public final class DeviceSupervisor: Sendable {
       if isStopped { break }
       // The driver gave the device up by itself: open it again, after a pause so a device that opens
       // and drops at once is not hammered; one that stayed a while starts from the short delay.
-      if ContinuousClock.now - opened >= backoff.maximum { delay = backoff.initial }
-      await pause(delay)
-      delay = min(delay * 2, backoff.maximum)
+      if ContinuousClock.now - opened >= backoff.maximum { delays.reset() }
+      await pause(delays.next())
     }
     queue.finish()
   }

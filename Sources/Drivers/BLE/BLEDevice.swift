@@ -374,7 +374,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
     }
     guard first else { return }
     defer { state.withLock { $0.isReconnecting = false } }
-    var delay: Duration = .milliseconds(250)
+    var delays = Backoff().delays()
     // One warning per outage, not per attempt: a device away for an hour is tried ~720 times.
     var warned = false
     while !state.withLock({ $0.isClosed || $0.isConnected }) {
@@ -396,8 +396,7 @@ public final class BLEDevice: Device, @unchecked Sendable {
           request.warn("\(address): reconnect failed: \(error.message); trying again in the background")
         }
       }
-      try? await Task.sleep(for: delay)
-      delay = min(delay * 2, .seconds(5))
+      try? await Task.sleep(for: delays.next())
     }
   }
 

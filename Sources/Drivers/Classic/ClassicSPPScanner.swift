@@ -48,6 +48,8 @@ public final class ClassicSPPScanner: Device, Sendable {
   let reconnects: Bool
   let connectTimeout: Duration
   private let eventChannel: EventChannel
+  /// Diagnostics on stderr (the request's): one line per outage while reconnecting.
+  private let warn: @Sendable (String) -> Void
   private let stopRequested = Atomic<Bool>(false)
   /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
   private let queue: DispatchQueue
@@ -59,9 +61,8 @@ public final class ClassicSPPScanner: Device, Sendable {
   public static let defaultConnectTimeout: Duration = .seconds(15)
   static let pollMilliseconds: Int32 = 100
   static let stallMilliseconds = 500
-  /// How long a reconnecting scanner waits between attempts.
-  static let reconnectDelay: Duration = .seconds(1)
-  static let reconnectMicroseconds: useconds_t = 1_000_000
+  /// A reconnecting acceptor waits for the scanner in slices this long, looking at close() between.
+  static let acceptSlice: Duration = .seconds(1)
   /// RFCOMM server channels are 1-30 (RFCOMM spec: server channel 5 bits, 0 and 31 reserved).
   public static let channels: ClosedRange<UInt8> = 1...30
 
@@ -109,7 +110,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     let connection = try result.get()
     let scanner = ClassicSPPScanner(
       link: link, peer: connection.peer, channel: connection.channel, calls: calls, name: name, queue: queue,
-      reconnects: request.reconnects, connectTimeout: timeout, adapter: request.adapter)
+      reconnects: request.reconnects, connectTimeout: timeout, adapter: request.adapter, warn: request.warn)
     if request.wantsEvents {
       scanner.startReading(connection)
     } else {
@@ -188,8 +189,10 @@ public final class ClassicSPPScanner: Device, Sendable {
 
   init(
     link: Link, peer: BluetoothAddress, channel: UInt8?, calls: ClassicCalls, name: String?,
-    queue: DispatchQueue, reconnects: Bool, connectTimeout: Duration, adapter: String?
+    queue: DispatchQueue, reconnects: Bool, connectTimeout: Duration, adapter: String?,
+    warn: @escaping @Sendable (String) -> Void = { _ in }
   ) {
+    self.warn = warn
     self.link = link
     self.channel = channel
     self.adapter = adapter
@@ -255,6 +258,14 @@ public final class ClassicSPPScanner: Device, Sendable {
 
   private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
+  /// Sleeps `duration` on the reader's thread in poll-interval slices, so close() is still seen in time.
+  private func pause(_ duration: Duration) {
+    let until = ContinuousClock.now + duration
+    while !isStopping && ContinuousClock.now < until {
+      usleep(useconds_t(Self.pollMilliseconds) * 1000)
+    }
+  }
+
   private func startReading(_ connection: Connection) {
     queue.async { [self] in readLoop(connection) }
   }
@@ -263,20 +274,37 @@ public final class ClassicSPPScanner: Device, Sendable {
     var connection: Connection? = first
     var parser = SPPFrameParser(framing: framing)
     var quietMilliseconds = 0
+    var delays = Backoff().delays()
+    // One warning per outage, not per attempt (as the BLE driver and listen's supervisors).
+    var warned = false
     while !isStopping {
       guard let open = connection else {
         // Reconnecting: the same link again (SDP and connect, or a new accept) on the same channel.
-        usleep(Self.reconnectMicroseconds)
         let again: Link
         switch link {
-        case .initiate(let address, _): again = .initiate(address, channel: channel)
-        case .accept: again = link
+        case .initiate(let address, _):
+          // The shared backoff between attempts: each one to an absent scanner costs a page timeout.
+          pause(delays.next())
+          again = .initiate(address, channel: channel)
+        case .accept:
+          // Waiting for the scanner to connect again is passive: accept in slices, no backoff.
+          again = link
         }
-        guard
-          let made = try? Self.establish(
-            again, calls: calls, timeout: connectTimeout, deadline: ContinuousClock.now + Self.reconnectDelay,
+        if isStopping { break }
+        let made: Connection
+        do throws(CaptureError) {
+          made = try Self.establish(
+            again, calls: calls, timeout: connectTimeout, deadline: ContinuousClock.now + Self.acceptSlice,
             shouldStop: { self.isStopping })
-        else { continue }
+        } catch {
+          if case .initiate = link, !warned {
+            warned = true
+            warn("\(info.id): reconnect failed: \(error.message); trying again in the background")
+          }
+          continue
+        }
+        warned = false
+        delays.reset()
         connection = made
         parser = SPPFrameParser(framing: framing)
         eventChannel.announceArrival()
