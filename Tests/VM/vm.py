@@ -9,7 +9,8 @@ each scenario's result and log come back through it (see README.md).
 
     vm.py [--binary PATH] [--keep DIR] [--rebuild] [SCENARIO ...]
 
-Exit status: 0 all scenarios passed, 1 some failed, 2 the VM did not run them (no result).
+Exit status: 0 all scenarios passed, 1 some failed, 2 the VM did not run them (no result), 3 the image
+could not be built (e.g. the Debian mirror out of reach).
 """
 
 import argparse
@@ -191,7 +192,12 @@ def main():
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
 
-    kernel, initrd = build_image(args.cache, args.rebuild)
+    try:
+        kernel, initrd = build_image(args.cache, args.rebuild)
+    except (subprocess.CalledProcessError, OSError) as error:
+        # Mostly the Debian mirror out of reach for mmdebstrap: nothing this tier can install.
+        log(f"cannot build the image: {error}")
+        return 3
     if args.image_only:
         return 0
     binary = args.binary
