@@ -139,6 +139,10 @@ def build_image(cache, rebuild=False):
                 raise SystemExit("vm: packing the initramfs failed")
         shutil.copy2(f"/boot/vmlinuz-{release}", kernel)
         os.replace(partial, initrd)
+        # Images of older inputs are never used again.
+        for name in os.listdir(cache):
+            if name != key and len(name) == len(key) and os.path.isdir(os.path.join(cache, name)):
+                shutil.rmtree(os.path.join(cache, name), ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     size = os.path.getsize(initrd) / 1e6
@@ -246,7 +250,10 @@ def main():
             print(f"FAIL {name}: {reason}")
             if result:
                 print("\n".join("    " + line for line in result["log"].splitlines()[-60:]))
-    log(f"logs in {share}")
+    if failed == 0 and not args.keep:
+        shutil.rmtree(share, ignore_errors=True)
+    else:
+        log(f"logs in {share}")
     print(f"vm: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
