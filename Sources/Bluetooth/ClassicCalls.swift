@@ -165,6 +165,15 @@ extension CaptureError {
         "\(context) to\(target): \(error.message) (is the scanner on, in range and in SPP acceptor mode?)")
     case ETIMEDOUT:
       self.init(.requestTimedOut, "\(context)\(address == nil ? "" : " to" + target): \(error.message)")
+    case EINPROGRESS:
+      // A blocking connect(2) inside libbluetooth (sdp_connect's L2CAP socket) whose send timeout ran
+      // out before the link came up: bt_sock_wait_state returns EINPROGRESS, not ETIMEDOUT (Linux
+      // net/bluetooth/af_bluetooth.c; L2CAP sockets wait L2CAP_CONN_TIMEOUT, 40 s). Seen against a real
+      // kernel stack when the device stopped answering.
+      self.init(
+        .requestTimedOut,
+        "\(context)\(address == nil ? "" : " to" + target): no answer in time (is the scanner on and in range?)"
+      )
     case ENOENT:
       self.init(
         .notFound,

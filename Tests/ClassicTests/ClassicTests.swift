@@ -143,6 +143,20 @@ func decodedTexts(_ events: [Event]) -> [String] {
     #expect(fake.count("connect") == 0)
   }
 
+  @Test("SDP whose L2CAP connect(2) ran out of time (EINPROGRESS from the kernel) is REQUESTTIMEDOUT")
+  func sdpConnectTimeout() async {
+    let fake = FakeBluetoothSystem()
+    fake.script { $0.sdp = [.failure(Errno(EINPROGRESS))] }
+    let error = await openFailure(fake)
+    #expect(error?.code == .requestTimedOut)
+    #expect(
+      error?.message
+        == "looking up the serial port service (SDP) to AA:BB:CC:DD:EE:FF: no answer in time (is the scanner on and in range?)"
+    )
+    #expect(!(error?.message.contains("in progress") ?? true))
+    #expect(fake.count("connect") == 0)
+  }
+
   @Test func sdpChannelIsUsed() async throws {
     let fake = FakeBluetoothSystem()
     fake.script { $0.sdp = [.success(7)] }

@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""End-to-end tests of capture's Bluetooth Classic code against a real kernel Bluetooth stack.
+
+The host kernel has no AF_BLUETOOTH, so this boots the stock Debian kernel under qemu (software
+emulation: /dev/kvm here only runs PVM guests) with an initramfs holding a Debian root file system
+(mmdebstrap), BlueZ and btvirt. btvirt makes two virtual BR/EDR controllers: hci0 for capture, hci1
+for the scanner emulation (scanner.py). The capture binary and the scenarios come in over a 9p share;
+each scenario's result and log come back through it (see README.md).
+
+    vm.py [--binary PATH] [--keep DIR] [--rebuild] [SCENARIO ...]
+
+Exit status: 0 all scenarios passed, 1 some failed, 2 the VM did not run them (no result), 3 the image
+could not be built (e.g. the Debian mirror out of reach).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# What the image holds besides the essential set: the tools the guest needs, BlueZ with btvirt,
+# python for the scanner emulation, and the shared libraries the capture binary links.
+GUEST_PACKAGES = [
+    "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
+    "libzbar0", "libzxing2", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
+]
+# Module directories copied whole from the host's kernel (relative to kernel/): Bluetooth and all
+# crypto (the kernel asks for ECDH, CMAC, a DRBG… by name when SSP/SMP need them). The modules init
+# loads come with their dependencies besides (see build_image).
+MODULE_DIRS = ["net/bluetooth", "crypto", "arch/x86/crypto", "lib/crypto"]
+# Loaded by init after the 9p share is up.
+GUEST_MODULES = [
+    "bluetooth", "hci_vhci", "rfcomm", "ecdh_generic", "ecc", "cmac", "ccm", "drbg", "jitterentropy_rng",
+    "aesni_intel", "sha256_generic", "hmac",
+]
+SUITE = "bookworm"
+IMAGE_VERSION = "1"
+DEFAULT_CACHE = "/tmp/capture-vm-image"
+# A scenario run boots in ~15 s on a quiet host; a busy one is several times slower.
+BOOT_TIMEOUT = 900
+
+
+def log(message):
+    print(f"vm: {message}", flush=True)
+
+
+def kernel_release():
+    """The newest Debian kernel installed on the host (package linux-image-amd64)."""
+    releases = sorted(
+        name[len("vmlinuz-"):] for name in os.listdir("/boot") if name.startswith("vmlinuz-")
+    )
+    for release in reversed(releases):
+        if os.path.isdir(f"/lib/modules/{release}/kernel/net/bluetooth"):
+            return release
+    raise SystemExit("vm: no Debian kernel with Bluetooth modules in /boot (install linux-image-amd64)")
+
+
+def apt_sources():
+    for path in ["/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"]:
+        if os.path.isfile(path) and os.path.getsize(path) > 0:
+            return path
+    return "http://deb.debian.org/debian"
+
+
+def image_key(release):
+    digest = hashlib.sha256()
+    for part in [IMAGE_VERSION, SUITE, release, " ".join(GUEST_PACKAGES), " ".join(MODULE_DIRS),
+                 " ".join(GUEST_MODULES)]:
+        digest.update(part.encode() + b"\0")
+    with open(os.path.join(HERE, "init"), "rb") as f:
+        digest.update(f.read())
+    return digest.hexdigest()[:16]
+
+
+def build_image(cache, rebuild=False):
+    """The kernel and initramfs, built once per set of inputs under `cache`/KEY."""
+    release = kernel_release()
+    key = image_key(release)
+    target = os.path.join(cache, key)
+    kernel, initrd = os.path.join(target, "vmlinuz"), os.path.join(target, "initrd.zst")
+    if not rebuild and os.path.isfile(kernel) and os.path.isfile(initrd):
+        log(f"image {target} (cached)")
+        return kernel, initrd
+    started = time.monotonic()
+    os.makedirs(cache, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="build-", dir=cache)
+    root = os.path.join(work, "root")
+    try:
+        excludes = ["/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*"]
+        command = ["mmdebstrap", "--variant=essential", "--format=directory", "--quiet",
+                   "--include=" + ",".join(GUEST_PACKAGES)]
+        command += [f"--dpkgopt=path-exclude={e}" for e in excludes]
+        command += [SUITE, root, apt_sources()]
+        subprocess.run(command, check=True)
+        modules = os.path.join(root, "usr/lib/modules", release)
+        for item in MODULE_DIRS:
+            source = f"/lib/modules/{release}/kernel/{item}"
+            if not os.path.exists(source):
+                continue
+            destination = os.path.join(modules, "kernel", item)
+            os.makedirs(os.path.dirname(destination), exist_ok=True)
+            if os.path.isdir(source):
+                shutil.copytree(source, destination)
+            else:
+                shutil.copy2(source, destination)
+        # The modules init loads, with everything they depend on (modprobe resolves that on the host).
+        for name in ["virtio_pci", "9pnet_virtio", "9p"] + GUEST_MODULES:
+            shown = subprocess.run(["modprobe", "-D", "-S", release, name], capture_output=True, text=True,
+                                   check=True).stdout
+            for line in shown.splitlines():
+                if line.startswith("insmod "):
+                    source = line.split()[1]
+                    destination = os.path.join(root, "usr", source.lstrip("/").removeprefix("usr/"))
+                    os.makedirs(os.path.dirname(destination), exist_ok=True)
+                    shutil.copy2(source, destination)
+        for name in ["modules.order", "modules.builtin", "modules.builtin.modinfo"]:
+            shutil.copy2(f"/lib/modules/{release}/{name}", modules)
+        subprocess.run(["depmod", "-b", os.path.join(root, "usr"), release], check=True)
+        with open(os.path.join(root, "etc/vm-modules"), "w") as f:
+            f.write("\n".join(GUEST_MODULES) + "\n")
+        shutil.copy2(os.path.join(HERE, "init"), os.path.join(root, "init"))
+        os.chmod(os.path.join(root, "init"), 0o755)
+        os.makedirs(target, exist_ok=True)
+        partial = initrd + ".part"
+        with open(partial, "wb") as out:
+            find = subprocess.Popen(["find", ".", "-print0"], cwd=root, stdout=subprocess.PIPE)
+            cpio = subprocess.Popen(["cpio", "--null", "-o", "-H", "newc", "--quiet"], cwd=root,
+                                    stdin=find.stdout, stdout=subprocess.PIPE)
+            find.stdout.close()
+            zstd = subprocess.Popen(["zstd", "-q", "-T0", "-9", "-c"], stdin=cpio.stdout, stdout=out)
+            cpio.stdout.close()
+            if zstd.wait() or cpio.wait() or find.wait():
+                raise SystemExit("vm: packing the initramfs failed")
+        shutil.copy2(f"/boot/vmlinuz-{release}", kernel)
+        os.replace(partial, initrd)
+        # Images of older inputs are never used again.
+        for name in os.listdir(cache):
+            if name != key and len(name) == len(key) and os.path.isdir(os.path.join(cache, name)):
+                shutil.rmtree(os.path.join(cache, name), ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    size = os.path.getsize(initrd) / 1e6
+    log(f"image {target} built in {time.monotonic() - started:.0f} s (initramfs {size:.0f} MB)")
+    return kernel, initrd
+
+
+def run(kernel, initrd, binary, scenarios, share):
+    """Boots the VM once; the guest runs the scenarios in order. Returns the results (or None)."""
+    os.makedirs(share, exist_ok=True)
+    for name in ["guest.sh", "scenarios.py", "scanner.py"]:
+        shutil.copy2(os.path.join(HERE, name), share)
+    os.chmod(os.path.join(share, "guest.sh"), 0o755)
+    shutil.copy2(binary, os.path.join(share, "capture"))
+    with open(os.path.join(share, "scenarios"), "w") as f:
+        f.write("\n".join(scenarios) + "\n")
+    for stale in ["rc", "results.json"]:
+        if os.path.exists(os.path.join(share, stale)):
+            os.remove(os.path.join(share, stale))
+    console = os.path.join(share, "console.log")
+    command = [
+        "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
+        "-nic", "none", "-display", "none", "-no-reboot", "-monitor", "none",
+        "-serial", f"file:{console}",
+        "-kernel", kernel, "-initrd", initrd,
+        "-append", "console=ttyS0 quiet panic=-1 rdinit=/init",
+        "-virtfs", f"local,path={share},mount_tag=host,security_model=none,id=host",
+    ]
+    started = time.monotonic()
+    try:
+        subprocess.run(command, check=False, timeout=BOOT_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        log(f"the VM did not finish in {BOOT_TIMEOUT} s")
+    log(f"VM ran {time.monotonic() - started:.0f} s")
+    try:
+        with open(os.path.join(share, "results.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", help="the capture binary (default: a static release build)")
+    parser.add_argument("--cache", default=os.environ.get("CAPTURE_VM_CACHE", DEFAULT_CACHE))
+    parser.add_argument("--keep", help="the shared folder (logs stay there); default a temporary one")
+    parser.add_argument("--rebuild", action="store_true", help="build the image even if cached")
+    parser.add_argument("--debug", action="store_true", help="bluetoothd -d, its log in the share")
+    parser.add_argument("--image-only", action="store_true", help="build the image and stop")
+    parser.add_argument("--repeat", type=int, default=1, help="run the scenarios this many times in one boot")
+    parser.add_argument("scenarios", nargs="*")
+    args = parser.parse_args()
+
+    try:
+        kernel, initrd = build_image(args.cache, args.rebuild)
+    except (subprocess.CalledProcessError, OSError) as error:
+        # Mostly the Debian mirror out of reach for mmdebstrap: nothing this tier can install.
+        log(f"cannot build the image: {error}")
+        return 3
+    if args.image_only:
+        return 0
+    binary = args.binary
+    if binary is None:
+        raise SystemExit("vm: --binary PATH is required (make test-vm builds one)")
+    sys.path.insert(0, HERE)
+    import scenarios as catalogue  # noqa: E402  (the guest's catalogue, read for the names only)
+    names = args.scenarios or list(catalogue.SCENARIOS)
+    unknown = [n for n in names if n not in catalogue.SCENARIOS]
+    if unknown:
+        raise SystemExit(f"vm: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(catalogue.SCENARIOS)}")
+    names = names * max(1, args.repeat)
+    share = args.keep or tempfile.mkdtemp(prefix="capture-vm-")
+    flag = os.path.join(share, "debug")
+    if args.debug:
+        os.makedirs(share, exist_ok=True)
+        open(flag, "w").close()
+    elif os.path.exists(flag):
+        os.remove(flag)
+    results = run(kernel, initrd, binary, names, share)
+    if results is None:
+        log(f"no results: the VM did not run the scenarios; see {share}/console.log and {share}/guest.log")
+        for path in ["console.log", "guest.log"]:
+            try:
+                with open(os.path.join(share, path), errors="replace") as f:
+                    print(f"--- {path} (last 40 lines)")
+                    print("".join(f.readlines()[-40:]), end="")
+            except OSError:
+                pass
+        return 2
+    if results.get("setupError"):
+        log("the guest setup failed:")
+        print(results["setupError"])
+    log(f"setup in the guest (dbus, btvirt, bluetoothd, adapters): {results.get('setupSeconds', 0):.1f} s")
+    passed = failed = 0
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            name = f"{name}#{names[:index].count(name) + 1}"
+        result = results["scenarios"].get(name)
+        if result and result["passed"]:
+            passed += 1
+            print(f"PASS {name} ({result['seconds']:.1f} s)")
+        else:
+            failed += 1
+            reason = result["error"] if result else "not run"
+            print(f"FAIL {name}: {reason}")
+            if result:
+                print("\n".join("    " + line for line in result["log"].splitlines()[-60:]))
+    if failed == 0 and not args.keep:
+        shutil.rmtree(share, ignore_errors=True)
+    else:
+        log(f"logs in {share}")
+    print(f"vm: {passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
