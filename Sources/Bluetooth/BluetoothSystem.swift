@@ -52,8 +52,9 @@ public protocol BluetoothSystem: Sendable {
   func socket() throws(Errno) -> Int32
   /// Connects `fd` to `address` on RFCOMM `channel`, giving up with ETIMEDOUT after `timeout`.
   func connect(_ fd: Int32, to address: BluetoothAddress, channel: UInt8, timeout: Duration) throws(Errno)
-  /// Binds `fd` to RFCOMM `channel` on any local adapter.
-  func bind(_ fd: Int32, channel: UInt8) throws(Errno)
+  /// Binds `fd` to RFCOMM `channel` on local adapter `local` (`.any`: any adapter; channel 0 for a
+  /// client socket, which only picks the adapter).
+  func bind(_ fd: Int32, local: BluetoothAddress, channel: UInt8) throws(Errno)
   func listen(_ fd: Int32, backlog: Int32) throws(Errno)
   /// Waits up to `timeoutMilliseconds` for a connection; nil when none came.
   func accept(_ fd: Int32, timeoutMilliseconds: Int32) throws(Errno) -> AcceptedLink?
@@ -71,9 +72,11 @@ public protocol BluetoothSystem: Sendable {
   /// The remote device's name (HCI Remote Name Request).
   func remoteName(device: Int, address: BluetoothAddress, timeoutMilliseconds: Int32) throws(Errno) -> String
   /// The RFCOMM channel of `address`'s Serial Port service (SDP class 0x1101); ENOENT when it has none.
-  func sdpSerialPortChannel(_ address: BluetoothAddress) throws(Errno) -> UInt8
+  /// The SDP session goes out from adapter `local` (`.any`: the kernel picks).
+  func sdpSerialPortChannel(_ address: BluetoothAddress, local: BluetoothAddress) throws(Errno) -> UInt8
   /// Whether `address` has an SDP record with the 128-bit service class `uuid` (SDP service search).
-  func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128) throws(Errno) -> Bool
+  func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128, local: BluetoothAddress) throws(Errno)
+    -> Bool
 }
 
 /// A 128-bit UUID as written (`A1220169-E854-473E-9CB5-873ACBDF1F13`), bytes in that order (SDP sends

@@ -9,8 +9,22 @@ import CaptureCore
 /// `CaptureError(bluetooth:_:address:)`.
 public struct ClassicCalls: Sendable {
   public let system: any BluetoothSystem
+  /// The local adapter every RFCOMM socket and SDP session of these calls uses: `.any` lets the kernel
+  /// pick (the first adapter with a route), an address pins them to the adapter `--adapter` named.
+  public let local: BluetoothAddress
 
-  public init(system: any BluetoothSystem = LibBluetoothSystem()) { self.system = system }
+  public init(system: any BluetoothSystem = LibBluetoothSystem(), local: BluetoothAddress = .any) {
+    self.system = system
+    self.local = local
+  }
+
+  /// The same calls pinned to `adapter` ("hciN"; nil leaves the kernel's choice): its address comes
+  /// from HCI, so a name that is not an adapter fails here (NOTAVAILABLE) rather than connect from
+  /// another one.
+  public func pinned(to adapter: String?) throws(CaptureError) -> ClassicCalls {
+    guard let adapter else { return self }
+    return ClassicCalls(system: system, local: try adapterAddress(adapter: adapter))
+  }
 
   /// Runs one seam call, calling it again while it fails with EINTR (a signal is not a failure).
   public func retrying<T>(_ call: () throws(Errno) -> T) throws(Errno) -> T {
@@ -26,7 +40,7 @@ public struct ClassicCalls: Sendable {
   /// The RFCOMM channel of the device's Serial Port service (SDP, class 0x1101).
   public func serialPortChannel(_ address: BluetoothAddress) throws(CaptureError) -> UInt8 {
     do throws(Errno) {
-      return try retrying { () throws(Errno) in try system.sdpSerialPortChannel(address) }
+      return try retrying { () throws(Errno) in try system.sdpSerialPortChannel(address, local: local) }
     } catch {
       throw CaptureError(bluetooth: error, "looking up the serial port service (SDP)", address: address)
     }
@@ -35,7 +49,9 @@ public struct ClassicCalls: Sendable {
   /// Whether the device has an SDP record of service class `uuid` (no record: false, not an error).
   public func hasServiceClass(_ address: BluetoothAddress, _ uuid: UUID128) throws(CaptureError) -> Bool {
     do throws(Errno) {
-      return try retrying { () throws(Errno) in try system.sdpHasServiceClass(address, uuid: uuid) }
+      return try retrying { () throws(Errno) in
+        try system.sdpHasServiceClass(address, uuid: uuid, local: local)
+      }
     } catch {
       throw CaptureError(bluetooth: error, "searching SDP for service class \(uuid)", address: address)
     }
@@ -68,6 +84,8 @@ public struct ClassicCalls: Sendable {
     throws(CaptureError)
   {
     do throws(Errno) {
+      // Channel 0 on a client socket only chooses the adapter the link goes out from.
+      if local != .any { try retrying { () throws(Errno) in try system.bind(fd, local: local, channel: 0) } }
       try retrying { () throws(Errno) in
         try system.connect(fd, to: address, channel: channel, timeout: timeout)
       }
@@ -81,7 +99,7 @@ public struct ClassicCalls: Sendable {
   public func listener(channel: UInt8) throws(CaptureError) -> Int32 {
     let fd = try socket()
     do throws(Errno) {
-      try retrying { () throws(Errno) in try system.bind(fd, channel: channel) }
+      try retrying { () throws(Errno) in try system.bind(fd, local: local, channel: channel) }
       try retrying { () throws(Errno) in try system.listen(fd, backlog: 1) }
     } catch {
       system.close(fd)

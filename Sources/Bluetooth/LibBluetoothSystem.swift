@@ -55,8 +55,11 @@ public struct LibBluetoothSystem: BluetoothSystem {
     }
   }
 
-  public func bind(_ fd: Int32, channel: UInt8) throws(Errno) {
-    if cbt_rfcomm_bind_any(fd, channel) != 0 { throw .current }
+  public func bind(_ fd: Int32, local: BluetoothAddress, channel: UInt8) throws(Errno) {
+    let result = local.littleEndianBytes.withUnsafeBufferPointer {
+      cbt_rfcomm_bind(fd, $0.baseAddress, channel)
+    }
+    if result != 0 { throw .current }
   }
 
   public func listen(_ fd: Int32, backlog: Int32) throws(Errno) {
@@ -148,17 +151,28 @@ public struct LibBluetoothSystem: BluetoothSystem {
     return String(decoding: bytes, as: UTF8.self)
   }
 
-  public func sdpSerialPortChannel(_ address: BluetoothAddress) throws(Errno) -> UInt8 {
-    let channel = address.littleEndianBytes.withUnsafeBufferPointer {
-      cbt_sdp_serial_port_channel($0.baseAddress)
+  public func sdpSerialPortChannel(_ address: BluetoothAddress, local: BluetoothAddress) throws(Errno)
+    -> UInt8
+  {
+    let channel = local.littleEndianBytes.withUnsafeBufferPointer { lp in
+      address.littleEndianBytes.withUnsafeBufferPointer {
+        cbt_sdp_serial_port_channel(lp.baseAddress, $0.baseAddress)
+      }
     }
     if channel < 0 { throw .current }
     return UInt8(clamping: channel)
   }
 
-  public func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128) throws(Errno) -> Bool {
-    let result = address.littleEndianBytes.withUnsafeBufferPointer { ap in
-      uuid.bytes.withUnsafeBufferPointer { up in cbt_sdp_has_service_class(ap.baseAddress, up.baseAddress) }
+  public func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128, local: BluetoothAddress)
+    throws(Errno)
+    -> Bool
+  {
+    let result = local.littleEndianBytes.withUnsafeBufferPointer { lp in
+      address.littleEndianBytes.withUnsafeBufferPointer { ap in
+        uuid.bytes.withUnsafeBufferPointer { up in
+          cbt_sdp_has_service_class(lp.baseAddress, ap.baseAddress, up.baseAddress)
+        }
+      }
     }
     if result < 0 { throw .current }
     return result == 1

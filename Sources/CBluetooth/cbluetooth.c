@@ -27,10 +27,11 @@ int cbt_rfcomm_connect(int fd, const uint8_t address_le[6], uint8_t channel) {
   return connect(fd, (struct sockaddr *)&addr, sizeof addr);
 }
 
-int cbt_rfcomm_bind_any(int fd, uint8_t channel) {
+int cbt_rfcomm_bind(int fd, const uint8_t local_le[6], uint8_t channel) {
   struct sockaddr_rc addr;
-  memset(&addr, 0, sizeof addr);  // all-zero rc_bdaddr is BDADDR_ANY
+  memset(&addr, 0, sizeof addr);
   addr.rc_family = AF_BLUETOOTH;
+  copy_address(&addr.rc_bdaddr, local_le);  // all zeros is BDADDR_ANY
   addr.rc_channel = channel;
   return bind(fd, (struct sockaddr *)&addr, sizeof addr);
 }
@@ -108,17 +109,18 @@ int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int
   return result < 0 ? -1 : 0;
 }
 
-/// An SDP session with the device at `address_le` from any local adapter; NULL with errno set.
-static sdp_session_t *open_sdp_session(const uint8_t address_le[6]) {
-  bdaddr_t any;
-  memset(&any, 0, sizeof any);  // BDADDR_ANY without the compound literal
+/// An SDP session with the device at `address_le` from local adapter `local_le` (zeros: any adapter,
+/// the kernel picks); NULL with errno set.
+static sdp_session_t *open_sdp_session(const uint8_t local_le[6], const uint8_t address_le[6]) {
+  bdaddr_t local;
+  copy_address(&local, local_le);
   bdaddr_t target;
   copy_address(&target, address_le);
-  return sdp_connect(&any, &target, SDP_RETRY_IF_BUSY);
+  return sdp_connect(&local, &target, SDP_RETRY_IF_BUSY);
 }
 
-int cbt_sdp_serial_port_channel(const uint8_t address_le[6]) {
-  sdp_session_t *session = open_sdp_session(address_le);
+int cbt_sdp_serial_port_channel(const uint8_t local_le[6], const uint8_t address_le[6]) {
+  sdp_session_t *session = open_sdp_session(local_le, address_le);
   if (!session) return -1;
   uuid_t serial;
   sdp_uuid16_create(&serial, SERIAL_PORT_SVCLASS_ID);
@@ -157,8 +159,9 @@ int cbt_sdp_serial_port_channel(const uint8_t address_le[6]) {
   return channel;
 }
 
-int cbt_sdp_has_service_class(const uint8_t address_le[6], const uint8_t uuid_be[16]) {
-  sdp_session_t *session = open_sdp_session(address_le);
+int cbt_sdp_has_service_class(
+    const uint8_t local_le[6], const uint8_t address_le[6], const uint8_t uuid_be[16]) {
+  sdp_session_t *session = open_sdp_session(local_le, address_le);
   if (!session) return -1;
   uuid_t wanted;
   sdp_uuid128_create(&wanted, uuid_be);

@@ -278,6 +278,54 @@ func decodedTexts(_ events: [Event]) -> [String] {
     #expect(lines.first?.hasSuffix("; trying again in the background") == true, "\(lines)")
   }
 
+  /// `--adapter hciN` pins the link: the RFCOMM socket is bound to that adapter's address before it
+  /// connects and the SDP session goes out from it; without --adapter the kernel picks (no bind, SDP
+  /// from BDADDR_ANY).
+  @Test func adapterPinsSocketAndSDP() async throws {
+    let hci0 = BluetoothAddress("00:1A:7D:DA:71:13")!
+    let fake = FakeBluetoothSystem()
+    var r = request(wantsEvents: false)
+    r.adapter = "hci0"
+    let device = try await ClassicSPPScanner.open(.initiate(scanner, channel: nil), request: r, system: fake)
+    await device.close()
+    #expect(fake.state.withLock { $0.binds } == ["\(hci0)/0"])
+    #expect(fake.state.withLock { $0.sdpLocals } == [hci0])
+    let order = fake.log.filter { ["bind", "connect"].contains($0) }
+    #expect(order == ["bind", "connect"], "bound before connecting")
+
+    let any = FakeBluetoothSystem()
+    let plain = try await ClassicSPPScanner.open(
+      .initiate(scanner, channel: nil), request: request(wantsEvents: false), system: any)
+    await plain.close()
+    #expect(any.state.withLock { $0.binds }.isEmpty)
+    #expect(any.state.withLock { $0.sdpLocals } == [.any])
+  }
+
+  @Test func adapterPinsTheAcceptor() async throws {
+    let fake = FakeBluetoothSystem()
+    fake.script { $0.accepts = [.success(AcceptedLink(fd: 7, peer: scanner, channel: 5))] }
+    var r = request(wantsEvents: false)
+    r.adapter = "hci0"
+    let device = try await ClassicSPPScanner.open(.accept(channel: 5), request: r, system: fake)
+    await device.close()
+    #expect(fake.state.withLock { $0.binds } == ["00:1A:7D:DA:71:13/5"])
+  }
+
+  @Test func unknownAdapterIsNotAvailableBeforeAnySocket() async {
+    let fake = FakeBluetoothSystem()
+    var r = request(wantsEvents: false)
+    r.adapter = "hci7"
+    do {
+      let device = try await ClassicSPPScanner.open(
+        .initiate(scanner, channel: nil), request: r, system: fake)
+      await device.close()
+      Issue.record("hci7 does not exist; the open should fail")
+    } catch {
+      #expect(error.code == .notAvailable)
+    }
+    #expect(fake.count("socket") == 0)
+  }
+
   @Test func closeEndsTheStream() async throws {
     let fake = FakeBluetoothSystem()
     let device = try await ClassicSPPScanner.open(
@@ -424,7 +472,7 @@ func decodedTexts(_ events: [Event]) -> [String] {
       do { _ = try system.remoteName(device: 0, address: scanner, timeoutMilliseconds: 10) } catch {
         codes.append(error.code)
       }
-      do { _ = try system.sdpSerialPortChannel(scanner) } catch { codes.append(error.code) }
+      do { _ = try system.sdpSerialPortChannel(scanner, local: .any) } catch { codes.append(error.code) }
       #expect(codes.count == 5)
       for code in codes {
         #expect(

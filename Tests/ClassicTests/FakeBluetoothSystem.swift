@@ -31,6 +31,9 @@ final class FakeBluetoothSystem: BluetoothSystem {
     var log: [String] = []
     var closed: [Int32] = []
     var connectedChannels: [UInt8] = []
+    /// Every bind as "LOCAL/channel", and the local adapter of every SDP session, in order.
+    var binds: [String] = []
+    var sdpLocals: [BluetoothAddress] = []
   }
 
   let state = Mutex(State())
@@ -61,7 +64,10 @@ final class FakeBluetoothSystem: BluetoothSystem {
     state.withLock { $0.connectedChannels.append(channel) }
   }
 
-  func bind(_ fd: Int32, channel: UInt8) throws(Errno) { try next(\.bindErrors, "bind") }
+  func bind(_ fd: Int32, local: BluetoothAddress, channel: UInt8) throws(Errno) {
+    try next(\.bindErrors, "bind")
+    state.withLock { $0.binds.append("\(local)/\(channel)") }
+  }
   func listen(_ fd: Int32, backlog: Int32) throws(Errno) { try next(\.listenErrors, "listen") }
 
   func accept(_ fd: Int32, timeoutMilliseconds: Int32) throws(Errno) -> AcceptedLink? {
@@ -119,9 +125,12 @@ final class FakeBluetoothSystem: BluetoothSystem {
     return name
   }
 
-  func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128) throws(Errno) -> Bool {
+  func sdpHasServiceClass(_ address: BluetoothAddress, uuid: UUID128, local: BluetoothAddress) throws(Errno)
+    -> Bool
+  {
     let outcome = state.withLock { s -> Result<Bool, Errno> in
       s.log.append("sdpServiceClass")
+      s.sdpLocals.append(local)
       s.searchedUUIDs.append(uuid)
       guard var answers = s.serviceClasses[address], !answers.isEmpty else { return .success(false) }
       let first = answers.removeFirst()
@@ -131,9 +140,10 @@ final class FakeBluetoothSystem: BluetoothSystem {
     return try outcome.get()
   }
 
-  func sdpSerialPortChannel(_ address: BluetoothAddress) throws(Errno) -> UInt8 {
+  func sdpSerialPortChannel(_ address: BluetoothAddress, local: BluetoothAddress) throws(Errno) -> UInt8 {
     let outcome = state.withLock { s -> Result<UInt8, Errno>? in
       s.log.append("sdp")
+      s.sdpLocals.append(local)
       return s.sdp.isEmpty ? nil : s.sdp.removeFirst()
     }
     return try (outcome ?? .success(1)).get()

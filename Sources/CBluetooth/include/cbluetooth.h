@@ -14,8 +14,9 @@ int cbt_rfcomm_socket(void);
 /// connect(2) with a sockaddr_rc for `address_le` and `channel` (1-30). The caller makes `fd`
 /// non-blocking first when it wants a timeout.
 int cbt_rfcomm_connect(int fd, const uint8_t address_le[6], uint8_t channel);
-/// bind(2) to BDADDR_ANY (any local adapter) and `channel`.
-int cbt_rfcomm_bind_any(int fd, uint8_t channel);
+/// bind(2) to the local adapter `local_le` (all zeros = BDADDR_ANY, any adapter) and `channel` (0 for
+/// a client socket: the adapter only).
+int cbt_rfcomm_bind(int fd, const uint8_t local_le[6], uint8_t channel);
 /// accept4(2) with SOCK_CLOEXEC; fills the peer's address and channel.
 int cbt_rfcomm_accept(int fd, uint8_t peer_le[6], uint8_t *channel);
 
@@ -29,12 +30,13 @@ int cbt_hci_device_address(int dev_id, uint8_t address_le[6]);
 int cbt_hci_inquiry(int dev_id, int length, int max, uint8_t *addresses_le, uint32_t *classes);
 /// hci_read_remote_name on device `dev_id`: a NUL-terminated name in `name` (`size` bytes).
 int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int size, int timeout_ms);
-/// SDP search of `address_le` for the Serial Port service class (0x1101): its RFCOMM channel (1-30),
+/// SDP search (from local adapter `local_le`, zeros = any) of `address_le` for the Serial Port service class (0x1101): its RFCOMM channel (1-30),
 /// or -1 with errno ENOENT when the device has no such service, or -1 with the connection's errno.
-int cbt_sdp_serial_port_channel(const uint8_t address_le[6]);
+int cbt_sdp_serial_port_channel(const uint8_t local_le[6], const uint8_t address_le[6]);
 
-/// SDP service search of `address_le` for the 128-bit UUID `uuid_be` (16 bytes, big-endian as
+/// SDP service search (from local adapter `local_le`, zeros = any) of `address_le` for the 128-bit UUID `uuid_be` (16 bytes, big-endian as
 /// written): 1 when the device has a record with it, 0 when not, -1 with errno on failure.
-int cbt_sdp_has_service_class(const uint8_t address_le[6], const uint8_t uuid_be[16]);
+int cbt_sdp_has_service_class(
+    const uint8_t local_le[6], const uint8_t address_le[6], const uint8_t uuid_be[16]);
 
 #endif

@@ -60,13 +60,15 @@ public enum ClassicDiscovery {
   ) throws(CaptureError) -> [Found] {
     let calls = ClassicCalls(system: system)
     let found = try calls.inquiry(adapter: adapter, seconds: seconds)
+    // The SDP searches go out from the adapter that made the inquiry (--adapter), not any adapter.
+    let sdp = try calls.pinned(to: adapter)
     return found.map { device in
       var recognition: Recognition? = nil
       if let name = device.name, isSocketMobileName(name) {
         recognition = .name
       } else {
         do throws(CaptureError) {
-          if try calls.hasServiceClass(device.address, scannerServiceClass) { recognition = .serviceClass }
+          if try sdp.hasServiceClass(device.address, scannerServiceClass) { recognition = .serviceClass }
         } catch {
           note("\(device.address): not recognised, SDP failed: \(error.message)")
         }

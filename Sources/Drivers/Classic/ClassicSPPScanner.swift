@@ -84,7 +84,9 @@ public final class ClassicSPPScanner: Device, Sendable {
     if case .initiate(_, let channel?) = link, !channels.contains(channel) {
       throw .invalidParameter("RFCOMM channel must be 1-30, not \(channel)")
     }
-    let calls = ClassicCalls(system: system)
+    // --adapter pins the RFCOMM socket and the SDP session to that adapter (bind before connect);
+    // without it the kernel picks one.
+    let calls = try ClassicCalls(system: system).pinned(to: request.adapter)
     let timeout = request.timeout ?? defaultConnectTimeout
     let queue = DispatchQueue(label: "capture.classic")
     let cancelled = Atomic<Bool>(false)
