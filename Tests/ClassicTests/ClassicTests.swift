@@ -43,6 +43,20 @@ func collect(_ device: ClassicSPPScanner, limit: Int = 1000) async -> [Event] {
   return out
 }
 
+/// The first `count` arrivals and removals of the device's stream, as "arrival"/"removal".
+func presence(_ device: ClassicSPPScanner, count: Int) async -> [String] {
+  var kinds: [String] = []
+  for await event in device.events {
+    switch event.payload {
+    case .deviceArrival: kinds.append("arrival")
+    case .deviceRemoval: kinds.append("removal")
+    default: break
+    }
+    if kinds.count == count { break }
+  }
+  return kinds
+}
+
 func decodedTexts(_ events: [Event]) -> [String] {
   events.compactMap { event in
     if case .decodedData(let d) = event.payload { return String(decoding: d.bytes, as: UTF8.self) }
@@ -233,15 +247,7 @@ func decodedTexts(_ events: [Event]) -> [String] {
     fake.script { s in s.reads = [.success(.closed)] }
     let device = try await ClassicSPPScanner.open(
       .initiate(scanner, channel: nil), request: request(reconnects: true), system: fake)
-    var kinds: [String] = []
-    for await event in device.events {
-      switch event.payload {
-      case .deviceArrival: kinds.append("arrival")
-      case .deviceRemoval: kinds.append("removal")
-      default: break
-      }
-      if kinds.count == 3 { break }
-    }
+    let kinds = await presence(device, count: 3)
     #expect(kinds == ["arrival", "removal", "arrival"])
     #expect(fake.state.withLock { $0.connectedChannels } == [1, 1], "the reconnect reuses the channel")
     #expect(fake.count("sdp") == 1)
@@ -260,15 +266,7 @@ func decodedTexts(_ events: [Event]) -> [String] {
     var r = request(reconnects: true)
     r.warn = { line in warnings.withLock { $0.append(line) } }
     let device = try await ClassicSPPScanner.open(.initiate(scanner, channel: nil), request: r, system: fake)
-    var kinds: [String] = []
-    for await event in device.events {
-      switch event.payload {
-      case .deviceArrival: kinds.append("arrival")
-      case .deviceRemoval: kinds.append("removal")
-      default: break
-      }
-      if kinds.count == 3 { break }
-    }
+    let kinds = await presence(device, count: 3)
     await device.close()
     #expect(kinds == ["arrival", "removal", "arrival"])
     #expect(fake.count("connect") == 4)
