@@ -85,3 +85,13 @@ extension EventChannel {
     }
   }
 }
+
+extension CaptureError {
+  /// An SPP scanner (tty or RFCOMM) cannot be triggered: host→scanner commands in SPP mode are not
+  /// public (device-protocols.md §5.3).
+  static func sppTriggerNotPublic(_ name: String, _ action: Trigger) -> CaptureError {
+    .notSupported(
+      "\(name) cannot \(action.cliName): scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+    )
+  }
+}

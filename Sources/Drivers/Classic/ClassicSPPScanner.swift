@@ -50,9 +50,8 @@ public final class ClassicSPPScanner: Device, Sendable {
   private let eventChannel: EventChannel
   /// Diagnostics on stderr (the request's): one line per outage while reconnecting.
   private let warn: @Sendable (String) -> Void
-  private let stopRequested = Atomic<Bool>(false)
-  /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
-  private let queue: DispatchQueue
+  /// Also where the blocking connect of `open` runs.
+  private let reader: ReaderThread
 
   /// The transport stored with a remembered Classic scanner in the state file.
   public static let transportKey = "classic"
@@ -88,7 +87,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     // without it the kernel picks one.
     let calls = try ClassicCalls(system: system).pinned(to: request.adapter)
     let timeout = request.timeout ?? defaultConnectTimeout
-    let queue = DispatchQueue(label: "capture.classic")
+    let reader = ReaderThread(label: "capture.classic")
     let cancelled = Atomic<Bool>(false)
     // Accepting waits for the scanner as long as the command runs (--timeout or SIGINT cancel it).
     let deadline: ContinuousClock.Instant? = {
@@ -97,7 +96,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     }()
     let result: Result<Connection, CaptureError> = await withTaskCancellationHandler {
       await withCheckedContinuation { (done: CheckedContinuation<Result<Connection, CaptureError>, Never>) in
-        queue.async {
+        reader.queue.async {
           done.resume(
             returning: Result { () throws(CaptureError) in
               try establish(
@@ -111,7 +110,8 @@ public final class ClassicSPPScanner: Device, Sendable {
     }
     let connection = try result.get()
     let scanner = ClassicSPPScanner(
-      link: link, peer: connection.peer, channel: connection.channel, calls: calls, name: name, queue: queue,
+      link: link, peer: connection.peer, channel: connection.channel, calls: calls, name: name,
+      reader: reader,
       reconnects: request.reconnects, connectTimeout: timeout, adapter: request.adapter, warn: request.warn)
     if request.wantsEvents {
       scanner.startReading(connection)
@@ -141,7 +141,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     ClassicSPPScanner(
       link: .initiate(address, channel: nil), peer: address, channel: nil,
       calls: ClassicCalls(system: system),
-      name: name, queue: DispatchQueue(label: "capture.classic"), reconnects: false,
+      name: name, reader: ReaderThread(label: "capture.classic"), reconnects: false,
       connectTimeout: request.timeout ?? defaultConnectTimeout, adapter: request.adapter)
   }
 
@@ -191,7 +191,7 @@ public final class ClassicSPPScanner: Device, Sendable {
 
   init(
     link: Link, peer: BluetoothAddress, channel: UInt8?, calls: ClassicCalls, name: String?,
-    queue: DispatchQueue, reconnects: Bool, connectTimeout: Duration, adapter: String?,
+    reader: ReaderThread, reconnects: Bool, connectTimeout: Duration, adapter: String?,
     warn: @escaping @Sendable (String) -> Void = { _ in }
   ) {
     self.warn = warn
@@ -202,7 +202,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     self.framing = .auto
     self.reconnects = reconnects
     self.connectTimeout = connectTimeout
-    self.queue = queue
+    self.reader = reader
     // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial.
     self.info = DeviceInfo(id: peer.description, name: name ?? "Bluetooth SPP scanner \(peer)", type: .none)
     eventChannel = EventChannel(device: info)
@@ -235,16 +235,11 @@ public final class ClassicSPPScanner: Device, Sendable {
   }
 
   public func trigger(_ action: Trigger) async throws(CaptureError) {
-    throw .notSupported(
-      "\(info.name) cannot \(action.cliName): scanner commands in SPP mode are not public (device-protocols.md §5.3)"
-    )
+    throw .sppTriggerNotPublic(info.name, action)
   }
 
   public func close() async {
-    stopRequested.store(true, ordering: .releasing)
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      queue.async { done.resume() }
-    }
+    await reader.stop()
     finish()
   }
 
@@ -258,7 +253,7 @@ public final class ClassicSPPScanner: Device, Sendable {
 
   private func finish() { eventChannel.finish() }
 
-  private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+  private var isStopping: Bool { reader.isStopping }
 
   /// Sleeps `duration` on the reader's thread in poll-interval slices, so close() is still seen in time.
   private func pause(_ duration: Duration) {
@@ -269,7 +264,7 @@ public final class ClassicSPPScanner: Device, Sendable {
   }
 
   private func startReading(_ connection: Connection) {
-    queue.async { [self] in readLoop(connection) }
+    reader.start { [self] in readLoop(connection) }
   }
 
   private func readLoop(_ first: Connection) {

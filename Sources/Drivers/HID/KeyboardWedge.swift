@@ -78,9 +78,7 @@ public final class KeyboardWedge: Device, Sendable {
   let system: any EvdevSystem
   let warn: @Sendable (String) -> Void
   private let channel: EventChannel
-  private let stopRequested = Atomic<Bool>(false)
-  /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
-  private let queue: DispatchQueue
+  private let reader: ReaderThread
 
   /// How often a reconnecting scanner looks for its device node (issue 4: "listen waits for it").
   static let reconnectMicroseconds: useconds_t = 250_000
@@ -141,7 +139,7 @@ public final class KeyboardWedge: Device, Sendable {
     // No published device type has a keyboard interface (capture-sdk.md §5.2), and a HID keyboard does
     // not say which scanner model it is: type None (0) is the honest answer.
     self.info = DeviceInfo(id: selector, name: name, type: .none)
-    self.queue = DispatchQueue(label: "capture.hid.\(path)")
+    self.reader = ReaderThread(label: "capture.hid.\(path)")
     channel = EventChannel(device: info)
   }
 
@@ -166,11 +164,7 @@ public final class KeyboardWedge: Device, Sendable {
   }
 
   public func close() async {
-    stopRequested.store(true, ordering: .releasing)
-    // The queue is serial: this block runs once the reader loop has returned.
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      queue.async { done.resume() }
-    }
+    await reader.stop()
     finish()
   }
 
@@ -201,12 +195,12 @@ public final class KeyboardWedge: Device, Sendable {
 
   private func finish() { channel.finish() }
 
-  private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+  private var isStopping: Bool { reader.isStopping }
 
   private func startReading(_ source: EvdevSource) {
     // EvdevSource is owned by the loop alone from here on; the box carries it across the queue hop.
     nonisolated(unsafe) let owned = source
-    queue.async { [self] in readLoop(owned) }
+    reader.start { [self] in readLoop(owned) }
   }
 
   /// Reopens the device once its node is back; hid:auto looks for any scanner again, since a

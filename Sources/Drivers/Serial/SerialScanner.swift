@@ -20,9 +20,7 @@ public final class SerialScanner: Device, Sendable {
   private let channel: EventChannel
   /// The events read and not yet taken by the consumer (tests of back-pressure).
   var backlog: EventQueue { channel.queue }
-  private let stopRequested = Atomic<Bool>(false)
-  /// The reader blocks in poll(2), so it runs on its own queue, not on the Swift concurrency pool.
-  private let queue: DispatchQueue
+  private let reader: ReaderThread
 
   /// How long the line must stay quiet before a frame still short of its stated length is given up.
   static let stallMilliseconds = 500
@@ -72,7 +70,7 @@ public final class SerialScanner: Device, Sendable {
     // No published device type has the Serial interface (capture-sdk.md §5.2), and a tty says nothing
     // about the model behind it: type None (0) is the honest answer.
     self.info = DeviceInfo(id: selector, name: "Serial scanner (\(path))", type: .none)
-    self.queue = DispatchQueue(label: "capture.serial.\(path)")
+    self.reader = ReaderThread(label: "capture.serial.\(path)")
     channel = EventChannel(device: info)
   }
 
@@ -92,17 +90,11 @@ public final class SerialScanner: Device, Sendable {
   }
 
   public func trigger(_ action: Trigger) async throws(CaptureError) {
-    throw .notSupported(
-      "\(info.name) cannot \(action.cliName): scanner commands in SPP mode are not public (device-protocols.md §5.3)"
-    )
+    throw .sppTriggerNotPublic(info.name, action)
   }
 
   public func close() async {
-    stopRequested.store(true, ordering: .releasing)
-    // The queue is serial: this block runs once the reader loop has returned.
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      queue.async { done.resume() }
-    }
+    await reader.stop()
     finish()
   }
 
@@ -116,12 +108,12 @@ public final class SerialScanner: Device, Sendable {
 
   private func finish() { channel.finish() }
 
-  private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+  private var isStopping: Bool { reader.isStopping }
 
   private func startReading(_ port: SerialPort) {
     // SerialPort is owned by the loop alone from here on; the box carries it across the queue hop.
     nonisolated(unsafe) let owned = port
-    queue.async { [self] in readLoop(owned) }
+    reader.start { [self] in readLoop(owned) }
   }
 
   private func readLoop(_ first: SerialPort) {
