@@ -71,14 +71,10 @@ enum ConnectCommand {
       let device = try await context.open(selector, wantsEvents: false)
       let info = device.info
       await device.close()
-      try context.state.update { (state: inout StateFile) throws(CaptureError) in
-        state.devices.removeAll { $0.id == info.id }
-        state.devices.append(
-          RememberedDevice(
-            id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
-            transport: selector.transportKey,
-            lastSeen: Timestamp.now().iso8601))
-      }
+      try context.state.remember(
+        RememberedDevice(
+          id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
+          transport: selector.transportKey, lastSeen: Timestamp.now().iso8601))
       printArrivals([info], context)
       return .noError
     default:
@@ -115,13 +111,10 @@ enum ConnectCommand {
     let info = device.info
     let channel = device.channel
     await device.close()
-    try context.state.update { (state: inout StateFile) throws(CaptureError) in
-      state.devices.removeAll { $0.id == info.id }
-      state.devices.append(
-        RememberedDevice(
-          id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
-          transport: ClassicSPPScanner.transportKey, lastSeen: Timestamp.now().iso8601, channel: channel))
-    }
+    try context.state.remember(
+      RememberedDevice(
+        id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
+        transport: ClassicSPPScanner.transportKey, lastSeen: Timestamp.now().iso8601, channel: channel))
     printArrivals([info], context)
     return .noError
   }
@@ -148,15 +141,11 @@ enum ConnectCommand {
   static func remember(
     _ connected: ConnectedDevice, alias: String?, keepingAlias: Bool = false, in store: StateStore
   ) throws(CaptureError) {
-    try store.update { (state: inout StateFile) throws(CaptureError) in
-      let old = state.devices.first { $0.id == connected.address }
-      state.devices.removeAll { $0.id == connected.address }
-      state.devices.append(
-        RememberedDevice(
-          id: connected.address, alias: alias ?? (keepingAlias ? old?.alias : nil), name: connected.name,
-          type: connected.family.deviceTypes[0].rawValue, transport: "ble",
-          lastSeen: Timestamp.now().iso8601))
-    }
+    try store.remember(
+      RememberedDevice(
+        id: connected.address, alias: alias, name: connected.name,
+        type: connected.family.deviceTypes[0].rawValue, transport: "ble", lastSeen: Timestamp.now().iso8601),
+      keepingAlias: keepingAlias)
   }
 
   static func printArrivals(_ arrivals: [DeviceInfo], _ context: Context) {

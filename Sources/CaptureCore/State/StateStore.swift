@@ -223,6 +223,20 @@ public struct StateStore: Sendable {
     }
   }
 
+  /// Remembers `device`, replacing any entry with its id (one entry per device, ARCHITECTURE.md §2
+  /// State). `keepingAlias`: a device remembered without an alias keeps the one it had (an automatic
+  /// reconnect must not drop the user's name for it).
+  public func remember(_ device: RememberedDevice, keepingAlias: Bool = false) throws(CaptureError) {
+    try update { (state: inout StateFile) throws(CaptureError) in
+      var device = device
+      if keepingAlias && device.alias == nil {
+        device.alias = state.devices.first { $0.id == device.id }?.alias
+      }
+      state.devices.removeAll { $0.id == device.id }
+      state.devices.append(device)
+    }
+  }
+
   func decode(_ bytes: [UInt8]) throws(CaptureError) -> StateFile {
     struct VersionProbe: Decodable { var schemaVersion: Int? }
     let data = Data(bytes)
