@@ -75,12 +75,9 @@ import Testing
   }
 
   @Test func roundTripsEveryValueType() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
     let values: [DBusValue] = [
       .byte(0), .byte(255), .boolean(true), .boolean(false),
@@ -143,12 +140,9 @@ import Testing
   }
 
   @Test func passesFileDescriptors() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
     var pipeFDs: [Int32] = [-1, -1]
     #expect(pipe(&pipeFDs) == 0)
@@ -173,12 +167,9 @@ import Testing
   }
 
   @Test func errorRepliesKeepTheirNameAndMessage() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
     try await withDeadline {
       let error = await dbusError {
@@ -206,12 +197,9 @@ import Testing
   }
 
   @Test func introspectionAndPeerAreAnswered() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server, path: "/org/example")
     try Self.exportTestObject(on: server, path: "/org/example/child")
     try await withDeadline {
@@ -243,12 +231,9 @@ import Testing
   }
 
   @Test func callTimeoutGivesNoReply() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
     try await withDeadline {
       let start = monotonicSeconds()
@@ -270,12 +255,9 @@ import Testing
   }
 
   @Test func cancellingTheTaskCancelsTheCall() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
     try await withDeadline {
       let task = Task {
@@ -466,12 +448,9 @@ import Testing
   }
 
   @Test func losingTheBusFailsCallsEndsStreamsAndWakesWaiters() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
     try await withDeadline {
       let stream = try await client.signals(MatchRule(interface: Self.testInterface))
@@ -485,7 +464,7 @@ import Testing
         }
       }
       try await Task.sleep(for: .milliseconds(200))
-      bus.stop()
+      pair.bus.stop()
       let error = await pending.value
       #expect(error?.name == DBusError.Name.disconnected)
       #expect(await streamEnded.value == 0)
@@ -549,12 +528,9 @@ import Testing
   }
 
   @Test func parsesManagedObjectsAndProperties() async throws {
-    let bus = try TestBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    defer { server.close() }
-    let client = try bus.connect()
-    defer { client.close() }
+    let pair = try TestBus.pair()
+    defer { pair.close() }
+    let (server, client) = (pair.server, pair.client)
     let adapter: [String: DBusValue] = ["Address": .string("00:11:22:33:44:55"), "Powered": .boolean(true)]
     let device: [String: DBusValue] = [
       "Name": .string("Socket S740"), "RSSI": .int16(-52),

@@ -148,6 +148,29 @@ final class TestBus: Sendable {
   }
 
   /// A new connection to this bus.
+  /// A new bus with two connections on it, the usual cast of a test: `server` exports, `client` calls.
+  /// `close()` closes both and stops the bus (client first, as the tests' defers used to).
+  struct Pair {
+    let bus: TestBus
+    let server: DBusConnection
+    let client: DBusConnection
+    func close() {
+      client.close()
+      server.close()
+      bus.stop()
+    }
+  }
+
+  static func pair() throws -> Pair {
+    let bus = try TestBus()
+    do {
+      return Pair(bus: bus, server: try bus.connect(), client: try bus.connect())
+    } catch {
+      bus.stop()
+      throw error
+    }
+  }
+
   func connect() throws -> DBusConnection {
     try DBusConnection(address: address)
   }
