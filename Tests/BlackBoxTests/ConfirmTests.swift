@@ -9,13 +9,19 @@ import Testing
 
 @Suite("listen --confirm")
 struct ConfirmTests {
+  /// in/ holds the QR sample, then the Code 128 one (decoded in that order); returns its path.
+  static func qrThenCode128(_ sandbox: Sandbox, _ images: Images) throws -> String {
+    let dir = try sandbox.makeDirectory("in")
+    try sandbox.copy(images.qr.path, to: "in/a.png")
+    try sandbox.copy(images.code128.path, to: "in/b.png")
+    return dir
+  }
+
   @Test("plain output passes only the codes the command confirms; the command sees the data and the event")
   func gatesPlainOutput() async throws {
     let sandbox = try Sandbox()
     let images = try Images.get()
-    let dir = try sandbox.makeDirectory("in")
-    try sandbox.copy(images.qr.path, to: "in/a.png")
-    try sandbox.copy(images.code128.path, to: "in/b.png")
+    let dir = try Self.qrThenCode128(sandbox, images)
     // Confirm only the QR payload; the command's own output must not reach stdout.
     let command = "grep -qx '\(images.qr.text)' && echo noise && test -n \"$CAPTURE_EVENT\""
     let outcome = try await sandbox.capture(["listen", "--dir", dir, "--confirm", command])
@@ -28,9 +34,7 @@ struct ConfirmTests {
   func jsonVerdicts() async throws {
     let sandbox = try Sandbox()
     let images = try Images.get()
-    let dir = try sandbox.makeDirectory("in")
-    try sandbox.copy(images.qr.path, to: "in/a.png")
-    try sandbox.copy(images.code128.path, to: "in/b.png")
+    let dir = try Self.qrThenCode128(sandbox, images)
     let outcome = try await sandbox.capture([
       "--json", "listen", "--dir", dir, "--confirm", "grep -qx '\(images.qr.text)'",
     ])
@@ -58,9 +62,7 @@ struct ConfirmTests {
   func crash() async throws {
     let sandbox = try Sandbox()
     let images = try Images.get()
-    let dir = try sandbox.makeDirectory("in")
-    try sandbox.copy(images.qr.path, to: "in/a.png")
-    try sandbox.copy(images.code128.path, to: "in/b.png")
+    let dir = try Self.qrThenCode128(sandbox, images)
     // The QR's command dies of SIGSEGV; the Code 128's exits 0.
     let command = "if grep -qx '\(images.qr.text)'; then kill -SEGV $$; fi; exit 0"
     let outcome = try await sandbox.capture(["--json", "listen", "--dir", dir, "--confirm", command])
@@ -124,9 +126,7 @@ final class CoProcessHost: @unchecked Sendable {
 struct ConfirmStdinTests {
   /// in/ holds the QR, Code 128 and EAN-13 samples, decoded in this order.
   static func scans(_ sandbox: Sandbox, _ images: Images) throws -> (dir: String, samples: [Sample]) {
-    let dir = try sandbox.makeDirectory("in")
-    try sandbox.copy(images.qr.path, to: "in/a.png")
-    try sandbox.copy(images.code128.path, to: "in/b.png")
+    let dir = try ConfirmTests.qrThenCode128(sandbox, images)
     try sandbox.copy(images.ean13.path, to: "in/c.png")
     return (dir, [images.qr, images.code128, images.ean13])
   }
