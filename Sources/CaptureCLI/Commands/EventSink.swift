@@ -36,27 +36,10 @@ final class EventSink: Sendable {
 
   var result: DrainResult { tally.withLock { $0 } }
 
-  private let firstDecode = Mutex<[CheckedContinuation<Void, Never>]?>([])
+  private let firstDecode = Latch()
 
   /// Returns after the first decoded code is handled, or when the drain ends.
-  func waitForFirstDecode() async {
-    await withCheckedContinuation { continuation in
-      let resumeNow = firstDecode.withLock { waiters -> Bool in
-        guard waiters != nil else { return true }
-        waiters!.append(continuation)
-        return false
-      }
-      if resumeNow { continuation.resume() }
-    }
-  }
-
-  private func releaseWaiters() {
-    let waiters = firstDecode.withLock { w -> [CheckedContinuation<Void, Never>] in
-      defer { w = nil }
-      return w ?? []
-    }
-    for waiter in waiters { waiter.resume() }
-  }
+  func waitForFirstDecode() async { await firstDecode.wait() }
 
   /// The listen is ending on purpose (--timeout, a signal, --count reached, the stream broke): a
   /// device that answers DEVICENOTOPEN now was closed by us, not lost.
@@ -101,7 +84,7 @@ final class EventSink: Sendable {
         handle(event)
       }
     }
-    releaseWaiters()
+    firstDecode.open()
   }
 
   /// With --confirm (or --confirm-stdin), a code is printed only after its verdict: JSON events carry
@@ -131,7 +114,7 @@ final class EventSink: Sendable {
       }
     }
     onDecoded(count)
-    releaseWaiters()
+    firstDecode.open()
   }
 
   func handle(_ event: Event) {
@@ -153,7 +136,7 @@ final class EventSink: Sendable {
         }
       }
       onDecoded(count)
-      releaseWaiters()
+      firstDecode.open()
     case .error(let error):
       record(error)
       // Errors always reach stderr; the JSON stream also carries them as events.
