@@ -9,8 +9,8 @@ On the project's bluetoothd model (Tests/Rigs), a remembered D600 (`capture conn
   B  out of range for OUTAGE seconds (`SetInRange false`: link loss, each Connect fails
      le-connection-abort-by-local after the rig's ConnectFailDelay 0.1 s), then back (`SetInRange
      true`); measured from that call's return to capture's next deviceArrival line. The backoff step
-     in effect is read off capture's stderr: after the k-th "reconnect failed" of the outage, listen
-     sleeps 0.25 s * 2^(k-1), at most 5 s (BLEDevice.reconnectLoop), before its next Connect; the wait
+     in effect is read off the rig's record of Connect calls: after the k-th failed one, listen
+     sleeps 0.25 s * 2^(k-1), at most 5 s (Backoff, BLEDevice.reconnectLoop), before its next Connect; the wait
      left of that sleep when the device became connectable is shown apart from the rest (Connect,
      GATT objects, notify sessions re-armed, D600 mode, arrival line).
 Peer, the floor: a minimal python-dbus client doing the same outage on the same rig (capture gone) and
@@ -34,6 +34,7 @@ from rig import Rig  # noqa: E402
 DBusGMainLoop(set_as_default=True)
 ADDR = "00:11:22:7E:F6:19"
 DEV = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
+CONNECT_FAIL_DELAY = 0.1  # the rig's default: an absent device's Connect fails after this long
 
 
 def step_after(failures):
@@ -72,10 +73,6 @@ class Lines:
                     raise SystemExit(f"no '{needle}' line within {timeout} s")
                 self.cond.wait(left)
 
-    def count(self, needle, start, end):
-        with self.cond:
-            return [t for t, line in self.lines if start <= t <= end and needle in line]
-
 
 rig = Rig().start({})
 state = tempfile.mkdtemp(prefix="capture-reconnect.")
@@ -100,18 +97,21 @@ try:
         ours["A"].append(arrived - t0)
         time.sleep(0.3)
     for _ in range(rounds):
-        lost = time.perf_counter()
+        lost_clock = time.monotonic()
         mock.SetInRange(DEV, False)
         time.sleep(outage)
         mock.SetInRange(DEV, True)
         t0 = time.perf_counter()
+        t0_clock = time.monotonic()
         arrived = out.wait_for('"event":"deviceArrival"', t0)
         ours["B"].append(arrived - t0)
-        failed = err.count("reconnect failed", lost, t0)
-        step = step_after(len(failed))
+        # The failed attempts, as the rig saw them (capture warns once per outage, so its stderr no
+        # longer counts them): each Connect fails after ConnectFailDelay, then listen sleeps the step.
+        calls = [t for t in mock.GetConnectCalls(DEV) if lost_clock <= t < t0_clock]
+        step = step_after(len(calls))
         steps.append(step)
         # The next attempt is due `step` after the last failure; the wait is what was left of it.
-        waits.append(max(0.0, failed[-1] + step - t0) if failed else 0.0)
+        waits.append(max(0.0, calls[-1] + CONNECT_FAIL_DELAY + step - t0_clock) if calls else 0.0)
         time.sleep(0.3)
     listener.terminate()
     listener.wait(timeout=10)
@@ -162,7 +162,7 @@ finally:
     shutil.rmtree(state, ignore_errors=True)
 
 ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
-print(f"capture {capture}; {rounds} rounds each; rig ConnectDelay 0.01 s, ConnectFailDelay 0.1 s")
+print(f"capture {capture}; {rounds} rounds each; rig ConnectDelay 0.01 s, ConnectFailDelay {CONNECT_FAIL_DELAY:g} s")
 for name, what, backoff in (("A", "link loss, still in range", "no backoff step (first attempt at once)"),
                             ("B", f"out of range {outage:g} s", None)):
     o, p = ours[name], peer[name]

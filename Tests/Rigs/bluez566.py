@@ -676,6 +676,12 @@ class Manager(Obj):
         return dbus.Array([dbus.Struct((u, dbus.ByteArray(b)), signature='say')
                            for u, b in W.peer(device).cccd_writes], signature='(say)')
 
+    @dbus.service.method(MOCK, in_signature='o', out_signature='ad')
+    def GetConnectCalls(self, device):
+        '''GetConnectCalls(o device) -> ad: the CLOCK_MONOTONIC time (s) of every Device1.Connect
+        call the device got, oldest first — how a client's reconnect schedule looks from outside.'''
+        return dbus.Array([dbus.Double(t) for t in W.peer(device).connect_calls], signature='d')
+
     @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
     def GetState(self, device):
         '''GetState(o device) -> a{sv}: InRange, Exported, Connected, Paired, Bonded, Trusted,
@@ -941,6 +947,7 @@ class Device(Obj):
         '''LE connect: reply, Connected=true, GATT InterfacesAdded, UUIDs, ServicesResolved=true,
         Battery1. Connected already: success. Pending: InProgress. Absent: Failed
         "le-connection-abort-by-local".'''
+        self.peer.connect_calls.append(time.monotonic())
         self.peer.connect(ok, err)
 
     @dbus.service.method(DEVICE, in_signature='', out_signature='', async_callbacks=('ok', 'err'))
@@ -1393,6 +1400,7 @@ class Peer:
         self.chars = []
         self.writes = []
         self.cccd_writes = []    # (characteristic UUID, CCCD value) as the device received them
+        self.connect_calls = []  # time.monotonic() of every Device1.Connect, oldest first
         self.sim = SIMULATORS.get(profile, Simulator)(self)
 
     def make_bredr(self, cod, uuids):
