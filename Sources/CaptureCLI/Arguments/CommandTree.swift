@@ -15,7 +15,7 @@ enum CommandTree {
     OptionSpec(
       long: "no-color",
       help:
-        "Never colour the capture: prefix of errors and warnings (a non-empty NO_COLOR does the same). Colour and aligned columns are only ever written to a terminal; pipes and files get plain tab-separated lines."
+        "Never colour the capture: prefix of errors and warnings (a non-empty NO_COLOR does the same). Colour and aligned columns are only ever written to a terminal; pipes and files always get plain lines."
     ),
     OptionSpec(long: "help", short: "h", help: "Show help for capture or a command."),
     OptionSpec(long: "version", help: "Print the version of capture."),
