@@ -177,10 +177,35 @@ struct BLERoundTripTests {
           _ = try await roundTrip(sandbox, address, ["notifications"])
         }
         #expect(try await rig.ctl("GetState", path) == state, "\(address)")
-        // No GATT write but a D600's bring-up (its config channel) was made.
+        // No characteristic was written but a D600's config channel by its bring-up (scanner mode).
         let writes = try await rig.ctl("GetWrites", path).lowercased()
-        #expect(!writes.contains("833a2364-bca0-4647-8113-478e1fc449ba"), "\(address): \(writes)")
+        let written = writes.matches(of: /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/).map {
+          String($0.output)
+        }
+        #expect(Set(written).isSubset(of: ["1254fc72-336e-4bb2-a0a8-71c7d28d73ce"]), "\(address): \(writes)")
       }
+      // The address as DEVICE selectors spell it; the battery as a percentage.
+      let address = try await sandbox.capture("get", Self.d600, "bluetooth-address")
+      #expect(address.outLines == [Self.d600], "\(address)")
+      try await rig.ctl("SetBattery", BlueZRig.devicePath(Self.d600), "73")
+      let battery = try await sandbox.capture("get", Self.d600, "battery-level")
+      #expect(battery.outLines == ["73%"], "\(battery)")
+    }
+  }
+
+  @Test("a remembered Classic scanner has nothing to write; its address prints as AA:BB:CC:DD:EE:FF")
+  func classic() async throws {
+    try await withRig { rig, sandbox in
+      let address = "00:06:66:0A:1B:2D"
+      try await rig.ctl(
+        "AddClassicDevice", address, "Socket CHS [0A1B2D]", "0x000540", "1101", "--", "-60", "true")
+      _ = try sandbox.write(
+        "state/capture/devices.json",
+        #"{"schemaVersion":1,"devices":[{"id":"00:06:66:0A:1B:2D","alias":"dock","name":"CHS","type":0,"transport":"classic","channel":1}],"socketCam":{"status":0,"dataSources":{}}}"#
+      )
+      #expect(try await readWriteProperties(sandbox, "dock").isEmpty)
+      let plain = try await sandbox.capture("get", "dock", "bluetooth-address")
+      #expect(plain.outLines == [address], "\(plain)")
     }
   }
 }
