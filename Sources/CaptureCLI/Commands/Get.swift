@@ -71,18 +71,15 @@ enum GetCommand {
         guard property.isReadable else {
           throw parsed.usage("\(property.cliName) cannot be read (it is write-only)")
         }
-        if property == .dataSourceDevice,
-          let group = i + 1 < words.count && !PropertyArguments.isProperty(words[i + 1])
-            ? DataSourceGroup.parse(words[i + 1]) : .all
-        {
-          // `data-source` last or before another property lists every source; before a group, its members.
-          let consumed = i + 1 < words.count && !PropertyArguments.isProperty(words[i + 1]) ? 2 : 1
+        // `data-source` last or before another property lists every source; before a group, its members.
+        let next = i + 1 < words.count && !PropertyArguments.isProperty(words[i + 1]) ? words[i + 1] : nil
+        if property == .dataSourceDevice, let group = next.map(DataSourceGroup.parse) ?? .all {
           requests.append(
             Request(
               property: property, argument: .none,
-              label: ([property.cliName] + words[(i + 1)..<(i + consumed)])
+              label: ([property.cliName] + [next].compactMap { $0 })
                 .joined(separator: " "), group: group))
-          i += consumed
+          i += next == nil ? 1 : 2
           continue
         }
         let arity = PropertyValueCodec.getArity(property)

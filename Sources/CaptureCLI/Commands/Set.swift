@@ -199,23 +199,27 @@ extension SetCommand {
       }
       let capabilities = device.capabilities
       guard capabilities.canWrite(.dataSourceDevice) else { throw device.unsupported(.dataSourceDevice) }
-      var order: [DataSource] = []
-      var status: [DataSource: DataSourceStatus] = [:]
-      for (selector, value) in assignment.dataSourcePairs {
+      var writes: [(source: DataSource, status: DataSourceStatus)] = []
+      var index: [DataSource: Int] = [:]
+      for (selector, status) in assignment.dataSourcePairs {
         let sources = selector.expand(capabilities.dataSources)
         if case .group(let group) = selector, sources.isEmpty {
           throw .notSupported("\(device.info.name) has no data source in group \(group.rawValue)")
         }
         for source in sources {
-          if status[source] == nil { order.append(source) }
-          status[source] = value
+          if let at = index[source] {
+            writes[at].status = status
+          } else {
+            index[source] = writes.count
+            writes.append((source, status))
+          }
         }
       }
-      for source in order {
+      for (source, status) in writes {
         resolved.append(
           Assignment(
             property: .dataSourceDevice,
-            value: .dataSource(DataSourceValue(id: source, status: status[source]!, flags: .status)),
+            value: .dataSource(DataSourceValue(id: source, status: status, flags: .status)),
             label: "data-source \(source.cliName)"))
       }
     }
