@@ -26,7 +26,8 @@ public enum CaptureCLI {
     do {
       parsed = try ArgumentParser.parse(arguments)
     } catch {
-      return usageFailure(error, json: arguments.contains("--json"))
+      return usageFailure(
+        error, json: arguments.contains("--json"), noColor: arguments.contains("--no-color"))
     }
     // --version wins wherever it appears, as --help does.
     if parsed.flag("version") {
@@ -35,14 +36,17 @@ public enum CaptureCLI {
     }
     let globals: GlobalOptions
     do { globals = try globalOptions(parsed) } catch {
-      return usageFailure(error, json: parsed.flag("json"))
+      return usageFailure(error, json: parsed.flag("json"), noColor: parsed.flag("no-color"))
     }
-    let output = Output(mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: globals.verbose)
+    let output = Output(
+      mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: globals.verbose,
+      noColor: globals.noColor)
     if parsed.wantsHelp {
       if let operandCommand = parsed.command == nil ? parsed.operands.first : nil {
         guard let spec = CommandTree.command(named: operandCommand) else {
           return usageFailure(
-            UsageError(message: ArgumentParser.unknownCommandMessage(operandCommand)), json: globals.json)
+            UsageError(message: ArgumentParser.unknownCommandMessage(operandCommand)), json: globals.json,
+            noColor: globals.noColor)
         }
         output.raw(stdout: Help.command(spec))
         return 0
@@ -51,7 +55,8 @@ public enum CaptureCLI {
       return 0
     }
     guard let command = parsed.command else {
-      return usageFailure(UsageError(message: "no command given"), json: globals.json)
+      return usageFailure(
+        UsageError(message: "no command given"), json: globals.json, noColor: globals.noColor)
     }
     let context = Context(
       globals: globals, output: output, state: StateStore.fromEnvironment(), opener: DriverRegistry())
@@ -77,7 +82,7 @@ public enum CaptureCLI {
       }
       return ExitStatus.of(result)
     } catch let error as UsageError {
-      return usageFailure(error, json: context.globals.json)
+      return usageFailure(error, json: context.globals.json, noColor: context.globals.noColor)
     } catch let error as CaptureError {
       context.output.error(error)
       // An invalid parameter is a usage error wherever it was found: the usage follows the message.
@@ -91,8 +96,8 @@ public enum CaptureCLI {
   }
 
   /// Every usage error: one line, the command's usage, exit 18 (ESKT_INVALIDPARAMETER).
-  static func usageFailure(_ error: UsageError, json: Bool) -> Int32 {
-    let output = Output(mode: json ? .json : .plain, quiet: false, verbose: false)
+  static func usageFailure(_ error: UsageError, json: Bool, noColor: Bool = false) -> Int32 {
+    let output = Output(mode: json ? .json : .plain, quiet: false, verbose: false, noColor: noColor)
     output.error(CaptureError(.invalidParameter, error.message))
     output.raw(stderr: Help.usage(error.command.flatMap(CommandTree.command(named:))) + "\n")
     return ExitStatus.of(.invalidParameter)

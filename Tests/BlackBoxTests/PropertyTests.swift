@@ -8,12 +8,12 @@ struct PropertyTests {
   func getValues() async throws {
     let sandbox = try Sandbox()
     let cases: [([String], String)] = [
-      (["device-type"], "5 (SocketCamC820)"),
+      (["device-type"], "SocketCamC820"),
       (["friendly-name"], "SocketCam C820"),
       (["data-source", "qr-code"], "enable"),
       (["data-source", "QRCode"], "enable"),
       (["data-source", "38"], "enable"),
-      (["socket-cam-status"], "0 (enable)"),
+      (["socket-cam-status"], "enable"),
       // Bookland EAN is off by default so a book's EAN-13 reads as EAN-13.
       (["data-source", "bookland-ean"], "disable"),
     ]
@@ -33,7 +33,7 @@ struct PropertyTests {
     #expect(several.status == 0)
     #expect(
       several.outLines == [
-        "friendly-name\tSocketCam C820", "device-type\t5 (SocketCamC820)", "data-source ean13\tenable",
+        "friendly-name\tSocketCam C820", "device-type\tSocketCamC820", "data-source ean13\tenable",
       ])
     #expect(!sandbox.exists(sandbox.stateDirectory), "reading must not write state")
   }
@@ -156,7 +156,7 @@ struct PropertyTests {
     }
     let plain = try await sandbox.capture("get", "socketcam", "--all")
     #expect(plain.status == 0)
-    #expect(plain.outLines.contains("device-type\t5 (SocketCamC820)"))
+    #expect(plain.outLines.contains("device-type\tSocketCamC820"))
     #expect(plain.outLines.contains("data-source qr-code\tenable"))
   }
 
@@ -319,5 +319,103 @@ struct PropertyTests {
         #expect(set.status == 18, "\(set)")
       }
     }
+  }
+
+  @Test("get data-source without a name lists every source SocketCam has, as get --all reads them")
+  func dataSourceListing() async throws {
+    let sandbox = try Sandbox()
+    let all = try await sandbox.capture("get", "socketcam", "--all")
+    let expected = all.outLines.filter { $0.hasPrefix("data-source ") }.map {
+      String($0.dropFirst("data-source ".count)).replacingOccurrences(of: "\t", with: " ")
+    }
+    let listing = try await sandbox.capture("get", "socketcam", "data-source")
+    #expect(listing.status == 0, "\(listing)")
+    #expect(listing.stderr.isEmpty)
+    #expect(listing.outLines == expected)
+    #expect(listing.outLines.first == "aztec enable")
+    #expect(listing.outLines.contains("bookland-ean disable"))
+
+    // JSON: the objects `get socketcam data-source NAME --json` gives, one per source, in the same order.
+    let json = try #require(
+      Shape.jsonLines(try await sandbox.capture("--json", "get", "socketcam", "data-source")).first)
+    #expect(json["device"] == Shape.socketCamDevice)
+    let objects = json["properties"]?.array ?? []
+    #expect(objects.count == expected.count)
+    for (object, line) in zip(objects, expected) {
+      let name = String(line.split(separator: " ")[0])
+      let one = try #require(
+        Shape.jsonLines(try await sandbox.capture("--json", "get", "socketcam", "data-source", name)).first)
+      #expect(one["properties"]?.array == [object], "\(name)")
+    }
+
+    // A group lists its members only; before another property, data-source lists them all.
+    let twoD = try await sandbox.capture("get", "socketcam", "data-source", "2d")
+    #expect(
+      twoD.outLines == [
+        "aztec enable", "data-matrix enable", "ean-ucc-composite-ab disable", "maxicode enable",
+        "pdf417 enable",
+        "pdf417-micro enable", "qr-code enable", "micro-qr-code enable",
+      ])
+    let mixed = try await sandbox.capture("get", "socketcam", "data-source", "friendly-name")
+    #expect(
+      mixed.outLines == all.outLines.filter { $0.hasPrefix("data-source ") } + [
+        "friendly-name\tSocketCam C820"
+      ])
+    let nfc = try await sandbox.capture("get", "socketcam", "data-source", "nfc")
+    Shape.expectFailure(
+      nfc, status: 15, name: "ESKT_NOTSUPPORTED",
+      message: "SocketCam C820 has no data source in group nfc (name one: get DEVICE data-source NAME)")
+  }
+
+  @Test("set data-source all disable qr-code enable: only QR Code decodes, each source written once")
+  func onlyQR() async throws {
+    let images = try Images.get()
+    let sandbox = try Sandbox()
+    let set = try await sandbox.capture(
+      "--json", "set", "socketcam", "data-source", "all", "disable", "qr-code", "enable")
+    #expect(set.status == 0, "\(set)")
+    let written = try #require(Shape.jsonLines(set).first)["properties"]?.array ?? []
+    let listing = try await sandbox.capture("get", "socketcam", "data-source")
+    #expect(written.count == listing.outLines.count, "every supported source once")
+    #expect(listing.outLines.filter { $0.hasSuffix(" enable") } == ["qr-code enable"])
+    #expect(written.filter { $0["value"]?["statusName"] == .string("enable") }.count == 1)
+
+    let qr = try await sandbox.capture("trigger", "socketcam", "start", "--image", images.qr.path)
+    #expect(qr.outLines == [images.qr.text], "\(qr)")
+    let ean = try await sandbox.capture("trigger", "socketcam", "start", "--image", images.ean13.path)
+    #expect(ean.status == 17, "\(ean)")
+
+    // A group touches only its members: 1d back on, 2d (QR Code included) untouched.
+    #expect(try await sandbox.capture("set", "socketcam", "data-source", "1D", "enable").status == 0)
+    let after = try await sandbox.capture("get", "socketcam", "data-source")
+    #expect(after.outLines.contains("ean13 enable"))
+    #expect(after.outLines.contains("qr-code enable"))
+    #expect(after.outLines.contains("aztec disable"))
+    #expect(
+      try await sandbox.capture("trigger", "socketcam", "start", "--image", images.ean13.path).status == 0)
+  }
+
+  @Test("a bad word anywhere in data-source pairs, or a group the device lacks, writes nothing")
+  func dataSourcePairsCheckedFirst() async throws {
+    let sandbox = try Sandbox()
+    let typo = try await sandbox.capture(
+      "set", "socketcam", "data-source", "all", "disable", "qr-cod", "enable")
+    #expect(typo.status == 18, "\(typo)")
+    let status = try await sandbox.capture(
+      "set", "socketcam", "data-source", "all", "disable", "qr-code", "on!")
+    #expect(status.status == 18, "\(status)")
+    let nfc = try await sandbox.capture("set", "socketcam", "data-source", "2d", "disable", "nfc", "enable")
+    Shape.expectFailure(
+      nfc, status: 15, name: "ESKT_NOTSUPPORTED", message: "SocketCam C820 has no data source in group nfc")
+    #expect(!sandbox.exists(sandbox.statePath), "nothing may be written")
+    // Pairs end at the next property name.
+    let then = try await sandbox.capture(
+      "set", "socketcam", "data-source", "aztec", "disable", "38", "off", "friendly-name", "After")
+    #expect(then.status == 0, "\(then)")
+    #expect(
+      try await sandbox.capture(
+        "get", "socketcam", "data-source", "aztec", "data-source", "qr-code", "friendly-name"
+      ).outLines
+        == ["data-source aztec\tdisable", "data-source qr-code\tdisable", "friendly-name\tAfter"])
   }
 }

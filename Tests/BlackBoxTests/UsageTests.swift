@@ -161,7 +161,15 @@ struct UsageTests {
       ["get", "socketcam", "frendly-name"], "get",
       "unknown property 'frendly-name'; did you mean 'friendly-name'? (capture get --list shows them)"
     ),
-    (["get", "socketcam", "data-source"], "get", "data-source needs a data source"),
+    // A typo anywhere in a run of data-source pairs is caught before anything is written.
+    (
+      ["set", "socketcam", "data-source", "all", "disable", "qr-cod", "enable"], "set",
+      "unknown data source 'qr-cod'"
+    ),
+    (
+      ["set", "socketcam", "data-source", "2d", "disable", "qr-code"], "set",
+      "data-source needs a data source and enable or disable"
+    ),
     (["get", "socketcam", "data-source", "bogus"], "get", "unknown data source 'bogus'"),
     (["get", "socketcam", "trigger"], "get", "trigger cannot be read (it is write-only)"),
     (

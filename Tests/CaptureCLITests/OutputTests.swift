@@ -3,6 +3,10 @@ import Testing
 
 @testable import CaptureCLI
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 @Suite("JSON writer")
 struct JSONWriterTests {
   @Test("scalars and containers, no insignificant whitespace")
@@ -201,5 +205,48 @@ struct NotificationEventRenderTests {
       buttons
         == #"{"buttons":["middle","power"],"# + head
         + #""event":"buttons","time":"1970-01-01T00:00:00.000Z","value":12}"#)
+  }
+}
+
+@Suite("Terminal decoration")
+struct TerminalDecorationTests {
+  @Test("off a terminal, tables are joined as before and prefixes are plain")
+  func plain() {
+    let terminal = Terminal.plain
+    #expect(
+      terminal.table([["a", "bb", "c"], ["dddd", "e", "f"]], separator: "\t") == ["a\tbb\tc", "dddd\te\tf"])
+    #expect(terminal.table([["qr-code", "enable"]], separator: " ") == ["qr-code enable"])
+    #expect(terminal.prefix(.error) == "capture: " && terminal.prefix(.warning) == "capture: ")
+  }
+
+  @Test("on a terminal, every column but the last is padded to its widest cell plus two")
+  func aligned() {
+    let terminal = Terminal(alignsColumns: true, colours: false)
+    #expect(
+      terminal.table([["a", "bb", "c"], ["dddd", "e", "f"], ["x"]], separator: "\t") == [
+        "a     bb  c", "dddd  e   f", "x",
+      ])
+    #expect(terminal.table([], separator: "\t") == [])
+  }
+
+  @Test("colour is the SGR bold red or yellow around capture: only")
+  func colours() {
+    let terminal = Terminal(alignsColumns: false, colours: true)
+    #expect(terminal.prefix(.error) == "\u{1B}[1;31mcapture:\u{1B}[0m ")
+    #expect(terminal.prefix(.warning) == "\u{1B}[1;33mcapture:\u{1B}[0m ")
+  }
+
+  @Test("a pipe is never a terminal; --no-color turns colour off")
+  func detect() throws {
+    var fds: [Int32] = [0, 0]
+    try #require(pipe(&fds) == 0)
+    defer {
+      close(fds[0])
+      close(fds[1])
+    }
+    let piped = Terminal.detect(stdoutFD: fds[1], stderrFD: fds[1], noColor: false)
+    #expect(!piped.alignsColumns && !piped.colours)
+    let output = Output(mode: .plain, quiet: false, verbose: false, stdoutFD: fds[1], stderrFD: fds[1])
+    #expect(!output.terminal.alignsColumns && !output.terminal.colours)
   }
 }

@@ -1,7 +1,7 @@
-import CaptureCore
 import Testing
 
 @testable import CaptureCLI
+@testable import CaptureCore
 
 @Suite("Typed option values")
 struct ValuesTests {
@@ -236,5 +236,118 @@ struct ExitStatusTests {
     #expect(rows.contains { $0.status == 85 && $0.name == "ESKT_INVALIDFORMAT" })
     #expect(rows.contains { $0.status == 86 && $0.name == "ESKT_INVALIDVERSION" })
     #expect(rows.allSatisfy { $0.status == ExitStatus.of(ResultCode.named($0.name) ?? .noError) })
+  }
+}
+
+@Suite("Plain values are what set takes back")
+struct PlainValueTests {
+  @Test("a named number prints as its name alone; --json keeps the number and valueName")
+  func namedNumbers() {
+    #expect(Render.plainValue(.socketCamStatus, .byte(0)) == "enable")
+    #expect(Render.plainValue(.socketCamStatus, .byte(1)) == "disable")
+    #expect(Render.plainValue(.deviceType, .ulong(5)) == "SocketCamC820")
+    #expect(Render.plainValue(.batteryLevelDevice, .ulong(1_677_740_288)) == "73%")
+    #expect(Render.plainValue(.powerStateDevice, .ulong(2)) == PowerState.from(ulong: 2).cliName)
+    #expect(Render.plainValue(.notificationsDevice, .ulong(0)) == "none")
+    #expect(
+      Render.plainValue(.notificationsDevice, .ulong(0x21)) == "trigger-button-press,battery-level-change")
+    #expect(Render.plainValue(.localDecodeActionDevice, .byte(5)) == "beep,rumble")
+    #expect(Render.plainValue(.standConfigDevice, .ulong(2)) == "stand-mode")
+    #expect(
+      Render.property(.socketCamStatus, .byte(0)).serialized
+        == #"{"id":-2147352569,"name":"socket-cam-status","type":"Byte","value":0,"valueName":"enable"}"#)
+  }
+
+  @Test("a writable value whose name would not parse back to it prints as the number")
+  func lossyNamesPrintNumbers() {
+    // Bit 0x40 has no name: "battery-level-change" alone would drop it.
+    #expect(Render.plainValue(.notificationsDevice, .ulong(0x60)) == "96")
+    // A byte no SocketCamStatus case has.
+    #expect(Render.plainValue(.socketCamStatus, .byte(9)) == "9")
+    #expect(Render.plainValue(.dataFormatDevice, .byte(3)) == "3")
+  }
+
+  @Test("bytes, addresses, strings, versions and data sources")
+  func otherTypes() {
+    #expect(
+      Render.plainValue(.bluetoothAddressDevice, .array([0x00, 0x11, 0x22, 0x7E, 0xF6, 0x19]))
+        == "00:11:22:7E:F6:19")
+    #expect(Render.plainValue(.deviceSpecific, .array([0x01, 0x02, 0xFF])) == "01 02 FF")
+    #expect(Render.plainValue(.friendlyNameDevice, .string("Dock \"4\"")) == "Dock \"4\"")
+    #expect(
+      Render.plainValue(.versionDevice, .version(VersionValue(major: 1, middle: 50, minor: 2, build: 7)))
+        == "1.50.2.7")
+    #expect(
+      Render.plainValue(.dataSourceDevice, .dataSource(DataSourceValue(id: .qrCode, status: .enable)))
+        == "enable")
+    #expect(Render.plainValue(.applyConfigDevice, .none) == "")
+  }
+
+  /// Every readable and writable property of a numeric type, every value in a range covering every
+  /// named one: whatever `set` can write as a number, `get` prints in a form `set` parses back to it.
+  @Test("for every writable numeric property, set parses what get prints back to the same value")
+  func everyNamedValueRoundTrips() {
+    var checked = 0
+    for property in PropertyID.known where property.isWritable && property.isReadable {
+      let values: [(PropertyValue, String)]
+      switch property.setType {
+      case .byte?: values = (0...255).map { (.byte(UInt8($0)), "\($0)") }
+      case .ulong?: values = ((0...300).map { UInt32($0) } + [UInt32.max]).map { (.ulong($0), "\($0)") }
+      default: continue
+      }
+      for (value, number) in values {
+        // A number set refuses (outside the property's enum) is not a value set could have written.
+        guard (try? PropertyValueCodec.parse(property, [number])) == value else { continue }
+        let text = Render.plainValue(property, value)
+        #expect(
+          (try? PropertyValueCodec.parse(property, [text])) == value, "\(property.cliName) \(value) → \(text)"
+        )
+        checked += 1
+      }
+    }
+    #expect(checked > 1000)
+  }
+}
+
+@Suite("Data-source groups and pairs")
+struct DataSourceGroupTests {
+  @Test("1d and 2d are disjoint symbologies; nfc is the tag types; all is every real source")
+  func membership() {
+    let oneD = DataSource.known.filter(DataSourceGroup.oneD.contains)
+    let twoD = DataSource.known.filter(DataSourceGroup.twoD.contains)
+    #expect(Set(oneD).isDisjoint(with: twoD))
+    #expect(oneD.allSatisfy(\.isSymbology) && twoD.allSatisfy(\.isSymbology))
+    #expect(DataSource.known.filter(DataSourceGroup.nfc.contains) == DataSource.tagTypes)
+    #expect(
+      DataSource.known.filter(DataSourceGroup.all.contains) == DataSource.symbologies + DataSource.tagTypes)
+    #expect(!DataSourceGroup.all.contains(.notSpecified) && !DataSourceGroup.all.contains(.lastSymbologyID))
+    #expect(oneD.contains(.ean13) && oneD.contains(.code128) && oneD.contains(.gs1Databar))
+    #expect(twoD.contains(.qrCode) && twoD.contains(.pdf417) && twoD.contains(.dataMatrix))
+    // Neither 1D nor 2D: the postal codes and Digimarc (all only).
+    let neither = DataSource.symbologies.filter { !oneD.contains($0) && !twoD.contains($0) }
+    #expect(
+      neither == [
+        .australiaPost, .britishPost, .canadaPost, .dutchPost, .japanPost, .planet, .postnet,
+        .uspsIntelligentMail, .digimarc, .koreaPost,
+      ])
+  }
+
+  @Test("members are the supported ones, in id order, each once")
+  func members() {
+    #expect(DataSourceGroup.twoD.members(of: [.qrCode, .ean13, .aztec, .qrCode]) == [.aztec, .qrCode])
+    #expect(DataSourceGroup.nfc.members(of: [.qrCode]) == [])
+    #expect(DataSourceSelector.parse("qr-code")?.expand([]) == [.qrCode])
+    #expect(DataSourceSelector.parse("ALL") == .group(.all))
+    #expect(DataSourceSelector.parse("2D") == .group(.twoD))
+    #expect(DataSourceSelector.parse("nope") == nil)
+  }
+
+  @Test("no data source name, alias or group is spelled like a property, so pairs end at a property name")
+  func noNameIsAProperty() {
+    var words = DataSource.known.map(\.cliName) + DataSourceGroup.allCases.map(\.rawValue)
+    words += DataSource.aliases.keys
+    for word in words { #expect(!PropertyArguments.isProperty(word), "\(word)") }
+    #expect(PropertyArguments.isProperty("friendly-name") && PropertyArguments.isProperty("dmcc:SYMBOL.QR"))
+    #expect(!PropertyArguments.isProperty("38"))
   }
 }

@@ -12,7 +12,11 @@ enum CommandTree {
       help: "Give up after DUR (e.g. 500ms, 10s, 2m); exit 42 when it runs out."),
     OptionSpec(
       long: "adapter", valueName: "hciN", kind: .adapter, help: "Use this Bluetooth adapter (default: hci0)."),
-    OptionSpec(long: "no-color", help: "Never colour the output (also when NO_COLOR is set)."),
+    OptionSpec(
+      long: "no-color",
+      help:
+        "Never colour the capture: prefix of errors and warnings (a non-empty NO_COLOR does the same). Colour and aligned columns are only ever written to a terminal; pipes and files always get plain lines."
+    ),
     OptionSpec(long: "help", short: "h", help: "Show help for capture or a command."),
     OptionSpec(long: "version", help: "Print the version of capture."),
   ]
@@ -140,7 +144,7 @@ enum CommandTree {
     name: "get", abstract: "Read device properties.",
     synopsis: ["DEVICE PROPERTY...", "DEVICE --all", "--list"],
     discussion:
-      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one). A property the device does not support exits 15. On a Cognex DataMan, dmcc:PARAM.NAME reads any DMCC parameter. DEVICE manager is the device manager: get manager favorite prints the auto-connect favourites (\"*\", identifiers separated by ;, or an empty line when off).",
+      "PROPERTY is the CaptureSDK property in kebab-case without the Device suffix (friendly-name, battery-level, data-source, ...) or its numeric id (0x0001010B). data-source takes a data source next (qr-code, QRCode and 38 are one); without one, or with a group (all, 1d, 2d, nfc, see set), it lists every data source of the device (of the group) that it supports, one NAME STATUS line each in SDK id order (with --json, one data-source object each in properties). A property the device does not support exits 15. Plain output is what a script needs and, for a property that can also be set, what set takes back: capture set DEVICE PROPERTY \"$(capture get DEVICE PROPERTY)\" is accepted and changes nothing. A value the SDK names prints as the name alone (enable, not 0 (enable); battery-level as 73%), a data source as enable or disable, a string as it is, bytes as hex pairs (01 02 FF), a Bluetooth address as AA:BB:CC:DD:EE:FF, a version as 1.2.3.4 and its build date; --json keeps the SDK value and its valueName. Several properties print one PROPERTY<TAB>VALUE line each (aligned on a terminal). On a Cognex DataMan, dmcc:PARAM.NAME reads any DMCC parameter. DEVICE manager is the device manager: get manager favorite prints the auto-connect favourites (\"*\", identifiers separated by ;, or an empty line when off).",
     operands: [
       propertyDeviceOperand,
       OperandSpec(
@@ -155,6 +159,7 @@ enum CommandTree {
     examples: [
       ("capture get socketcam friendly-name", "Print the friendly name."),
       ("capture get socketcam data-source qr-code", "Is QR Code decoding enabled?"),
+      ("capture get socketcam data-source", "Every data source and its status."),
       ("capture --json get socketcam --all > profile.json", "Save a profile."),
       ("capture get manager favorite", "Which devices are connected automatically?"),
     ])
@@ -163,7 +168,7 @@ enum CommandTree {
     name: "set", abstract: "Write device properties.",
     synopsis: ["DEVICE PROPERTY VALUE...", "DEVICE --from FILE [--dry-run]"],
     discussion:
-      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes a data source and enable or disable. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ. set manager favorite VALUE sets the device manager's auto-connect favourites (the CaptureSDK Favorite property): \"*\" connects any Socket Mobile device found, a list of Bluetooth addresses or tcp://, serial: or hid: devices separated by ; connects those, and \"\" turns auto-connect off; the setting is kept in the state file.",
+      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes NAME STATUS pairs up to the next property name, applied in order (the last pair naming a source wins; each source is written once): NAME is a data source or a group of those the device supports, STATUS enable or disable. The groups: all (every symbology and NFC tag type), 1d (linear: the EAN/UPC family, Bookland EAN, Code 11, 39, 93, 128, GS1-128, Codabar, the 2 of 5 codes, GS1 DataBar, ISBT 128, MSI, Plessey, Telepen, TLC 39), 2d (Aztec, Codablock, DataMatrix, Direct Part Marking, Dot Code, Han Xin, MaxiCode, PDF417, MicroPDF417, QR Code, Micro QR Code, GS1 composites), nfc (the NFC/RFID tag types); postal codes and Digimarc are in all only. An unknown name is a usage error before anything is written. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ. set manager favorite VALUE sets the device manager's auto-connect favourites (the CaptureSDK Favorite property): \"*\" connects any Socket Mobile device found, a list of Bluetooth addresses or tcp://, serial: or hid: devices separated by ; connects those, and \"\" turns auto-connect off; the setting is kept in the state file.",
     operands: [
       propertyDeviceOperand,
       OperandSpec(
@@ -177,6 +182,7 @@ enum CommandTree {
     ],
     examples: [
       ("capture set socketcam data-source ean13 disable", "Stop SocketCam decoding EAN-13."),
+      ("capture set socketcam data-source all disable qr-code enable", "Only QR Code, nothing else."),
       ("capture set socketcam friendly-name \"Dock 4\"", "Rename the device."),
       ("capture set manager favorite \"*\"", "Connect any Socket Mobile device found."),
       ("capture set manager favorite \"AA:BB:CC:DD:EE:FF;tcp://10.0.0.5\"", "Connect these two devices."),

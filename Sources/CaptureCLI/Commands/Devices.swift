@@ -296,7 +296,7 @@ enum ListCommand {
             }),
         ]))
     } else {
-      for row in rows { output.line("\(row.id)\t\(row.name)\t\(row.type.typeName)\t\(row.state)") }
+      output.table(rows.map { [$0.id, $0.name, $0.type.typeName, $0.state] })
       // stdout stays one device per line (`while read id name type state`); the setting goes to stderr.
       if !state.favorite.isEmpty {
         output.warn("auto-connect favorite: \(state.favorite) (capture get manager favorite)")

@@ -8,6 +8,11 @@ enum GetCommand {
     var label: String
     /// A device-native parameter (`dmcc:PARAM.NAME`), read with `Device.getRaw` instead of a property.
     var raw: String? = nil
+    /// `data-source` without a name (`all`) or with a group name: every data source of the group the
+    /// device supports, expanded once the device is open (`expandingGroups`).
+    var group: DataSourceGroup? = nil
+    /// One data source of an expanded group: the device not supporting it leaves it out of the list.
+    var isListed = false
 
     /// The JSON member of `properties`: raw parameters carry their own name and are always a String.
     func json(_ value: PropertyValue) -> JSON {
@@ -66,6 +71,17 @@ enum GetCommand {
         guard property.isReadable else {
           throw parsed.usage("\(property.cliName) cannot be read (it is write-only)")
         }
+        // `data-source` last or before another property lists every source; before a group, its members.
+        let next = i + 1 < words.count && !PropertyArguments.isProperty(words[i + 1]) ? words[i + 1] : nil
+        if property == .dataSourceDevice, let group = next.map(DataSourceGroup.parse) ?? .all {
+          requests.append(
+            Request(
+              property: property, argument: .none,
+              label: ([property.cliName] + [next].compactMap { $0 })
+                .joined(separator: " "), group: group))
+          i += next == nil ? 1 : 2
+          continue
+        }
         let arity = PropertyValueCodec.getArity(property)
         guard i + arity < words.count || arity == 0 else {
           throw parsed.usage(
@@ -89,19 +105,20 @@ enum GetCommand {
     if options.list { return try await listProperties(options, context) }
     let device = try await context.open(options.selector!, wantsEvents: false)
     defer { Task { await device.close() } }
-    let requests = options.all ? allRequests(device) : options.requests
+    let requests = options.all ? allRequests(device) : expandingGroups(options.requests, device)
 
     var results: [(Request, PropertyValue)] = []
     var firstError: CaptureError?
     for request in requests {
-      do {
+      do throws(CaptureError) {
+        if let group = request.group { throw unlisted(device, group) }
         if let raw = request.raw {
           results.append((request, .string(try await device.getRaw(raw))))
         } else {
           results.append((request, try await device.get(request.property, argument: request.argument)))
         }
       } catch {
-        if options.all && error.code == .notSupported { continue }
+        if (options.all || request.isListed) && error.code == .notSupported { continue }
         firstError = firstError ?? error
         context.output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
       }
@@ -119,14 +136,50 @@ enum GetCommand {
       ]
       if let firstError { document["error"] = Render.error(firstError)["error"] }
       output.json(.object(document))
-    } else if requests.count == 1 && !options.all {
+    } else if options.requests.count == 1 && options.requests[0].group != nil {
+      // One `name status` line per source: the words `set DEVICE data-source` takes back as pairs.
+      output.table(
+        results.compactMap { request, value in
+          value.dataSourceValue.map { [$0.id.cliName, request.plain(value)] }
+        }, separator: " ")
+    } else if requests.count == 1 && !options.all && options.requests[0].group == nil {
       if let (request, value) = results.first { output.line(request.plain(value)) }
     } else {
-      for (request, value) in results {
-        output.line("\(request.label)\t\(request.plain(value))")
-      }
+      output.table(results.map { request, value in [request.label, request.plain(value)] })
     }
     return firstError?.code ?? .noError
+  }
+
+  /// The requests with each data-source group replaced by one request per member the device supports,
+  /// in SDK id order. A device that cannot read data sources, or does not list them, keeps the group
+  /// request, which then fails with the reason (`unlisted`).
+  static func expandingGroups(_ requests: [Request], _ device: any Device) -> [Request] {
+    let capabilities = device.capabilities
+    var expanded: [Request] = []
+    for request in requests {
+      guard let group = request.group, capabilities.canRead(.dataSourceDevice),
+        case let members = group.members(of: capabilities.dataSources), !members.isEmpty
+      else {
+        expanded.append(request)
+        continue
+      }
+      for source in members {
+        expanded.append(
+          Request(
+            property: .dataSourceDevice,
+            argument: .dataSource(DataSourceValue(id: source, status: .defaultStatus)),
+            label: "data-source \(source.cliName)", isListed: true))
+      }
+    }
+    return expanded
+  }
+
+  /// Why a data-source group could not be listed on this device.
+  static func unlisted(_ device: any Device, _ group: DataSourceGroup) -> CaptureError {
+    guard device.capabilities.canRead(.dataSourceDevice) else { return device.unsupported(.dataSourceDevice) }
+    return .notSupported(
+      "\(device.info.name) has no data source in group \(group.rawValue) (name one: get DEVICE data-source NAME)"
+    )
   }
 
   /// Every readable property that needs no argument, plus data-source for each data source the
@@ -199,6 +252,14 @@ enum GetCommand {
 }
 
 enum PropertyArguments {
+  /// Whether a word names a property or a native parameter rather than a value: it ends a run of
+  /// data-source words (`get D data-source friendly-name`, `set D data-source all disable qr enable
+  /// trigger start`). Numbers are values there (`data-source 38 enable`); no data source or group is
+  /// spelled like a property (ValuesTests checks it).
+  static func isProperty(_ word: String) -> Bool {
+    GetCommand.isRaw(word) || !PropertyID.named(word).isEmpty
+  }
+
   /// A property name or id, with "did you mean" for a near miss.
   static func property(_ word: String, _ parsed: ParsedArguments) throws(UsageError) -> PropertyID {
     if let property = PropertyID.parse(word, preferring: .device) { return property }

@@ -63,10 +63,11 @@ enum ProfileApplier {
             }),
         ]))
     } else {
-      for row in rows {
-        let detail = row.error.map { "\t\($0.code.name) (\($0.code.rawValue)): \($0.message)" } ?? ""
-        output.line("\(row.label)\t\(row.status)\(detail)")
-      }
+      output.table(
+        rows.map { row in
+          [row.label, row.status]
+            + (row.error.map { ["\($0.code.name) (\($0.code.rawValue)): \($0.message)"] } ?? [])
+        })
     }
     if let failed = rows.first(where: { $0.error != nil })?.error { return failed.code }
     return .noError

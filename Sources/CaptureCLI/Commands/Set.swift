@@ -11,6 +11,9 @@ enum SetCommand {
     var label: String
     /// A device-native parameter (`dmcc:PARAM.NAME`), written with `Device.setRaw`.
     var raw: String? = nil
+    /// `data-source` NAME|GROUP STATUS pairs beyond a single named source, applied in order once the
+    /// device is open (`resolvingDataSources`); `value` is unused then.
+    var dataSourcePairs: [(DataSourceSelector, DataSourceStatus)] = []
   }
 
   struct Options: Sendable {
@@ -45,6 +48,12 @@ enum SetCommand {
           continue
         }
         let property = try PropertyArguments.property(words[i], parsed)
+        if property == .dataSourceDevice && property.isWritable {
+          let (assignment, next) = try Self.dataSources(words, from: i + 1, parsed)
+          assignments.append(assignment)
+          i = next
+          continue
+        }
         let arity = PropertyValueCodec.setArity(property)
         guard i + arity < words.count + (arity == 0 ? 1 : 0) else {
           throw parsed.usage(
@@ -70,6 +79,46 @@ enum SetCommand {
       }
     }
 
+    /// `data-source` NAME STATUS [NAME STATUS ...], NAME a data source or a group (`all`, `1d`, `2d`,
+    /// `nfc`). The pairs run until a word that names a property. One named source is an ordinary
+    /// assignment; groups or several pairs are resolved against the device's data sources at run time.
+    /// Every name and status is checked here, so a typo is a usage error before anything is written.
+    static func dataSources(_ words: [String], from start: Int, _ parsed: ParsedArguments) throws(UsageError)
+      -> (Assignment, next: Int)
+    {
+      var pairs: [(DataSourceSelector, DataSourceStatus)] = []
+      var labels: [String] = []
+      var i = start
+      repeat {
+        guard i + 1 < words.count else {
+          throw parsed.usage("data-source needs a data source and enable or disable")
+        }
+        guard let selector = DataSourceSelector.parse(words[i]) else {
+          throw parsed.usage("unknown data source '\(words[i])'")
+        }
+        guard let status = DataSourceStatus.parse(words[i + 1]), status == .enable || status == .disable
+        else {
+          throw parsed.usage("data source status must be enable or disable, not '\(words[i + 1])'")
+        }
+        pairs.append((selector, status))
+        labels.append(words[i])
+        i += 2
+      } while i < words.count && !PropertyArguments.isProperty(words[i])
+      if pairs.count == 1, case .source(let source) = pairs[0].0 {
+        return (
+          Assignment(
+            property: .dataSourceDevice,
+            value: .dataSource(DataSourceValue(id: source, status: pairs[0].1, flags: .status)),
+            label: "data-source \(labels[0])"), i
+        )
+      }
+      return (
+        Assignment(
+          property: .dataSourceDevice, value: .none, label: "data-source " + labels.joined(separator: " "),
+          dataSourcePairs: pairs), i
+      )
+    }
+
     static func assignment(_ p: PropertyID, _ args: [String], _ parsed: ParsedArguments) throws(UsageError)
       -> Assignment
     {
@@ -92,7 +141,14 @@ enum SetCommand {
     }
     let device = try await context.open(options.selector, wantsEvents: false)
     var firstError: CaptureError?
-    for assignment in options.assignments {
+    let assignments: [Assignment]
+    do {
+      assignments = try resolvingDataSources(options.assignments, device)
+    } catch {
+      await device.close()
+      throw error
+    }
+    for assignment in assignments {
       do {
         if let raw = assignment.raw {
           try await device.setRaw(raw, assignment.value.stringValue ?? "")
@@ -108,7 +164,7 @@ enum SetCommand {
     await device.close()
     if context.output.isJSON && firstError == nil {
       var info = device.info
-      for case (.friendlyNameDevice, .string(let name)) in options.assignments.map({ ($0.property, $0.value) }
+      for case (.friendlyNameDevice, .string(let name)) in assignments.map({ ($0.property, $0.value) }
       ) {
         info.name = name
       }
@@ -116,13 +172,58 @@ enum SetCommand {
         .object([
           "device": Render.device(info),
           "properties": .array(
-            options.assignments.map {
+            assignments.map {
               GetCommand.Request(property: $0.property, argument: .none, label: $0.label, raw: $0.raw).json(
                 $0.value)
             }),
         ]))
     }
     return firstError?.code ?? .noError
+  }
+}
+
+extension SetCommand {
+  /// Each data-source assignment with pairs replaced by one write per data source, in the order the
+  /// sources are first named, each with the status of the last pair that names it ("all disable
+  /// qr-code enable" disables every supported source but QR Code, which is written once, enabled).
+  /// A group touches only the sources the device lists; a named source is written whether listed or
+  /// not, so the device answers for it.
+  static func resolvingDataSources(_ assignments: [Assignment], _ device: any Device) throws(CaptureError)
+    -> [Assignment]
+  {
+    var resolved: [Assignment] = []
+    for assignment in assignments {
+      guard !assignment.dataSourcePairs.isEmpty else {
+        resolved.append(assignment)
+        continue
+      }
+      let capabilities = device.capabilities
+      guard capabilities.canWrite(.dataSourceDevice) else { throw device.unsupported(.dataSourceDevice) }
+      var writes: [(source: DataSource, status: DataSourceStatus)] = []
+      var index: [DataSource: Int] = [:]
+      for (selector, status) in assignment.dataSourcePairs {
+        let sources = selector.expand(capabilities.dataSources)
+        if case .group(let group) = selector, sources.isEmpty {
+          throw .notSupported("\(device.info.name) has no data source in group \(group.rawValue)")
+        }
+        for source in sources {
+          if let at = index[source] {
+            writes[at].status = status
+          } else {
+            index[source] = writes.count
+            writes.append((source, status))
+          }
+        }
+      }
+      for (source, status) in writes {
+        resolved.append(
+          Assignment(
+            property: .dataSourceDevice,
+            value: .dataSource(DataSourceValue(id: source, status: status, flags: .status)),
+            label: "data-source \(source.cliName)"))
+      }
+    }
+    return resolved
   }
 }
 

@@ -6,8 +6,10 @@ import CaptureCore
 enum Completions {
   static var commandNames: [String] { CommandTree.visibleCommands.map(\.name) }
   static var propertyNames: [String] { PropertyID.known.filter { !$0.isDeprecated }.map(\.cliName).uniqued() }
+  /// The groups `set DEVICE data-source` takes (all, 1d, 2d, nfc), then every data source.
   static var dataSourceNames: [String] {
-    DataSource.known.filter { !$0.isSentinel && $0 != .notSpecified }.map(\.cliName)
+    DataSourceGroup.allCases.map(\.rawValue)
+      + DataSource.known.filter { !$0.isSentinel && $0 != .notSpecified }.map(\.cliName)
   }
   static var eventNames: [String] { EventKind.allCases.map(\.rawValue) }
 

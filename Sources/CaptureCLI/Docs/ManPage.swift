@@ -76,7 +76,13 @@ enum ManPage {
       \\fBhid:\\fI/dev/input/eventN\\fR
       A keyboard\\-wedge scanner.
       .SH OUTPUT
-      Plain text by default: a decoded barcode prints as its text alone on a line.
+      Plain text by default: a decoded barcode prints as its text alone on a line, and \\fBget\\fR prints a
+      value as a script needs it and as \\fBset\\fR takes it back, so
+      \\fBcapture set\\fR \\fIDEVICE PROPERTY\\fR \\fB"$(capture get\\fR \\fIDEVICE PROPERTY\\fR\\fB)"\\fR changes nothing
+      (an enum by its name, battery\\-level as \\fB73%\\fR; see \\fBcapture\\-get\\fR(1)).
+      On a terminal only, columns of tabular output are aligned and the \\fBcapture:\\fR prefix of errors and
+      warnings is coloured (not with \\fB\\-\\-no\\-color\\fR or \\fBNO_COLOR\\fR); a pipe or a file gets the plain
+      lines, without escape sequences.
       With \\fB\\-\\-json\\fR, one JSON document per command and JSON Lines (one event per line, flushed per
       event) for streams. Keys are camelCase and sorted. Errors go to stderr as
       \\fBcapture: NAME (code): message\\fR; with \\fB\\-\\-json\\fR an \\fB{"error":{...}}\\fR object goes to stdout as well.
@@ -90,7 +96,7 @@ enum ManPage {
       Where the state file lives: \\fI$XDG_STATE_HOME/capture/devices.json\\fR (default \\fI~/.local/state/capture\\fR).
       .TP
       .B NO_COLOR
-      When set and not empty, no colour is used.
+      When set and not empty, no colour is used (as \\fB\\-\\-no\\-color\\fR); columns on a terminal stay aligned.
       .SH FILES
       .TP
       .I ~/.local/state/capture/devices.json

@@ -15,15 +15,21 @@ final class Output: @unchecked Sendable {
   let isVerbose: Bool
   private let stdoutFD: Int32
   private let stderrFD: Int32
+  /// Colour and aligned columns, on a terminal only (Terminal.swift).
+  let terminal: Terminal
   /// Guards the two fds: events may be printed from more than one task.
   private let lock = Mutex(())
 
-  init(mode: Mode, quiet: Bool, verbose: Bool, stdoutFD: Int32 = 1, stderrFD: Int32 = 2) {
+  init(
+    mode: Mode, quiet: Bool, verbose: Bool, noColor: Bool = false, stdoutFD: Int32 = 1, stderrFD: Int32 = 2,
+    terminal: Terminal? = nil
+  ) {
     self.mode = mode
     self.isQuiet = quiet
     self.isVerbose = verbose && !quiet
     self.stdoutFD = stdoutFD
     self.stderrFD = stderrFD
+    self.terminal = terminal ?? .detect(stdoutFD: stdoutFD, stderrFD: stderrFD, noColor: noColor)
   }
 
   var isJSON: Bool { mode == .json }
@@ -31,9 +37,14 @@ final class Output: @unchecked Sendable {
   func line(_ text: String) { write(stdoutFD, text + "\n") }
   func json(_ value: JSON) { line(value.serialized) }
 
+  /// Rows of plain tabular output: aligned on a terminal, else joined with `separator` (Terminal.table).
+  func table(_ rows: [[String]], separator: String = "\t") {
+    for text in terminal.table(rows, separator: separator) { line(text) }
+  }
+
   /// A diagnostic on stderr, prefixed with the program name.
   func warn(_ text: String) {
-    if !isQuiet { write(stderrFD, "capture: \(text)\n") }
+    if !isQuiet { write(stderrFD, terminal.prefix(.warning) + "\(text)\n") }
   }
 
   func info(_ text: String) {
@@ -45,7 +56,8 @@ final class Output: @unchecked Sendable {
 
   /// `capture: NAME (code): message` on stderr; with --json also `{"error":{...}}` on stdout.
   func error(_ error: CaptureError) {
-    write(stderrFD, "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+    write(
+      stderrFD, terminal.prefix(.error) + "\(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
     if isJSON { json(Render.error(error)) }
   }
 

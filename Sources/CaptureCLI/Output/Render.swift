@@ -205,18 +205,31 @@ enum Render {
     return .object(members)
   }
 
+  /// The plain text of a value: what a script needs and, for a writable property, what `set` accepts
+  /// back, so `capture set D P "$(capture get D P)"` changes nothing (the rule is in `get`'s help):
+  /// - a number the SDK names (an enum, a flag set, battery-level's packed ulong) prints as its name
+  ///   alone (`enable`, `73%`); a writable property's name is printed only when `set` parses it back to
+  ///   the same number, else the number is;
+  /// - a data source prints its status (`enable`, `disable`);
+  /// - bytes print as hex pairs (`01 02 FF`), a Bluetooth address as `AA:BB:CC:DD:EE:FF`;
+  /// - a string as it is, a version as `1.2.3.4` plus its build date when it has one.
   static func plainValue(_ id: PropertyID, _ v: PropertyValue) -> String {
-    let text: String
     switch v {
-    case .none: text = ""
-    case .byte(let b): text = String(b)
-    case .ulong(let u): text = String(u)
-    case .array(let a): text = a.map(hexByte).joined(separator: " ")
-    case .string(let s): text = s
-    case .version(let ver): text = ver.description
+    case .none: return ""
+    case .byte(let b): return namedNumber(id, v) ?? String(b)
+    case .ulong(let u): return namedNumber(id, v) ?? String(u)
+    case .array(let a):
+      return a.map(hexByte).joined(separator: id == .bluetoothAddressDevice && a.count == 6 ? ":" : " ")
+    case .string(let s): return s
+    case .version(let ver): return ver.description
     case .dataSource(let d): return d.status.name
     }
-    if let name = PropertyValueCodec.valueName(id, v) { return "\(text) (\(name))" }
-    return text
+  }
+
+  /// The SDK's name for a number, when it is the better plain text (see `plainValue`).
+  static func namedNumber(_ id: PropertyID, _ v: PropertyValue) -> String? {
+    guard let name = PropertyValueCodec.valueName(id, v) else { return nil }
+    guard id.isWritable else { return name }
+    return (try? PropertyValueCodec.parse(id, [name])) == v ? name : nil
   }
 }

@@ -348,3 +348,76 @@ public struct DataSourceFlags: OptionSet, Sendable, Hashable {
   /// The struct carries parameters.
   public static let param = DataSourceFlags(rawValue: 2)
 }
+
+/// A named set of data sources that `set DEVICE data-source GROUP STATUS` and `get DEVICE data-source
+/// GROUP` expand to the members the device supports. The SDK has no such groups: membership is this
+/// project's reading of the symbology each §6.1 id names (docs/capture-sdk.md §6.1).
+///
+/// - `all`: every real symbology and tag type (not NotSpecified, not the two Last… sentinels).
+/// - `1d`: the linear symbologies, stacked-linear GS1 DataBar included.
+/// - `2d`: the matrix and stacked symbologies (PDF417, Codablock), GS1 composites (their 2D part is what
+///   needs enabling) and Direct Part Marking (DataMatrix or QR marked on a part).
+/// - `nfc`: the NFC/RFID tag types (0x100…0x10B).
+///
+/// The postal symbologies (Australia, British, Canada, Dutch, Japan and Korea Post, Planet, Postnet,
+/// USPS Intelligent Mail) and Digimarc belong to no group but `all`.
+public enum DataSourceGroup: String, Sendable, CaseIterable {
+  case all
+  case oneD = "1d"
+  case twoD = "2d"
+  case nfc
+
+  /// The group named by `text`, compared case-insensitively ("1D", "All").
+  public static func parse(_ text: String) -> DataSourceGroup? {
+    DataSourceGroup(rawValue: text.trimmingWhitespace().lowercased())
+  }
+
+  public func contains(_ source: DataSource) -> Bool {
+    switch self {
+    case .all: source.isSymbology || source.isTagType
+    case .oneD: Self.linear.contains(source)
+    case .twoD: Self.matrix.contains(source)
+    case .nfc: source.isTagType
+    }
+  }
+
+  /// The members of this group among `supported`, in SDK id order (a stable order whatever order the
+  /// driver lists them in).
+  public func members(of supported: [DataSource]) -> [DataSource] {
+    Array(Set(supported.filter(contains))).sorted { $0.rawValue < $1.rawValue }
+  }
+
+  static let linear: Set<DataSource> = [
+    .booklandEan, .chinese2of5, .codabar, .code11, .code39, .code39Extended, .code39Trioptic, .code93,
+    .code128, .ean8, .ean13, .ean128, .ean128Irregular, .gs1Databar, .gs1DatabarLimited, .gs1DatabarExpanded,
+    .interleaved2of5, .isbt128, .matrix2of5, .msi, .plessey, .standard2of5, .telepen, .tlc39, .upcA, .upcE0,
+    .upcE1,
+  ]
+
+  static let matrix: Set<DataSource> = [
+    .aztec, .codablockA, .codablockF, .dataMatrix, .eanUccCompositeAB, .eanUccCompositeC, .maxicode, .pdf417,
+    .pdf417Micro, .qrCode, .directPartMarking, .hanXin, .dotCode, .microQRCode,
+  ]
+}
+
+/// What a `data-source` word names: one data source, or a group of them.
+public enum DataSourceSelector: Sendable, Hashable {
+  case source(DataSource)
+  case group(DataSourceGroup)
+
+  /// A group name first (no data source is spelled `all`, `1d`, `2d` or `nfc`), then a data source as
+  /// `DataSource.parse` reads it; nil for neither.
+  public static func parse(_ text: String) -> DataSourceSelector? {
+    if let group = DataSourceGroup.parse(text) { return .group(group) }
+    return DataSource.parse(text).map { .source($0) }
+  }
+
+  /// The data sources this names on a device supporting `supported`: a group only touches supported
+  /// members; a single source is itself, supported or not, so the device answers for it.
+  public func expand(_ supported: [DataSource]) -> [DataSource] {
+    switch self {
+    case .source(let source): [source]
+    case .group(let group): group.members(of: supported)
+    }
+  }
+}
