@@ -8,7 +8,8 @@ struct PropertyTests {
   func getValues() async throws {
     let sandbox = try Sandbox()
     let cases: [([String], String)] = [
-      (["device-type"], "5 (SocketCamC820)"),
+      // device-type in plain: the SDK type name (a script compares it, nothing parses the number).
+      (["device-type"], "SocketCamC820"),
       (["friendly-name"], "SocketCam C820"),
       (["data-source", "qr-code"], "enable"),
       (["data-source", "QRCode"], "enable"),
@@ -33,7 +34,7 @@ struct PropertyTests {
     #expect(several.status == 0)
     #expect(
       several.outLines == [
-        "friendly-name\tSocketCam C820", "device-type\t5 (SocketCamC820)", "data-source ean13\tenable",
+        "friendly-name\tSocketCam C820", "device-type\tSocketCamC820", "data-source ean13\tenable",
       ])
     #expect(!sandbox.exists(sandbox.stateDirectory), "reading must not write state")
   }
@@ -156,7 +157,7 @@ struct PropertyTests {
     }
     let plain = try await sandbox.capture("get", "socketcam", "--all")
     #expect(plain.status == 0)
-    #expect(plain.outLines.contains("device-type\t5 (SocketCamC820)"))
+    #expect(plain.outLines.contains("device-type\tSocketCamC820"))
     #expect(plain.outLines.contains("data-source qr-code\tenable"))
   }
 

@@ -197,7 +197,7 @@ enum CommandTree {
       OptionSpec(
         long: "events", valueName: "LIST", kind: .eventList,
         help:
-          "Only these event kinds, comma separated (decodedData, deviceArrival, deviceRemoval, batteryLevel, power, buttons, error)."
+          "Only these event kinds, comma separated (decodedData, undecodedData, deviceArrival, deviceRemoval, batteryLevel, power, buttons, error)."
       ),
       OptionSpec(
         long: "confirm", valueName: "CMD", kind: .command,
