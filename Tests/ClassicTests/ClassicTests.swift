@@ -247,6 +247,40 @@ func decodedTexts(_ events: [Event]) -> [String] {
     if case .deviceRemoval = events.last?.payload {} else { Issue.record("no removal: \(events)") }
   }
 
+  @Test func lineNoiseIsUndecodedDataAndNotAnError() async throws {
+    let noise: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF, 0x0D]
+    let fake = FakeBluetoothSystem()
+    fake.script { s in
+      s.reads = [.success(.data(noise + capturedFrame)), .success(.closed)]
+    }
+    let device = try await ClassicSPPScanner.open(
+      .initiate(scanner, channel: nil), request: request(), system: fake, name: "Socket 7Xi [0A1B2C]")
+    #expect(device.info.model == "Socket 7Xi [0A1B2C]")
+    let events = await collect(device)
+    #expect(events.map(\.kind) == [.deviceArrival, .undecodedData, .decodedData, .deviceRemoval])
+    let undecoded = events.compactMap { e -> UndecodedData? in
+      if case .undecodedData(let data) = e.payload { return data }
+      return nil
+    }
+    #expect(undecoded.map(\.bytes) == [noise])
+    #expect(decodedTexts(events) == ["EQ0000013158"])
+  }
+
+  @Test func modelIsTheBluetoothNameWhenOneIsKnown() {
+    let named = ClassicSPPScanner.forProperties(
+      scanner, request: request(wantsEvents: false), system: FakeBluetoothSystem(),
+      name: "Socket 7Xi [DDEEFF]")
+    #expect(named.info.model == "Socket 7Xi [DDEEFF]")
+    let unnamed = ClassicSPPScanner.forProperties(
+      scanner, request: request(wantsEvents: false), system: FakeBluetoothSystem())
+    #expect(unnamed.info.model == nil)
+    // The placeholder a nameless scanner was remembered under is no model.
+    let remembered = ClassicSPPScanner.forProperties(
+      scanner, request: request(wantsEvents: false), system: FakeBluetoothSystem(),
+      name: "Bluetooth SPP scanner \(scanner)")
+    #expect(remembered.info.model == nil)
+  }
+
   @Test func reconnectsAfterLinkLoss() async throws {
     let fake = FakeBluetoothSystem()
     fake.script { s in s.reads = [.success(.closed)] }

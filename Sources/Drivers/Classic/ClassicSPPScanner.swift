@@ -205,9 +205,10 @@ public final class ClassicSPPScanner: Device, Sendable {
     self.reader = reader
     // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial. Its
     // Bluetooth name ("Socket 7Xi [0A1B2C]", from discovery or the state file) names the model, when
-    // known.
+    // known; the placeholder below (remembered as the name of a scanner connected without one) does not.
+    let placeholder = "Bluetooth SPP scanner \(peer)"
     self.info = DeviceInfo(
-      id: peer.description, name: name ?? "Bluetooth SPP scanner \(peer)", type: .none, model: name)
+      id: peer.description, name: name ?? placeholder, type: .none, model: name == placeholder ? nil : name)
     eventChannel = EventChannel(device: info)
   }
 
