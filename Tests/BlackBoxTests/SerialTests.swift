@@ -108,6 +108,37 @@ struct SerialTests {
     #expect(outcome.errLines.allSatisfy { $0.count <= 200 })
   }
 
+  @Test("4 KiB of noise full of CR and LF is still one undecodedData event and one stderr line")
+  func lineNoiseWithTerminators() async throws {
+    // Every line of it is bad: printable bytes, TAB and UTF-8 lead bytes become CR, STX becomes 0x01.
+    var state: UInt32 = 0x9E37_79B9
+    var noise: [UInt8] = (0..<4096).map { _ in
+      state = state &* 1_103_515_245 &+ 12345
+      let b = UInt8(truncatingIfNeeded: state >> 16)
+      if (0x20..<0x7F).contains(b) || b == 0x09 || b >= 0xC0 { return 0x0D }
+      return b == 0x02 ? 0x01 : b
+    }
+    noise[0] = 0x01
+    let written = noise
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    let writer = Task {
+      guard await pty.waitUntilOpened() else { return false }
+      pty.write(written)
+      for text in ["ONE", "TWO", "THREE"] { pty.write(sppFrame(text, aim: "C0")) }
+      return true
+    }
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "3"], timeLimit: 30)
+    #expect(await writer.value)
+    #expect(outcome.status == 0, "\(outcome)")
+    let events = Shape.jsonLines(outcome)
+    let undecoded = events.filter { $0["event"]?.string == "undecodedData" }
+    #expect(undecoded.compactMap { $0["bytes"]?.string } == [Data(noise).base64EncodedString()])
+    #expect(events.compactMap { $0["text"]?.string } == ["ONE", "TWO", "THREE"])
+    #expect(outcome.errLines.count == 1 && outcome.errLines.allSatisfy { $0.count <= 200 }, "\(outcome)")
+  }
+
   @Test("plain listen after line noise: only the codes on stdout, one stderr line, exit 0")
   func lineNoisePlain() async throws {
     let sandbox = try Sandbox()
