@@ -158,6 +158,10 @@ struct DataManBlackBoxTests {
     #expect(document["error"] == nil, "\(json)")
     let sources = (document["properties"]?.array ?? []).compactMap { $0["value"]?["name"]?.string }
     #expect(sources.contains("QR Code") && !sources.contains("Codabar") && !sources.contains("Code 93"))
+    // The profile applies back to the same reader: nothing it lacks is in it.
+    let profile = try sandbox.write("reader.json", json.out)
+    let applied = try await sandbox.capture("set", device(simulator), "--from", profile)
+    #expect(applied.status == 0, "\(applied)")
 
     // Asked for by name, the lacking switch is NOTSUPPORTED (15), not a usage error.
     let one = try await sandbox.capture("get", device(simulator), "data-source", "codabar")
