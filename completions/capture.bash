@@ -16,7 +16,7 @@ _capture() {
     --dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --timeout) COMPREPLY=($(compgen -W "500ms 1s 5s 10s 30s 1m" -- "$cur")); return ;;
     --adapter) COMPREPLY=($(compgen -W "hci0 hci1" -- "$cur")); return ;;
-    --events) COMPREPLY=($(compgen -W "deviceArrival deviceRemoval decodedData batteryLevel power buttons error deviceDiscovered discoveryEnd" -- "$cur")); return ;;
+    --events) COMPREPLY=($(compgen -W "deviceArrival deviceRemoval decodedData undecodedData batteryLevel power buttons error deviceDiscovered discoveryEnd" -- "$cur")); return ;;
 --keymap) COMPREPLY=($(compgen -W "us de fr uk" -- "$cur")); return ;;
     --count|--name|--alias|--confirm) return ;;
     data-source) COMPREPLY=($(compgen -W "all 1d 2d nfc australia-post aztec bookland-ean british-post canada-post chinese2of5 codabar codablock-a codablock-f code11 code39 code39-extended code39-trioptic code93 code128 data-matrix dutch-post ean8 ean13 ean128 ean128-irregular ean-ucc-composite-ab ean-ucc-composite-c gs1-databar gs1-databar-limited gs1-databar-expanded interleaved2of5 isbt128 japan-post matrix2of5 maxicode msi pdf417 pdf417-micro planet plessey postnet qr-code standard2of5 telepen tlc39 upc-a upc-e0 upc-e1 usps-intelligent-mail direct-part-marking han-xin dot-code digimarc korea-post micro-qr-code iso14443-type-a iso14443-type-b felica iso15693 nxpicode1 inside-secure-pico-tag innovision-topaz-jewel thinfilm-nfc-barcode st-micro-electronics-sr askcts256-b-or-cts512-b nfc-forum innovatron-radio-protocol" -- "$cur")); return ;;

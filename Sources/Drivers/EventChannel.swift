@@ -67,20 +67,16 @@ final class EventChannel: Sendable {
 
 extension EventChannel {
   /// SPP parser output as events (serial ttys and RFCOMM carry the same frames): a code becomes
-  /// decodedData; malformed bytes become an INVALIDFORMAT error event. The SDK error event carries a
-  /// code and a message only, so the bytes travel in the message, all of them (the parser caps one
-  /// malformed run at 4 KiB): nothing the device sent is lost.
+  /// decodedData; bytes that were not a barcode become undecodedData, all of them, in pieces of at most
+  /// `UndecodedData.maximumBytes` (the parser already reports a run of garbage 4 KiB at a time). Line
+  /// noise is not a failure of the device or of the listen, so it is not an error event.
   func emit(_ parsed: [SPPEvent], from origin: String) {
     for event in parsed {
       switch event {
       case .code(let text, _, let source):
         emit(.decodedData(DecodedData(dataSource: DataSource(source ?? 0), bytes: text, origin: origin)))
       case .malformed(let raw):
-        let hex = raw.map { b in (b < 0x10 ? "0" : "") + String(b, radix: 16, uppercase: true) }
-          .joined(separator: " ")
-        emit(
-          .error(
-            CaptureError(.invalidFormat, "\(raw.count) byte(s) from \(origin) were not a barcode: \(hex)")))
+        for piece in UndecodedData.chunks(raw, origin: origin) { emit(.undecodedData(piece)) }
       }
     }
   }

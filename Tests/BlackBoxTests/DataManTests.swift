@@ -89,4 +89,86 @@ struct DataManBlackBoxTests {
     #expect(unknown.status == 18, "\(unknown)")
     #expect(unknown.err.hasPrefix("capture: ESKT_INVALIDPARAMETER (-18): "), "\(unknown)")
   }
+
+  @Test("a reader outside the SDK's type table: get device-type prints its DEVICE.TYPE; JSON adds model")
+  func deviceTypeIsTheModel() async throws {
+    let simulator = try DMCCSimulator()
+    defer { simulator.stop() }
+    simulator.define("DEVICE.TYPE", "DM8072")
+    let sandbox = try Sandbox()
+    let plain = try await sandbox.capture("get", device(simulator), "device-type")
+    #expect(plain.status == 0, "\(plain)")
+    #expect(plain.out == "DM8072\n", "\(plain)")
+    #expect(plain.err.isEmpty, "\(plain)")
+
+    let json = try await sandbox.capture("--json", "get", device(simulator), "device-type")
+    #expect(json.status == 0, "\(json)")
+    let document = try parseJSON(json.out.trimmingCharacters(in: .newlines))
+    // The SDK number and its name stay; the model is beside them, and in the device object.
+    #expect(
+      document["properties"]?[0]
+        == .object([
+          ("id", .number("65538")), ("model", .string("DM8072")), ("name", .string("device-type")),
+          ("type", .string("Ulong")), ("value", .number("0")), ("valueName", .string("None")),
+        ]))
+    #expect(document["device"]?["model"]?.string == "DM8072")
+    #expect(document["device"]?["typeName"]?.string == "None")
+  }
+
+  @Test("every listen event's device object carries the reader's model")
+  func eventsCarryTheModel() async throws {
+    let simulator = try DMCCSimulator(readText: "LOT-1")
+    defer { simulator.stop() }
+    simulator.define("DEVICE.TYPE", "DM8072")
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture("--json", "trigger", device(simulator), "start", "--wait")
+    #expect(outcome.status == 0, "\(outcome)")
+    let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
+    #expect(decoded.count == 1, "\(outcome)")
+    #expect(
+      decoded.first?["device"]
+        == .object([
+          ("id", .string(device(simulator))), ("model", .string("DM8072")),
+          ("name", .string("Line 3 reader")),
+          ("type", .number("0")), ("typeName", .string("None")),
+        ]), "\(outcome)")
+  }
+
+  @Test("get --all on a reader without two symbology switches (DMCC 101): left out, one note, exit 0")
+  func allLeavesOutWhatTheReaderLacks() async throws {
+    let simulator = try DMCCSimulator()
+    defer { simulator.stop() }
+    simulator.forget("SYMBOL.CODABAR")
+    simulator.forget("SYMBOL.C93")
+    let sandbox = try Sandbox()
+    let plain = try await sandbox.capture("get", device(simulator), "--all")
+    #expect(plain.status == 0, "\(plain)")
+    #expect(
+      plain.errLines == [
+        "capture: Line 3 reader does not support data-source codabar, data-source code93: left out of --all"
+      ], "\(plain)")
+    #expect(!plain.out.contains("codabar") && !plain.out.contains("code93"), "\(plain)")
+    #expect(plain.outLines.contains("data-source qr-code\tenable"), "\(plain)")
+    #expect(plain.outLines.contains("data-source code39\tdisable"), "\(plain)")
+
+    let json = try await sandbox.capture("--json", "get", device(simulator), "--all")
+    #expect(json.status == 0, "\(json)")
+    #expect(json.errLines.count == 1, "\(json)")
+    let document = try parseJSON(json.out.trimmingCharacters(in: .newlines))
+    #expect(document["error"] == nil, "\(json)")
+    let sources = (document["properties"]?.array ?? []).compactMap { $0["value"]?["name"]?.string }
+    #expect(sources.contains("QR Code") && !sources.contains("Codabar") && !sources.contains("Code 93"))
+    // The profile applies back to the same reader: nothing it lacks is in it.
+    let profile = try sandbox.write("reader.json", json.out)
+    let applied = try await sandbox.capture("set", device(simulator), "--from", profile)
+    #expect(applied.status == 0, "\(applied)")
+
+    // Asked for by name, the lacking switch is NOTSUPPORTED (15), not a usage error.
+    let one = try await sandbox.capture("get", device(simulator), "data-source", "codabar")
+    #expect(one.status == 15, "\(one)")
+    #expect(
+      one.errLines == [
+        "capture: ESKT_NOTSUPPORTED (-15): Line 3 reader has no Codabar: it does not know SYMBOL.CODABAR (DMCC status 101)"
+      ], "\(one)")
+  }
 }

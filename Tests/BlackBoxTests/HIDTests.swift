@@ -139,7 +139,8 @@ struct HIDTests {
     let outcome = try await sandbox.capture(["listen", "hid:\(fifo)", "--count", "2"])
     #expect(await writer.value)
     #expect(outcome.outLines == ["as", "d"], "\(outcome)")
-    // The error event makes the run's status INVALIDFORMAT, as a malformed serial frame does.
+    // The error event makes the run's status INVALIDFORMAT: a key with no character in the keymap is a
+    // setup error (the wrong --keymap), not line noise.
     #expect(outcome.status == 85, "\(outcome)")
     #expect(outcome.err.contains("unmapped: [59]"), "\(outcome)")
   }
@@ -160,9 +161,13 @@ struct HIDTests {
     }
   }
 
-  @Test("hid:auto with no scanner-named input device: exit 17")
+  /// The binary scans the real /dev/input: only where there is none is "no scanner" certain (a
+  /// machine with input devices may have one). The driver's choice among fake nodes is
+  /// KeyboardWedgeTests.autoPicksANodeNamedLikeAScanner.
+  @Test(
+    "hid:auto with no scanner-named input device: exit 17",
+    .enabled(if: access("/dev/input", F_OK) != 0, "this machine has /dev/input, which may hold a scanner"))
   func autoFindsNothing() async throws {
-    guard access("/dev/input", F_OK) != 0 else { return }  // a machine with input devices may have one
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture("listen", "hid:auto")
     Shape.expectFailure(

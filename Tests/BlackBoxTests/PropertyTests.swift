@@ -8,6 +8,7 @@ struct PropertyTests {
   func getValues() async throws {
     let sandbox = try Sandbox()
     let cases: [([String], String)] = [
+      // device-type in plain: the SDK type name (a script compares it, nothing parses the number).
       (["device-type"], "SocketCamC820"),
       (["friendly-name"], "SocketCam C820"),
       (["data-source", "qr-code"], "enable"),

@@ -41,9 +41,10 @@ struct SerialTests {
       events.map { $0["event"]?.string ?? "?" } == [
         "deviceArrival", "decodedData", "decodedData", "deviceRemoval",
       ])
+    // A pty has no USB device behind it: the model is "serial scanner" and the tty's name under /dev.
     let device = JSONValue.object([
-      ("id", .string(selector)), ("name", .string("Serial scanner (\(pty.slavePath))")),
-      ("type", .number("0")),
+      ("id", .string(selector)), ("model", .string("serial scanner \(pty.slavePath.dropFirst(5))")),
+      ("name", .string("Serial scanner (\(pty.slavePath))")), ("type", .number("0")),
       ("typeName", .string("None")),
     ])
     for event in events {
@@ -62,6 +63,133 @@ struct SerialTests {
         .object([("id", .number("19")), ("name", .string("EAN 13"))]),
       ])
     #expect(decoded.allSatisfy { $0["origin"]?.string == pty.slavePath })
+  }
+
+  /// 4 KiB of line noise: no STX, CR or LF, so in auto framing it is one run the parser gives up at the
+  /// next STX, and one undecodedData event.
+  static let lineNoise: [UInt8] = (0..<4096).map { i in
+    let b = UInt8((i * 37 + 11) % 256)
+    return b == 0x02 || b == 0x0A || b == 0x0D ? 0xFF : b
+  }
+
+  @Test(
+    "--json listen --count 3 after 4 KiB of line noise: an undecodedData event, one short stderr line, exit 0"
+  )
+  func lineNoiseIsReportedNotAFailure() async throws {
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    let writer = Task {
+      guard await pty.waitUntilOpened() else { return false }
+      pty.write(Self.lineNoise)
+      for text in ["ONE", "TWO", "THREE"] { pty.write(sppFrame(text, aim: "C0")) }
+      return true
+    }
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "3"], timeLimit: 30)
+    #expect(await writer.value, "capture never opened \(pty.slavePath)")
+    #expect(outcome.status == 0, "\(outcome)")
+    let events = Shape.jsonLines(outcome)
+    #expect(
+      events.map { $0["event"]?.string ?? "?" } == [
+        "deviceArrival", "undecodedData", "decodedData", "decodedData", "decodedData", "deviceRemoval",
+      ], "\(outcome)")
+    let noise = try #require(events.first { $0["event"]?.string == "undecodedData" })
+    #expect(noise.keys == ["bytes", "device", "event", "origin", "time"])
+    #expect(noise["bytes"]?.string == Data(Self.lineNoise).base64EncodedString())
+    #expect(noise["origin"]?.string == pty.slavePath)
+    #expect(noise["device"] == events.first?["device"])
+    #expect(Shape.isTime(noise["time"]))
+    #expect(events.compactMap { $0["text"]?.string } == ["ONE", "TWO", "THREE"])
+    // One line of about 150 characters, not 12 KB of hex: the count, the path and the first 24 bytes.
+    let first = Self.lineNoise.prefix(24).map { String(format: "%02X", $0) }.joined(separator: " ")
+    #expect(
+      outcome.errLines == ["capture: 4096 byte(s) from \(pty.slavePath) were not a barcode: \(first) …"],
+      "\(outcome)")
+    #expect(outcome.errLines.allSatisfy { $0.count <= 200 })
+  }
+
+  @Test("4 KiB of noise full of CR and LF is still one undecodedData event and one stderr line")
+  func lineNoiseWithTerminators() async throws {
+    // Every line of it is bad: printable bytes, TAB and UTF-8 lead bytes become CR, STX becomes 0x01.
+    var state: UInt32 = 0x9E37_79B9
+    var noise: [UInt8] = (0..<4096).map { _ in
+      state = state &* 1_103_515_245 &+ 12345
+      let b = UInt8(truncatingIfNeeded: state >> 16)
+      if (0x20..<0x7F).contains(b) || b == 0x09 || b >= 0xC0 { return 0x0D }
+      return b == 0x02 ? 0x01 : b
+    }
+    noise[0] = 0x01
+    let written = noise
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    let writer = Task {
+      guard await pty.waitUntilOpened() else { return false }
+      pty.write(written)
+      for text in ["ONE", "TWO", "THREE"] { pty.write(sppFrame(text, aim: "C0")) }
+      return true
+    }
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "3"], timeLimit: 30)
+    #expect(await writer.value)
+    #expect(outcome.status == 0, "\(outcome)")
+    let events = Shape.jsonLines(outcome)
+    let undecoded = events.filter { $0["event"]?.string == "undecodedData" }
+    #expect(undecoded.compactMap { $0["bytes"]?.string } == [Data(noise).base64EncodedString()])
+    #expect(events.compactMap { $0["text"]?.string } == ["ONE", "TWO", "THREE"])
+    #expect(outcome.errLines.count == 1 && outcome.errLines.allSatisfy { $0.count <= 200 }, "\(outcome)")
+  }
+
+  @Test("plain listen after line noise: only the codes on stdout, one stderr line, exit 0")
+  func lineNoisePlain() async throws {
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    let writer = Task {
+      guard await pty.waitUntilOpened() else { return false }
+      pty.write(Self.lineNoise)
+      for text in ["ONE", "TWO"] { pty.write(sppFrame(text, aim: "C0")) }
+      return true
+    }
+    let outcome = try await sandbox.capture(
+      ["listen", "serial:\(pty.slavePath)", "--count", "2"], timeLimit: 30)
+    #expect(await writer.value, "capture never opened \(pty.slavePath)")
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.outLines == ["ONE", "TWO"], "\(outcome)")
+    #expect(outcome.errLines.count == 1, "\(outcome)")
+    #expect(
+      outcome.errLines.first?.hasPrefix("capture: 4096 byte(s) from \(pty.slavePath) were not a barcode: ")
+        == true)
+    // -q silences it like any other diagnostic; the exit status stays 0.
+    let quietPTY = try ScannerPTY()
+    let quietWriter = Task {
+      guard await quietPTY.waitUntilOpened() else { return false }
+      quietPTY.write(Self.lineNoise)
+      quietPTY.write(sppFrame("ONE", aim: "C0"))
+      return true
+    }
+    let quiet = try await sandbox.capture(
+      ["-q", "listen", "serial:\(quietPTY.slavePath)", "--count", "1"], timeLimit: 30)
+    #expect(await quietWriter.value)
+    #expect(quiet.status == 0, "\(quiet)")
+    #expect(quiet.outLines == ["ONE"] && quiet.err.isEmpty, "\(quiet)")
+  }
+
+  @Test("--events decodedData leaves undecodedData out of the stream; the stderr line stays")
+  func lineNoiseFiltered() async throws {
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    let writer = Task {
+      guard await pty.waitUntilOpened() else { return false }
+      pty.write(Self.lineNoise)
+      pty.write(sppFrame("ONE", aim: "C0"))
+      return true
+    }
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "1", "--events", "decodedData"],
+      timeLimit: 30)
+    #expect(await writer.value)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(Shape.jsonLines(outcome).map { $0["event"]?.string ?? "?" } == ["decodedData"], "\(outcome)")
+    #expect(outcome.errLines.count == 1, "\(outcome)")
   }
 
   @Test("connect serial:PTY remembers it (list shows it, an alias reaches it); remove forgets it")

@@ -209,7 +209,7 @@ struct UsageTests {
     (["listen", "--cuont", "1", "--dir", "d"], "listen", "unknown option --cuont; did you mean --count?"),
     (
       ["listen", "--events", "bogus", "--dir", "d"], "listen",
-      "--events: unknown event 'bogus' (known: deviceArrival, deviceRemoval, decodedData, batteryLevel, power, buttons, error, deviceDiscovered, discoveryEnd)"
+      "--events: unknown event 'bogus' (known: deviceArrival, deviceRemoval, decodedData, undecodedData, batteryLevel, power, buttons, error, deviceDiscovered, discoveryEnd)"
     ),
     (["listen", "--dir"], "listen", "--dir needs a value (DIR)"),
     (

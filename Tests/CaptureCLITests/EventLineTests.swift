@@ -67,6 +67,18 @@ struct EventLineTests {
     events.append(
       Event(time: time, device: device, payload: .error(CaptureError(.invalidFormat, "bad\nbytes"))))
     events.append(Event(time: time, device: device, payload: .power(.unknown)))
+    // A model, awkward on purpose: the fast path writes it between id and name, escaped the same way.
+    for model in ["DM8072", "Socket \"S740\" é\u{2028}\n", ""] {
+      var known = device
+      known.model = model
+      events += datas.map { Event(time: time, device: known, payload: .decodedData($0)) }
+      events.append(Event(time: time, device: known, payload: .deviceArrival))
+      events.append(Event(time: time, device: known, payload: .deviceRemoval))
+    }
+    events.append(
+      Event(
+        time: time, device: device,
+        payload: .undecodedData(UndecodedData(bytes: [0x00, 0xFF, 0x0D], origin: "/dev/pts/3"))))
     return events
   }()
 
@@ -83,5 +95,41 @@ struct EventLineTests {
       Render.eventLine(Self.events[0])
         == #"{"bytes":"RDEtNDI=","dataSource":{"id":0,"name":"Not Specified"},"device":{"id":"serial:/dev/pts/3?framing=line","name":"Serial \"scanner\" é","type":0,"typeName":"None"},"event":"decodedData","origin":"/dev/pts/3","text":"D1-42","time":"2023-11-14T22:13:20.123Z"}"#
     )
+  }
+
+  @Test("a reader with a model: the device object carries it between id and name")
+  func modelLine() {
+    let reader = DeviceInfo(id: "tcp://127.0.0.1:23", name: "Line 3 reader", type: .none, model: "DM8072")
+    let event = Event(time: Timestamp(milliseconds: 0), device: reader, payload: .deviceArrival)
+    #expect(
+      Render.eventLine(event)
+        == #"{"device":{"id":"tcp://127.0.0.1:23","model":"DM8072","name":"Line 3 reader","type":0,"typeName":"None"},"event":"deviceArrival","time":"1970-01-01T00:00:00.000Z"}"#
+    )
+  }
+
+  @Test("undecodedData: the bytes in base64, the origin, no text or dataSource")
+  func undecodedLine() {
+    let event = Event(
+      time: Timestamp(milliseconds: 0), device: Self.device,
+      payload: .undecodedData(UndecodedData(bytes: [0xDE, 0xAD, 0x00], origin: "/dev/pts/3")))
+    #expect(
+      Render.eventLine(event)
+        == #"{"bytes":"3q0A","device":{"id":"serial:/dev/pts/3?framing=line","name":"Serial \"scanner\" é","type":0,"typeName":"None"},"event":"undecodedData","origin":"/dev/pts/3","time":"1970-01-01T00:00:00.000Z"}"#
+    )
+    #expect(
+      Render.noiseNote(
+        UndecodedData(bytes: Array(repeating: 0xAB, count: 4096), origin: nil), from: Self.device)
+        == "4096 byte(s) from serial:/dev/pts/3?framing=line were not a barcode: "
+        + Array(repeating: "AB", count: 24).joined(separator: " ") + " …")
+  }
+
+  @Test("UndecodedData carries at most 4096 bytes; chunks keeps every byte in order")
+  func undecodedCap() {
+    let bytes = (0..<9000).map { UInt8($0 % 251) }
+    #expect(UndecodedData(bytes: bytes, origin: nil).bytes == Array(bytes.prefix(4096)))
+    let pieces = UndecodedData.chunks(bytes, origin: "x")
+    #expect(pieces.map(\.bytes.count) == [4096, 4096, 808])
+    #expect(pieces.flatMap(\.bytes) == bytes)
+    #expect(UndecodedData.chunks([], origin: nil).isEmpty)
   }
 }

@@ -100,9 +100,10 @@ struct StateStoreTests {
   func corruptFileUpdate() throws {
     let store = StateStore(directory: tempDir())
     writeFile(store.path, "{not json")
-    #expect(throws: CaptureError.self) {
+    let error = #expect(throws: CaptureError.self) {
       try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "*" }
     }
+    #expect(error?.code == .invalidFormat)
     #expect(access(store.path, F_OK) != 0)
     #expect(corruptCopies(store).map { readFile(store.directory + "/" + $0) } == ["{not json"])
     try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "*" }

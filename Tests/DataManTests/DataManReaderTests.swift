@@ -19,13 +19,16 @@ struct DataManReaderTests {
     return try await DataManReader.open(host: "127.0.0.1", port: simulator.port, request: request)
   }
 
-  @Test("open: extended mode, name from DEVICE.NAME, DeviceType none, arrival first")
+  @Test("open: extended mode, name from DEVICE.NAME, DeviceType none, DEVICE.TYPE as model, arrival first")
   func opens() async throws {
     let simulator = try DMCCSimulator()
     defer { simulator.stop() }
+    simulator.define("DEVICE.TYPE", "DM8072")
     let reader = try await open(simulator)
     #expect(reader.info.name == "Line 3 reader")
     #expect(reader.info.type == .none)
+    #expect(reader.info.model == "DM8072")
+    #expect(try await reader.get(.deviceType, argument: .none) == .ulong(0))
     #expect(reader.info.id == "tcp://127.0.0.1:\(simulator.port)")
     #expect(simulator.parameter("COM.DMCC-RESPONSE") == "1")
     #expect(simulator.commands.prefix(2) == ["SET COM.DMCC-RESPONSE 1", "GET DEVICE.TYPE"])
@@ -59,7 +62,10 @@ struct DataManReaderTests {
     #expect(try await reader.getRaw("dmcc:DEVICE.TYPE") == "DM8050")
     try await reader.setRaw("dmcc:SYMBOL.PDF417", "ON")
     #expect(simulator.parameter("SYMBOL.PDF417") == "ON")
-    await #expect(throws: CaptureError.self) { try await reader.get(.batteryLevelDevice, argument: .none) }
+    let battery = await #expect(throws: CaptureError.self) {
+      try await reader.get(.batteryLevelDevice, argument: .none)
+    }
+    #expect(battery?.code == .notSupported)
     do {
       try await reader.setRaw("dmcc:NO.SUCH", "1")
       Issue.record("an unknown parameter was accepted")
@@ -89,7 +95,8 @@ struct DataManReaderTests {
     }
     #expect(decoded.map(\.bytes) == [Array("ABC-é-123".utf8)])
     #expect(simulator.commands.contains("TRIGGER ON"))
-    await #expect(throws: CaptureError.self) { try await reader.trigger(.continuousScan) }
+    let continuous = await #expect(throws: CaptureError.self) { try await reader.trigger(.continuousScan) }
+    #expect(continuous?.code == .notSupported)
   }
 
   /// Issue 5 back-pressure: with its queue full and nobody consuming, the reader stops reading read
@@ -136,7 +143,10 @@ struct DataManReaderTests {
     defer { slow.stop() }
     let late = try await open(slow, timeout: .milliseconds(300))
     slow.replyDelay = 0.5
-    await #expect(throws: CaptureError.self) { _ = try await late.get(.friendlyNameDevice, argument: .none) }
+    let tooLate = await #expect(throws: CaptureError.self) {
+      _ = try await late.get(.friendlyNameDevice, argument: .none)
+    }
+    #expect(tooLate?.code == .requestTimedOut)
     try await Task.sleep(for: .milliseconds(400))
     await late.close()
     var kinds: [EventKind] = []
@@ -227,5 +237,29 @@ struct DataManReaderTests {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
     return UInt16(bigEndian: address.sin_port)
+  }
+
+  @Test("a symbology switch the reader does not know (status 101) is NOTSUPPORTED for get and set")
+  func unknownSymbologyIsNotSupported() async throws {
+    let simulator = try DMCCSimulator()
+    defer { simulator.stop() }
+    simulator.forget("SYMBOL.CODABAR")
+    let reader = try await open(simulator)
+    let asked = PropertyValue.dataSource(DataSourceValue(id: .codabar, status: .defaultStatus))
+    let get = await #expect(throws: CaptureError.self) {
+      _ = try await reader.get(.dataSourceDevice, argument: asked)
+    }
+    #expect(get?.code == .notSupported)
+    #expect(get?.message == "Line 3 reader has no Codabar: it does not know SYMBOL.CODABAR (DMCC status 101)")
+    let set = await #expect(throws: CaptureError.self) {
+      try await reader.set(.dataSourceDevice, .dataSource(DataSourceValue(id: .codabar, status: .enable)))
+    }
+    #expect(set?.code == .notSupported)
+    // A switch it has still reads.
+    #expect(
+      try await reader.get(
+        .dataSourceDevice, argument: .dataSource(DataSourceValue(id: .qrCode, status: .defaultStatus)))
+        == .dataSource(DataSourceValue(id: .qrCode, status: .enable)))
+    await reader.close()
   }
 }

@@ -195,6 +195,9 @@ final class Warnings: Sendable {
     let log = Gathered(device.events)
     #expect(fake.grabbedDescriptors.count == 1)
     #expect(device.info.name == "Socket Mobile 7Ci")
+    // The input device's name (EVIOCGNAME) is its model: type None has no name of its own.
+    #expect(device.info.model == "Socket Mobile 7Ci")
+    #expect(device.info.type == .none)
     // "Hello-123" Enter, written with a record split across two writes.
     let bytes = keys([
       (35, true), (18, false), (38, false), (38, false), (24, false), (12, false),
@@ -313,8 +316,8 @@ final class Warnings: Sendable {
     #expect(device.info.id == "hid:auto")
     await device.close()
     let none = FakeEvdev(["/dev/input/event0": .init(name: "Power Button")])
-    #expect(throws: CaptureError.self) { try wedge("auto", none) }
-    do throws(CaptureError) { _ = try wedge("auto", none) } catch { #expect(error.code == .notFound) }
+    let error = #expect(throws: CaptureError.self) { try wedge("auto", none) }
+    #expect(error?.code == .notFound)
   }
 
   @Test func openErrorsMapToResultCodes() throws {
@@ -355,7 +358,8 @@ final class Warnings: Sendable {
         #expect(error.code == .invalidParameter)
       }
     }
-    #expect(throws: CaptureError.self) { try DeviceSelector.parse("hid:\(event3)?bogus=1") }
+    let bogus = #expect(throws: CaptureError.self) { try DeviceSelector.parse("hid:\(event3)?bogus=1") }
+    #expect(bogus?.code == .invalidParameter)
     #expect((try? DeviceSelector.parse("hid:\(event3)?keymap=de")) == .hid(path: "\(event3)?keymap=de"))
   }
 

@@ -164,11 +164,39 @@ struct SplitMix64: RandomNumberGenerator {
     #expect(malformed(events).isEmpty)
   }
 
-  @Test func lineWithControlBytesIsMalformed() {
+  @Test func linesWithControlBytesAreOneRunOfNoise() {
+    // Two bad lines in a row are one report (noise has terminators in it), ended by the good line.
     let events = parse(
-      [Array("A\u{01}B\r".utf8) + [0xFF, 0x41, 0x0D] + Array("OK\r\n".utf8)], framing: .line)
+      [Array("A\u{01}B\r\n".utf8) + [0xFF, 0x41, 0x0D] + Array("OK\r\n".utf8)], framing: .line)
     #expect(codes(events) == [Array("OK".utf8)])
-    #expect(malformed(events) == [Array("A\u{01}B\r".utf8), [0xFF, 0x41, 0x0D]])
+    #expect(malformed(events) == [Array("A\u{01}B\r\n".utf8) + [0xFF, 0x41, 0x0D]])
+  }
+
+  @Test func noiseWithTerminatorsIsReportedWhenTheLineGoesQuiet() {
+    var parser = SPPFrameParser(framing: .auto)
+    let noise: [UInt8] = [0xFF, 0x0D, 0x0A, 0x01, 0x0A, 0x0D, 0x80, 0x0D]
+    #expect(parser.feed(noise).isEmpty)
+    #expect(parser.hasPartialRecord)
+    #expect(parser.flushStalled() == [.malformed(raw: noise)])
+    #expect(!parser.hasPartialRecord)
+  }
+
+  @Test func fourKiBOfRandomNoiseIsOneReport() {
+    // A fixed pseudo-random 4 KiB, full of CR and LF, in which no line could be a code: printable
+    // bytes, TAB and UTF-8 lead bytes become CR (a printable run before CR is a line-mode code, which
+    // no parser can tell from a scan), STX becomes 0x01 (it would start a frame candidate).
+    var state: UInt32 = 0x1234_5678
+    var noise: [UInt8] = (0..<4096).map { _ in
+      state = state &* 1_103_515_245 &+ 12345
+      let b = UInt8(truncatingIfNeeded: state >> 16)
+      if (0x20..<0x7F).contains(b) || b == 0x09 || b >= 0xC0 { return 0x0D }
+      return b == 0x02 ? 0x01 : b
+    }
+    noise[0] = 0x01  // a terminator first would be an empty line, not noise
+    #expect(noise.filter { $0 == 0x0D || $0 == 0x0A }.count > 1000)
+    let events = parse([noise + frame("AFTER")])
+    #expect(codes(events) == [Array("AFTER".utf8)])
+    #expect(malformed(events) == [noise])
   }
 
   @Test func utf8LineIsACode() {

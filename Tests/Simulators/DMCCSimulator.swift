@@ -61,6 +61,13 @@ public final class DMCCSimulator: @unchecked Sendable {
 
   public func parameter(_ name: String) -> String? { lock.withLock { parameters[name] } }
 
+  /// Gives the reader `name` with `value` (another model: `define("DEVICE.TYPE", "DM8072")`).
+  public func define(_ name: String, _ value: String) { lock.withLock { parameters[name] = value } }
+
+  /// A reader model without `name` (a symbology it has no switch for): GET and SET of it then answer
+  /// status 101, command invalid, as for any name the reader does not know.
+  public func forget(_ name: String) { lock.withLock { _ = parameters.removeValue(forKey: name) } }
+
   public init(readText: String = "HELLO-123", fault: Fault = .none) throws {
     _readText = readText
     _fault = fault
@@ -173,14 +180,15 @@ public final class DMCCSimulator: @unchecked Sendable {
     let verb = words.first?.uppercased() ?? ""
     switch verb {
     case "GET" where words.count == 2:
+      // DMCC reads `GET NAME` as one command: a name the reader lacks is an unknown command.
       guard let value = parameter(words[1].uppercased()) else {
-        return reply(status: 102, data: "", id: id, checksummed: checksummed)
+        return reply(status: 101, data: "", id: id, checksummed: checksummed)
       }
       return reply(status: 0, data: value, id: id, checksummed: checksummed)
     case "SET" where words.count == 3:
       let name = words[1].uppercased()
       guard parameter(name) != nil else {
-        return reply(status: 102, data: "", id: id, checksummed: checksummed)
+        return reply(status: 101, data: "", id: id, checksummed: checksummed)
       }
       let answer = reply(status: 0, data: "", id: id, checksummed: checksummed)
       lock.withLock { parameters[name] = Self.unquote(words[2]) }

@@ -146,6 +146,10 @@ final class EventSink: Sendable {
       if output.isJSON {
         emit((shouldPrint ? Render.event(event) : Render.error(error)).serialized, kind: event.kind)
       }
+    case .undecodedData(let noise):
+      // Line noise is reported, never a failure: one bounded stderr line (the event has the bytes).
+      if shouldPrint && output.isJSON { emit(Render.event(event).serialized, kind: event.kind) }
+      output.warn(Render.noiseNote(noise, from: event.device))
     default:
       if shouldPrint && output.isJSON { emit(Render.eventLine(event), kind: event.kind) }
       output.info(Render.describe(event))

@@ -15,15 +15,17 @@ enum GetCommand {
     var isListed = false
 
     /// The JSON member of `properties`: raw parameters carry their own name and are always a String.
-    func json(_ value: PropertyValue) -> JSON {
+    func json(_ value: PropertyValue, device: DeviceInfo? = nil) -> JSON {
+      if raw == nil && property == .deviceType, let device { return Render.deviceType(value, device) }
       guard let raw else { return Render.property(property, value) }
       return .object([
         "name": .string(raw), "type": .string("String"), "value": .string(value.stringValue ?? ""),
       ])
     }
 
-    func plain(_ value: PropertyValue) -> String {
-      raw == nil ? Render.plainValue(property, value) : value.stringValue ?? ""
+    func plain(_ value: PropertyValue, device: DeviceInfo) -> String {
+      if raw == nil && property == .deviceType { return Render.plainDeviceType(value, device) }
+      return raw == nil ? Render.plainValue(property, value) : value.stringValue ?? ""
     }
   }
 
@@ -109,6 +111,8 @@ enum GetCommand {
 
     var results: [(Request, PropertyValue)] = []
     var firstError: CaptureError?
+    // --all: what this device does not support is left out of the profile, with one note for them all.
+    var leftOut: [String] = []
     for request in requests {
       do throws(CaptureError) {
         if let group = request.group { throw unlisted(device, group) }
@@ -118,7 +122,11 @@ enum GetCommand {
           results.append((request, try await device.get(request.property, argument: request.argument)))
         }
       } catch {
-        if (options.all || request.isListed) && error.code == .notSupported { continue }
+        if (options.all || request.isListed) && error.code == .notSupported {
+          // A group's member the device lacks is simply not listed; --all says once what it left out.
+          if options.all { leftOut.append(request.label) }
+          continue
+        }
         firstError = firstError ?? error
         context.output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
       }
@@ -126,13 +134,17 @@ enum GetCommand {
     await device.close()
 
     let output = context.output
+    if !leftOut.isEmpty {
+      output.warn(
+        "\(device.info.name) does not support \(leftOut.joined(separator: ", ")): left out of --all")
+    }
     if output.isJSON, results.isEmpty, let firstError {
       // Nothing was read: the contract's bare error object, not an empty document.
       output.json(Render.error(firstError))
     } else if output.isJSON {
       var document: [String: JSON] = [
         "device": Render.device(device.info),
-        "properties": .array(results.map { $0.0.json($0.1) }),
+        "properties": .array(results.map { $0.0.json($0.1, device: device.info) }),
       ]
       if let firstError { document["error"] = Render.error(firstError)["error"] }
       output.json(.object(document))
@@ -140,12 +152,12 @@ enum GetCommand {
       // One `name status` line per source: the words `set DEVICE data-source` takes back as pairs.
       output.table(
         results.compactMap { request, value in
-          value.dataSourceValue.map { [$0.id.cliName, request.plain(value)] }
+          value.dataSourceValue.map { [$0.id.cliName, request.plain(value, device: device.info)] }
         }, separator: " ")
     } else if requests.count == 1 && !options.all && options.requests[0].group == nil {
-      if let (request, value) = results.first { output.line(request.plain(value)) }
+      if let (request, value) = results.first { output.line(request.plain(value, device: device.info)) }
     } else {
-      output.table(results.map { request, value in [request.label, request.plain(value)] })
+      output.table(results.map { request, value in [request.label, request.plain(value, device: device.info)] })
     }
     return firstError?.code ?? .noError
   }

@@ -2,11 +2,15 @@ import CaptureCore
 
 /// The published shapes (ARCHITECTURE.md §1 "Output"). Keys are camelCase and never renamed.
 enum Render {
+  /// `model` only when the device reports one: optional keys are left out, never null (as `tagId`,
+  /// `points`, `origin` and `valueName` are).
   static func device(_ info: DeviceInfo) -> JSON {
-    .object([
+    var members: [String: JSON] = [
       "id": .string(info.id), "name": .string(info.name), "type": .int(info.type.rawValue),
       "typeName": .string(info.type.typeName),
-    ])
+    ]
+    if let model = info.model { members["model"] = .string(model) }
+    return .object(members)
   }
 
   static func error(_ error: CaptureError) -> JSON {
@@ -38,6 +42,10 @@ enum Render {
         members["points"] = .array(points.map { .object(["x": .int($0.x), "y": .int($0.y)]) })
       }
       if let origin = data.origin { members["origin"] = .string(origin) }
+    case .undecodedData(let noise):
+      // `bytes` as decodedData carries them; at most UndecodedData.maximumBytes per event.
+      members["bytes"] = .string(Base64.encode(noise.bytes))
+      if let origin = noise.origin { members["origin"] = .string(origin) }
     case .batteryLevel(let level):
       members["percent"] = .int(level.percent)
       members["current"] = .int(level.current)
@@ -101,6 +109,11 @@ enum Render {
     key("id")
     string(event.device.id)
     out.append(comma)
+    if let model = event.device.model {
+      key("model")
+      string(model)
+      out.append(comma)
+    }
     key("name")
     string(event.device.name)
     out.append(comma)
@@ -162,11 +175,24 @@ enum Render {
     case .deviceArrival: return "\(who) arrived"
     case .deviceRemoval: return "\(who) removed"
     case .decodedData(let d): return "\(who) decoded \(d.dataSource.name)"
+    case .undecodedData(let noise): return noiseNote(noise, from: event.device)
     case .batteryLevel(let l): return "\(who) battery \(l.percent)%"
     case .power(let p): return "\(who) power \(p.cliName)"
     case .buttons(let b): return "\(who) buttons \(b.names.joined(separator: ","))"
     case .error(let e): return "\(who): \(e.code.name) (\(e.code.rawValue)): \(e.message)"
     }
+  }
+
+  /// How many leading bytes of line noise the stderr note shows: with the count and the path, the line
+  /// stays near 150 characters however long the run (the event itself carries every byte).
+  static let noisePreviewBytes = 24
+
+  /// The one stderr line for an undecodedData event: the byte count and the first bytes in hex.
+  static func noiseNote(_ noise: UndecodedData, from device: DeviceInfo) -> String {
+    let shown = noise.bytes.prefix(noisePreviewBytes).map(hexByte).joined(separator: " ")
+    let more = noise.bytes.count > noisePreviewBytes ? " …" : ""
+    return
+      "\(noise.bytes.count) byte(s) from \(noise.origin ?? device.id) were not a barcode: \(shown)\(more)"
   }
 
   static func hexByte(_ b: UInt8) -> String {
@@ -203,6 +229,23 @@ enum Render {
     ]
     if let name = PropertyValueCodec.valueName(id, v) { members["valueName"] = .string(name) }
     return .object(members)
+  }
+
+  /// device-type: the SDK number and its `valueName` as for any property, and the device's own
+  /// `model` when it reports one (left out otherwise, as in the `device` object).
+  static func deviceType(_ v: PropertyValue, _ device: DeviceInfo) -> JSON {
+    guard case .object(var members) = property(.deviceType, v) else { return property(.deviceType, v) }
+    if let model = device.model { members["model"] = .string(model) }
+    return .object(members)
+  }
+
+  /// Plain device-type: the SDK type name when the SDK's table has the type, else the model the device
+  /// reports (a DataMan's DM8072, not `0 (None)`); a number the table lacks and no model says what it is.
+  static func plainDeviceType(_ v: PropertyValue, _ device: DeviceInfo) -> String {
+    guard case .ulong(let raw) = v else { return plainValue(.deviceType, v) }
+    let type = DeviceType(raw)
+    if let model = device.model, type == .none || type.sdkName == nil { return model }
+    return type.sdkName ?? plainValue(.deviceType, v)
   }
 
   /// The plain text of a value: what a script needs and, for a writable property, what `set` accepts

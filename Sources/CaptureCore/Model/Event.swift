@@ -8,6 +8,9 @@ public enum EventKind: String, Sendable, CaseIterable, Hashable {
   case deviceArrival
   case deviceRemoval
   case decodedData
+  /// Bytes a device sent that were not a barcode (line noise, a frame whose length lied). Not an SDK
+  /// event: the SDK has no way to hand such bytes over.
+  case undecodedData
   case batteryLevel
   case power
   case buttons
@@ -15,12 +18,14 @@ public enum EventKind: String, Sendable, CaseIterable, Hashable {
   case deviceDiscovered
   case discoveryEnd
 
-  /// The SDK event id this kind corresponds to.
+  /// The SDK event id this kind corresponds to. undecodedData has none of its own; the nearest is the
+  /// Error event (ESKT_INVALIDFORMAT), which is how such bytes were reported before they had a kind.
   public var sdkID: EventID {
     switch self {
     case .deviceArrival: .deviceArrival
     case .deviceRemoval: .deviceRemoval
     case .decodedData: .decodedData
+    case .undecodedData: .error
     case .batteryLevel: .batteryLevel
     case .power: .power
     case .buttons: .buttons
@@ -110,6 +115,8 @@ public struct Event: Sendable {
     case deviceArrival
     case deviceRemoval
     case decodedData(DecodedData)
+    /// Bytes that were not a barcode; the stream goes on and nothing failed.
+    case undecodedData(UndecodedData)
     case batteryLevel(BatteryLevel)
     case power(PowerState)
     case buttons(ButtonsState)
@@ -132,10 +139,37 @@ public struct Event: Sendable {
     case .deviceArrival: .deviceArrival
     case .deviceRemoval: .deviceRemoval
     case .decodedData: .decodedData
+    case .undecodedData: .undecodedData
     case .batteryLevel: .batteryLevel
     case .power: .power
     case .buttons: .buttons
     case .error: .error
+    }
+  }
+}
+
+/// Bytes a device sent that were not a barcode: a stream scanner's line noise, garbage between
+/// frames, a frame cut short by a removal. Kept, not dropped, so nothing a device sent disappears;
+/// reported as data, not as a failure, because noise on a serial line is normal input.
+public struct UndecodedData: Sendable, Hashable {
+  /// At most this many bytes travel in one event (the SPP parser's longest record): a longer run of
+  /// noise is several events, so neither a line of output nor the memory behind it grows with it.
+  public static let maximumBytes = 4096
+
+  public var bytes: [UInt8]
+  /// Where the bytes came from (the tty or the RFCOMM peer), as DecodedData's `origin`.
+  public var origin: String?
+
+  /// `bytes` beyond `maximumBytes` are cut off; use `chunks` to keep them all.
+  public init(bytes: [UInt8], origin: String?) {
+    self.bytes = Array(bytes.prefix(Self.maximumBytes))
+    self.origin = origin
+  }
+
+  /// `bytes` in pieces of at most `maximumBytes`, in order.
+  public static func chunks(_ bytes: [UInt8], origin: String?) -> [UndecodedData] {
+    stride(from: 0, to: bytes.count, by: maximumBytes).map { start in
+      UndecodedData(bytes: Array(bytes[start..<min(start + maximumBytes, bytes.count)]), origin: origin)
     }
   }
 }

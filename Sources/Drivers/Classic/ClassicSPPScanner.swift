@@ -68,7 +68,7 @@ public final class ClassicSPPScanner: Device, Sendable {
   public var capabilities: Capabilities {
     Capabilities(
       readable: [.deviceType, .friendlyNameDevice, .bluetoothAddressDevice], writable: [], triggers: [],
-      events: [.deviceArrival, .deviceRemoval, .decodedData, .error])
+      events: [.deviceArrival, .deviceRemoval, .decodedData, .undecodedData, .error])
   }
 
   /// Opens the link (blocking calls run on the scanner's own queue) and, when the request wants
@@ -203,8 +203,12 @@ public final class ClassicSPPScanner: Device, Sendable {
     self.reconnects = reconnects
     self.connectTimeout = connectTimeout
     self.reader = reader
-    // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial.
-    self.info = DeviceInfo(id: peer.description, name: name ?? "Bluetooth SPP scanner \(peer)", type: .none)
+    // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial. Its
+    // Bluetooth name ("Socket 7Xi [0A1B2C]", from discovery or the state file) names the model, when
+    // known; the placeholder below (remembered as the name of a scanner connected without one) does not.
+    let placeholder = "Bluetooth SPP scanner \(peer)"
+    self.info = DeviceInfo(
+      id: peer.description, name: name ?? placeholder, type: .none, model: name == placeholder ? nil : name)
     eventChannel = EventChannel(device: info)
   }
 

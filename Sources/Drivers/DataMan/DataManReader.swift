@@ -100,8 +100,10 @@ public final class DataManReader: Device {
       let model = try handshake.await("GET DEVICE.TYPE", id: 2)
       let name = try handshake.await("GET DEVICE.NAME", id: 3)
       // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
-      // Socket Mobile models only); the model string is in `dmcc:DEVICE.TYPE`.
-      let info = DeviceInfo(id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none)
+      // Socket Mobile models only); the reader's own DEVICE.TYPE (DM8072, …) is the model.
+      let info = DeviceInfo(
+        id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none,
+        model: model.isEmpty ? nil : model)
       return DataManReader(
         info: info, connection: connection, timeout: timeout, early: handshake.reads, queueLimit: queueLimit)
     } catch {
@@ -140,7 +142,7 @@ public final class DataManReader: Device {
     switch property {
     case .deviceType:
       // The SDK number for "no Socket Mobile type"; the DataMan model (DEVICE.TYPE, e.g. DM8050) has no
-      // SDK value and is read with `dmcc:DEVICE.TYPE`.
+      // SDK value and travels as the device's `model`, read at open.
       return .ulong(DeviceType.none.rawValue)
     case .friendlyNameDevice:
       return .string(try await command(DMCCCommand.get("DEVICE.NAME")).text)
@@ -153,7 +155,7 @@ public final class DataManReader: Device {
       guard let parameter = Self.symbolParameter(asked.id) else {
         throw .notSupported("\(info.name) has no DMCC symbology switch known for \(asked.id.name)")
       }
-      let text = try await command(DMCCCommand.get(parameter)).text.uppercased()
+      let text = try await symbologyCommand(DMCCCommand.get(parameter), parameter, asked.id).text.uppercased()
       let status: DataSourceStatus
       switch text {
       case "ON", "1": status = .enable
@@ -183,7 +185,7 @@ public final class DataManReader: Device {
       default:
         throw .invalidParameter("a DataMan symbology is enabled or disabled, not \(source.status.name)")
       }
-      _ = try await command(DMCCCommand.set(parameter, word))
+      _ = try await symbologyCommand(DMCCCommand.set(parameter, word), parameter, source.id)
     case (.triggerDevice, .byte(let raw)):
       guard let action = Trigger(rawValue: raw) else {
         throw .invalidParameter("unknown trigger value \(raw)")
@@ -239,6 +241,31 @@ public final class DataManReader: Device {
 
   /// Sends one command and waits for its extended reply; a non-zero status becomes its SKT code.
   func command(_ text: String) async throws(CaptureError) -> Reply {
+    let reply = try await exchange(text)
+    guard reply.status == 0 else { throw Self.statusError(reply, text) }
+    return reply
+  }
+
+  /// A symbology switch the reader does not have is a data source this reader does not support
+  /// (NOTSUPPORTED, as the SDK answers for any property a device lacks), not a bad request: DMCC parses
+  /// `GET SYMBOL.X` as one command, so a model without that switch answers status 101, command invalid
+  /// (docs/device-protocols.md §7 "Status codes"). A GET has no value that 102, parameter invalid, could
+  /// be about, so it means the same there; to a SET, 102 is the value and stays INVALIDPARAMETER.
+  private func symbologyCommand(_ text: String, _ parameter: String, _ source: DataSource)
+    async throws(CaptureError) -> Reply
+  {
+    let reply = try await exchange(text)
+    let isGet = text.uppercased().hasPrefix("GET ")
+    if reply.status == 101 || (isGet && reply.status == 102) {
+      throw .notSupported(
+        "\(info.name) has no \(source.name): it does not know \(parameter) (DMCC status \(reply.status))")
+    }
+    guard reply.status == 0 else { throw Self.statusError(reply, text) }
+    return reply
+  }
+
+  /// Sends one command and waits for its extended reply, whatever its status.
+  private func exchange(_ text: String) async throws(CaptureError) -> Reply {
     let deadline = ContinuousClock.now + timeout
     let result: Result<Reply, CaptureError> = await withCheckedContinuation { waiter in
       let id: Int? = state.withLock { s in
@@ -265,9 +292,7 @@ public final class DataManReader: Device {
         state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(returning: .failure(error))
       }
     }
-    let reply = try result.get()
-    guard reply.status == 0 else { throw Self.statusError(reply, text) }
-    return reply
+    return try result.get()
   }
 
   static func statusError(_ reply: Reply, _ command: String) -> CaptureError {

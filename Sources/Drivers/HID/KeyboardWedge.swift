@@ -108,11 +108,12 @@ public final class KeyboardWedge: Device, Sendable {
     }
     let devicePath = identity?.path ?? path
     let source = try EvdevSource(path: devicePath, system: system, warn: request.warn)
-    let name =
-      identity?.name ?? EvdevSource.identify(path: devicePath, system: system)?.name
-      ?? "Keyboard-wedge scanner (\(devicePath))"
+    // The input device's own name (EVIOCGNAME, linux/input.h) is the closest a keyboard comes to a
+    // model ("Socket Mobile Socket S740", "Honeywell Imaging & Mobility 1900").
+    let model = identity?.name ?? EvdevSource.identify(path: devicePath, system: system)?.name
     let wedge = KeyboardWedge(
-      selector: request.selector.description, name: name, path: devicePath, isAuto: isAuto,
+      selector: request.selector.description, name: model ?? "Keyboard-wedge scanner (\(devicePath))",
+      model: model, path: devicePath, isAuto: isAuto,
       settings: settings, reconnects: request.reconnects, system: system, warn: request.warn)
     if request.wantsEvents {
       wedge.startReading(source)
@@ -127,7 +128,8 @@ public final class KeyboardWedge: Device, Sendable {
   }
 
   init(
-    selector: String, name: String, path: String, isAuto: Bool, settings: WedgeSettings, reconnects: Bool,
+    selector: String, name: String, model: String?, path: String, isAuto: Bool, settings: WedgeSettings,
+    reconnects: Bool,
     system: any EvdevSystem, warn: @escaping @Sendable (String) -> Void
   ) {
     self.path = path
@@ -136,9 +138,9 @@ public final class KeyboardWedge: Device, Sendable {
     self.reconnects = reconnects
     self.system = system
     self.warn = warn
-    // No published device type has a keyboard interface (capture-sdk.md §5.2), and a HID keyboard does
-    // not say which scanner model it is: type None (0) is the honest answer.
-    self.info = DeviceInfo(id: selector, name: name, type: .none)
+    // No published device type has a keyboard interface (capture-sdk.md §5.2): type None (0), and the
+    // input device's name as the model.
+    self.info = DeviceInfo(id: selector, name: name, type: .none, model: model)
     self.reader = ReaderThread(label: "capture.hid.\(path)")
     channel = EventChannel(device: info)
   }

@@ -30,7 +30,9 @@ public enum SPPEvent: Sendable, Equatable {
 ///   it are scanned again for the next STX. So a length that lies costs one candidate, never more
 ///   than 4 KiB of waiting, and never an invented code.
 /// - Garbage is collected and reported as one `malformed` event (at most `maxFrameLength` bytes each)
-///   when the next good record arrives, the buffer is full, or the stream ends.
+///   when the next good record arrives, the buffer is full, the line goes quiet (`flushStalled`) or the
+///   stream ends. Line terminators inside it do not end it: line noise contains CR and LF bytes, and
+///   a run of noise is one report, not one per terminator.
 /// - `auto` detects each record from its first byte. Once a valid frame has been seen it stays
 ///   framed: a scanner does not change output mode without being reconfigured, and in framed mode
 ///   stray printable bytes ending in CR are noise, not codes. (Before that, random printable bytes
@@ -122,16 +124,20 @@ public struct SPPFrameParser: Sendable {
     swallowsLF = false
     switch state {
     case .idle:
-      if lfAfterCR { return nil }
+      if lfAfterCR {
+        // CRLF's second half: part of the noise when it ends a bad line, nothing after a code.
+        if !garbage.isEmpty { addGarbage(byte, &out) }
+        return nil
+      }
       if byte == Self.stx && framing != .line {
         state = .frame
         record = [byte]
       } else if isLockedToFrames {
         addGarbage(byte, &out)
       } else if byte == Self.cr || byte == Self.lf {
-        // An empty line carries no code; a lone terminator after garbage closes it.
+        // An empty line carries no code; a terminator after garbage is more of it (kept, not dropped).
         swallowsLF = byte == Self.cr
-        flushGarbage(&out)
+        if !garbage.isEmpty { addGarbage(byte, &out) }
       } else {
         state = .line
         record = [byte]
@@ -164,7 +170,6 @@ public struct SPPFrameParser: Sendable {
           out.append(.code(text: line, raw: line + [byte], dataSource: nil))
         } else {
           addGarbage(line + [byte], &out)
-          flushGarbage(&out)
         }
       } else if byte == Self.stx && framing == .auto {
         // "re-detected after garbage": a line interrupted by STX was not a line.
@@ -187,7 +192,6 @@ public struct SPPFrameParser: Sendable {
         if byte == Self.cr || byte == Self.lf {
           state = .idle
           swallowsLF = byte == Self.cr
-          flushGarbage(&out)
         }
       }
     }

@@ -31,7 +31,7 @@ public final class SerialScanner: Device, Sendable {
   public var capabilities: Capabilities {
     Capabilities(
       readable: [.deviceType, .friendlyNameDevice], writable: [], triggers: [],
-      events: [.deviceArrival, .deviceRemoval, .decodedData, .error])
+      events: [.deviceArrival, .deviceRemoval, .decodedData, .undecodedData, .error])
   }
 
   /// Validates every parameter before touching the device (usage errors are 18 even when the path is
@@ -67,9 +67,10 @@ public final class SerialScanner: Device, Sendable {
     self.settings = settings
     self.framing = framing
     self.reconnects = reconnects
-    // No published device type has the Serial interface (capture-sdk.md §5.2), and a tty says nothing
-    // about the model behind it: type None (0) is the honest answer.
-    self.info = DeviceInfo(id: selector, name: "Serial scanner (\(path))", type: .none)
+    // No published device type has the Serial interface (capture-sdk.md §5.2): type None (0), and as
+    // the model what the host knows of the line (the USB adapter's product, else the tty's name).
+    self.info = DeviceInfo(
+      id: selector, name: "Serial scanner (\(path))", type: .none, model: TTYModel.describe(path: path))
     self.reader = ReaderThread(label: "capture.serial.\(path)")
     channel = EventChannel(device: info)
   }
