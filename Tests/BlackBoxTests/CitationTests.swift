@@ -25,7 +25,7 @@ struct CitationScan {
   }
   struct SectionCitation: Equatable {
     let line: Int
-    /// The numbers cited: one, or both ends of a range (`§2.1–2.2`).
+    /// The numbers cited: one, or both ends of a range (`docs/capture-sdk.md §2.1–2.2`).
     let numbers: [String]
     /// The document the § belongs to, as written; nil when none precedes it in its comment block.
     let document: String?
@@ -33,7 +33,7 @@ struct CitationScan {
 
   var documents: [DocumentCitation] = []
   var sections: [SectionCitation] = []
-  /// Lines that cite the issue tracker (`issue 4`) or a path outside the repository.
+  /// Lines that cite the issue tracker (the word and a number) or a path outside the repository.
   var banned: [(line: Int, text: String, what: String)] = []
 
   // A path ending in .md that is not inside a longer word or path.
@@ -48,7 +48,8 @@ struct CitationScan {
   // The bracketed characters keep this file from matching its own patterns.
   static let outsidePattern = try! NSRegularExpression(
     pattern: #"\.\./shared|shared[/]reference|/work[/]shared"#)
-  // "issue 4", "Issues 4 and 5", and "(issue: …)"; the numbered form is looked for first.
+  // The word and a number (either case, singular or plural) is looked for first, then the word right
+  // after an opening parenthesis.
   static let issuePatterns = [
     try! NSRegularExpression(pattern: #"\b[Ii]ssues?[ \t]+\d+\b"#),
     try! NSRegularExpression(pattern: #"\([Ii]ssue\b:?"#),
@@ -368,12 +369,12 @@ struct CitationTests {
 
   @Test("the issue tracker and paths outside the repository are reported with their line")
   func banned() {
-    let issue = "iss" + "ue"
+    let tracker = "iss" + "ue"
     let scan = CitationScan(
       text: """
         // fine: it issues no writes
-        // (\(issue) 4 deliverable 5)
-        // I\(issue.dropFirst()) 5: back-pressure
+        // (\(tracker) 4 deliverable 5)
+        // I\(tracker.dropFirst()) 5: back-pressure
         // see ..\u{2F}shared and shared\u{2F}reference/\(Self.markdown("capture-sdk"))
         """)
     #expect(scan.banned.map(\.line) == [2, 3, 4])
