@@ -42,9 +42,12 @@ struct CitationScan {
   // §N, §N.M, and a range §N.M–N.K.
   static let sectionPattern = try! NSRegularExpression(
     pattern: #"§(\d+(?:\.\d+)*)(?:[ \t]*[–-][ \t]*(\d+(?:\.\d+)*))?"#)
-  // A § of a public standard (RFC 3629 §1, the PNG specification §5.2) is not a document of ours.
+  // A § of a public standard is not a document of ours: RFC 3629 §1, the PNG specification §5.2, the
+  // Bluetooth Core Specification Vol 3 Part B §2.5.1, ISO/IEC 15417 §4.
   static let externalBefore = try! NSRegularExpression(
-    pattern: #"(?:RFC[ \t]?\d+|[Ss]pecification|ISO[ \t/]?[\d-]+)[ \t]*$"#)
+    pattern:
+      #"(?:RFC[ \t]?\d+|[Ss]pecification|ISO(?:/IEC)?[ \t/]?[\d-]+(?::\d+)?|Part[ \t][A-Z]+|Vol\.?[ \t]\d+)[ \t]*$"#
+  )
   // The bracketed characters keep this file from matching its own patterns.
   static let outsidePattern = try! NSRegularExpression(
     pattern: #"\.\./shared|shared[/]reference|/work[/]shared"#)
@@ -360,6 +363,7 @@ struct CitationTests {
     let scan = CitationScan(
       text: """
         // RFC 3629 \u{A7}1, the PNG specification \u{A7}5.2, https://github.com/o/r/blob/main/doc/\(Self.markdown("x"))
+        // the Core Specification Vol 3 Part B \u{A7}2.5.1, ISO/IEC 15417 \u{A7}4
         // zxing-cpp issues #516 and swift-corelibs-foundation#4772 are public threads.
         """)
     #expect(scan.documents.isEmpty)
