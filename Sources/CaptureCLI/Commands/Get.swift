@@ -85,14 +85,14 @@ enum GetCommand {
     }
   }
 
-  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    if options.list { return try await listProperties(options, context) }
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
+    if options.list { return .status(try await listProperties(options, context)) }
     let device = try await context.open(options.selector!, wantsEvents: false)
     defer { Task { await device.close() } }
     let requests = options.all ? allRequests(device) : options.requests
 
     var results: [(Request, PropertyValue)] = []
-    var firstError: CaptureError?
+    var errors: [CaptureError] = []
     for request in requests {
       do {
         if let raw = request.raw {
@@ -102,22 +102,23 @@ enum GetCommand {
         }
       } catch {
         if options.all && error.code == .notSupported { continue }
-        firstError = firstError ?? error
-        context.output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+        errors.append(error)
       }
     }
     await device.close()
 
     let output = context.output
-    if output.isJSON, results.isEmpty, let firstError {
-      // Nothing was read: the contract's bare error object, not an empty document.
-      output.json(Render.error(firstError))
+    let firstError = errors.first
+    if output.isJSON, results.isEmpty, firstError != nil {
+      // Nothing was read: the contract's bare error object (CaptureCLI.run writes it), not an empty
+      // document.
+      return .failures(errors, documented: false)
     } else if output.isJSON {
       var document: [String: JSON] = [
         "device": Render.device(device.info),
         "properties": .array(results.map { $0.0.json($0.1) }),
       ]
-      if let firstError { document["error"] = Render.error(firstError)["error"] }
+      if let firstError { document["error"] = Output.errorObject(firstError) }
       output.json(.object(document))
     } else if requests.count == 1 && !options.all {
       if let (request, value) = results.first { output.line(request.plain(value)) }
@@ -126,7 +127,8 @@ enum GetCommand {
         output.line("\(request.label)\t\(request.plain(value))")
       }
     }
-    return firstError?.code ?? .noError
+    // Each failed property's line on stderr, by CaptureCLI.run; the document above carries the first.
+    return .failures(errors, documented: true)
   }
 
   /// Every readable property that needs no argument, plus data-source for each data source the
