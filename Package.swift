@@ -10,8 +10,9 @@ let package = Package(
     .library(name: "CaptureCore", targets: ["CaptureCore"]),
   ],
   targets: [
-    .executableTarget(name: "capture", dependencies: ["CaptureCLI"]),
-    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "Drivers"]),
+    // The executable is the composition root: it picks the drivers; CaptureCLI sees only CaptureCore.
+    .executableTarget(name: "capture", dependencies: ["CaptureCLI", "Drivers"]),
+    .target(name: "CaptureCLI", dependencies: ["CaptureCore"]),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
     // BlueZ over D-Bus (issue 3): a general libdbus client, then one Swift type per BlueZ interface.
@@ -39,7 +40,7 @@ let package = Package(
     .target(name: "CV4L2"),
     .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
     .testTarget(
-      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore", "Drivers", "Bluetooth"]),
+      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
     .testTarget(name: "BlackBoxTests", dependencies: ["capture", "Simulators"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),

@@ -1,5 +1,4 @@
 import CaptureCore
-import Drivers
 
 /// Global options, validated once.
 struct GlobalOptions: Sendable {
@@ -16,12 +15,37 @@ struct Context: Sendable {
   var globals: GlobalOptions
   var output: Output
   var state: StateStore
-  var opener: any DeviceOpener
+  /// The drivers: opening devices and device management. The composition root (the `capture`
+  /// executable) passes the real ones; tests pass fakes.
+  var system: any DeviceSystem
+}
+
+/// How a command ended, for `CaptureCLI.run` to render: the status, and the errors that made it (a
+/// command never prints its own failure). A status without errors may still be an error code that was
+/// already shown as an event of a stream (listen, trigger).
+struct CommandOutcome: Sendable {
+  var status: ResultCode
+  /// In the order met: each one's `capture: NAME (code): message` line on stderr.
+  var errors: [CaptureError] = []
+  /// The command's own --json document carries the first error (get's `error` key), so no separate
+  /// `{"error":{...}}` object goes to stdout.
+  var isDocumented = false
+
+  static let success = CommandOutcome(status: .noError)
+  static func status(_ code: ResultCode) -> CommandOutcome { CommandOutcome(status: code) }
+  /// The command failed with `error`: its line, and with --json its error object on stdout.
+  static func failure(_ error: CaptureError) -> CommandOutcome {
+    CommandOutcome(status: error.code, errors: [error])
+  }
+  /// Several failures (get of several properties); the status is the first one's code.
+  static func failures(_ errors: [CaptureError], documented: Bool) -> CommandOutcome {
+    CommandOutcome(status: errors.first?.code ?? .noError, errors: errors, isDocumented: documented)
+  }
 }
 
 /// The command line's entry point: parse → options → run → exit status, with errors rendered once here.
 public enum CaptureCLI {
-  public static func main(_ arguments: [String]) async -> Int32 {
+  public static func main(_ arguments: [String], system: any DeviceSystem) async -> Int32 {
     let parsed: ParsedArguments
     do {
       parsed = try ArgumentParser.parse(arguments)
@@ -59,28 +83,36 @@ public enum CaptureCLI {
         UsageError(message: "no command given"), json: globals.json, noColor: globals.noColor)
     }
     let context = Context(
-      globals: globals, output: output, state: StateStore.fromEnvironment(), opener: DriverRegistry())
+      globals: globals, output: output, state: StateStore.fromEnvironment(), system: system)
     return await run(command, parsed, context)
   }
 
+  /// Runs one command and renders how it ended: the only place a command's errors are shown (errors
+  /// inside an event stream are events, shown by the stream as they happen).
   static func run(_ command: CommandSpec, _ parsed: ParsedArguments, _ context: Context) async -> Int32 {
     do {
-      let result: ResultCode
+      let outcome: CommandOutcome
       switch command.name {
-      case "discover": result = try await DiscoverCommand.run(try DiscoverCommand.Options(parsed), context)
-      case "connect": result = try await ConnectCommand.run(try ConnectCommand.Options(parsed), context)
-      case "remove": result = try await RemoveCommand.run(try RemoveCommand.Options(parsed), context)
-      case "list": result = try await ListCommand.run(try ListCommand.Options(parsed), context)
-      case "trigger": result = try await TriggerCommand.run(try TriggerCommand.Options(parsed), context)
-      case "get": result = try await GetCommand.run(try GetCommand.Options(parsed), context)
-      case "set": result = try await SetCommand.run(try SetCommand.Options(parsed), context)
-      case "listen": result = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
+      case "discover":
+        outcome = .status(try await DiscoverCommand.run(try DiscoverCommand.Options(parsed), context))
+      case "connect":
+        outcome = .status(try await ConnectCommand.run(try ConnectCommand.Options(parsed), context))
+      case "remove":
+        outcome = .status(try await RemoveCommand.run(try RemoveCommand.Options(parsed), context))
+      case "list": outcome = .status(try await ListCommand.run(try ListCommand.Options(parsed), context))
+      case "trigger": outcome = try await TriggerCommand.run(try TriggerCommand.Options(parsed), context)
+      case "get": outcome = try await GetCommand.run(try GetCommand.Options(parsed), context)
+      case "set": outcome = .status(try await SetCommand.run(try SetCommand.Options(parsed), context))
+      case "listen": outcome = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
       case "partnership":
-        result = try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context)
-      case "__generate-docs": result = try GenerateDocsCommand.run(parsed, context)
+        outcome = .status(try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context))
+      case "__generate-docs": outcome = .status(try GenerateDocsCommand.run(parsed, context))
       default: throw UsageError(message: ArgumentParser.unknownCommandMessage(command.name))
       }
-      return ExitStatus.of(result)
+      for (index, error) in outcome.errors.enumerated() {
+        context.output.error(error, withObject: index == 0 && !outcome.isDocumented)
+      }
+      return ExitStatus.of(outcome.status)
     } catch let error as UsageError {
       return usageFailure(error, json: context.globals.json, noColor: context.globals.noColor)
     } catch let error as CaptureError {

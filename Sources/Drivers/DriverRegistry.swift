@@ -72,7 +72,6 @@ public struct DriverRegistry: DeviceOpener {
   }
 
   public static func transportMissing(_ selector: DeviceSelector) -> CaptureError {
-    .notSupported(
-      "\(selector): the \(selector.transportName) transport is not available in this build of capture")
+    .transportMissing(selector)
   }
 }

@@ -1,7 +1,10 @@
 import CaptureCLI
+import Drivers
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-exit(await CaptureCLI.main(Array(CommandLine.arguments.dropFirst())))
+// The composition root: which drivers exist is decided here, so CaptureCLI (and every other front
+// end) sees only CaptureCore's protocols (docs/architecture.md §2).
+exit(await CaptureCLI.main(Array(CommandLine.arguments.dropFirst()), system: DriverSystem()))

@@ -1,9 +1,7 @@
-import Bluetooth
 import CaptureCore
 import Testing
 
 @testable import CaptureCLI
-@testable import Drivers
 
 #if canImport(Glibc)
   import Glibc
@@ -32,14 +30,15 @@ struct DiscoverReportTests {
     return String(decoding: bytes, as: UTF8.self)
   }
 
-  static let scanner = ClassicDiscovery.Found(
-    address: BluetoothAddress("00:06:66:0A:1B:2C")!, name: nil, classOfDevice: 0x000540,
-    recognition: .serviceClass)
+  /// What the drivers report for a Classic scanner an HCI inquiry found: no RSSI, no UUIDs, BR/EDR.
+  static let scanner = DiscoveredDeviceInfo(
+    address: "00:06:66:0A:1B:2C", addressType: "bredr", name: nil, rssi: nil, uuids: [], isSocketMobile: true,
+    type: .none, classOfDevice: 0x000540, recognizedBy: "serviceClass")
 
   @Test("an HCI inquiry result carries the BlueZ path's keys: rssi null, uuids empty, bredr, recognizedBy")
   func inquiryJSON() throws {
     let text = try Self.captured(json: true) {
-      DiscoverCommand.report(DiscoveredDevice(inquiry: Self.scanner), $0)
+      DiscoverCommand.report(Self.scanner, $0)
     }
     let line = text.split(separator: "\n").map(String.init)
     try #require(line.count == 1)
@@ -59,7 +58,7 @@ struct DiscoverReportTests {
   func inquiryPlain() throws {
     var named = Self.scanner
     named.name = "Socket 7Xi [0A1B2C]"
-    let text = try Self.captured(json: false) { DiscoverCommand.report(DiscoveredDevice(inquiry: named), $0) }
+    let text = try Self.captured(json: false) { DiscoverCommand.report(named, $0) }
     #expect(text == "00:06:66:0A:1B:2C\tSocket 7Xi [0A1B2C]\tNone\t\n")
   }
 }

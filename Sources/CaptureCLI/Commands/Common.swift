@@ -1,5 +1,4 @@
 import CaptureCore
-import Drivers
 
 #if canImport(Glibc)
   import Glibc
@@ -19,9 +18,9 @@ extension ParsedArguments {
   /// `--keymap LAYOUT` (listen, trigger), checked against the layouts the hid driver knows.
   func keymap() throws(UsageError) -> String? {
     guard let text = value("keymap") else { return nil }
-    guard Keymap(rawValue: text.lowercased()) != nil else {
+    guard KeyboardLayout(rawValue: text.lowercased()) != nil else {
       throw usage(
-        "unknown --keymap '\(text)'; use \(Keymap.allCases.map(\.rawValue).joined(separator: ", "))")
+        "unknown --keymap '\(text)'; use \(KeyboardLayout.allCases.map(\.rawValue).joined(separator: ", "))")
     }
     return text.lowercased()
   }
@@ -46,7 +45,7 @@ extension Context {
     request.wantsEvents = wantsEvents
     request.timeout = globals.timeout
     request.keymap = keymap
-    return try await opener.open(request, state: state)
+    return try await system.open(request, state: state)
   }
 
   /// A remembered alias or friendly name → the selector it was remembered under (17 when unknown).

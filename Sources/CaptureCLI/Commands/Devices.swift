@@ -1,5 +1,4 @@
 import CaptureCore
-import Drivers
 
 #if canImport(Glibc)
   import Glibc
@@ -58,10 +57,10 @@ enum ConnectCommand {
       printArrivals([device.info], context)
       return .noError
     case .bluetooth(let address):
-      let connected = try await BLEManager.connect(
+      let connected = try await context.system.connect(
         address: address, adapter: context.globals.adapter, pair: options.pair,
         timeout: context.globals.timeout)
-      try remember(connected, alias: options.alias, in: context.state)
+      try context.state.remember(RememberedDevice(bluetooth: connected, alias: options.alias))
       printArrivals(connected.arrivals, context)
       return .noError
     case .tcp, .serial:
@@ -78,7 +77,7 @@ enum ConnectCommand {
       printArrivals([info], context)
       return .noError
     default:
-      throw DriverRegistry.transportMissing(selector)
+      throw .transportMissing(selector)
     }
   }
 
@@ -92,29 +91,28 @@ enum ConnectCommand {
     guard case .bluetooth(let address) = selector else {
       throw .invalidParameter("--classic needs a Bluetooth address, not \(selector)")
     }
-    var paired: ClassicPairing.Paired? = nil
+    var pairedName: String? = nil
     if options.pair {
-      paired = try await ClassicPairing.pair(
+      pairedName = try await context.system.pairClassic(
         address: address, adapter: context.globals.adapter, timeout: context.globals.timeout)
       context.output.info("paired and trusted \(address) through bluetoothd")
     }
     var request = OpenRequest(selector: selector, adapter: context.globals.adapter)
     request.wantsEvents = false
     request.timeout = context.globals.timeout
-    let device: ClassicSPPScanner
+    let probe: ClassicProbe
     do throws(CaptureError) {
-      device = try await ClassicSPPScanner.open(address: address, request: request, name: paired?.name)
-    } catch  where paired != nil {
+      probe = try await context.system.probeClassic(address: address, request: request, name: pairedName)
+    } catch  where pairedName != nil {
       throw CaptureError(
         error.code, "paired and trusted \(address) through bluetoothd, then: \(error.message)")
     }
-    let info = device.info
-    let channel = device.channel
-    await device.close()
+    let info = probe.info
     try context.state.remember(
       RememberedDevice(
         id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
-        transport: ClassicSPPScanner.transportKey, lastSeen: Timestamp.now().iso8601, channel: channel))
+        transport: RememberedDevice.classicTransport, lastSeen: Timestamp.now().iso8601,
+        channel: probe.channel))
     printArrivals([info], context)
     return .noError
   }
@@ -122,11 +120,11 @@ enum ConnectCommand {
   /// --show-pairing-code: the SPP initiator command barcodes for this host's adapter address
   /// (device-protocols.md §5.2), which a user scans so the scanner connects here (`listen --accept`).
   static func showPairingCode(_ context: Context) async throws(CaptureError) -> ResultCode {
-    let code = try await ClassicDiscovery.pairingCode(adapter: context.globals.adapter)
+    let code = try await context.system.pairingBarcodes(adapter: context.globals.adapter)
     if context.output.isJSON {
       context.output.json(
         .object([
-          "adapter": .string(code.hostText), "code1D": .string(code.linear),
+          "adapter": .string(code.host), "code1D": .string(code.linear),
           "code2D": .string(code.twoDimensional),
         ]))
     } else {
@@ -134,18 +132,6 @@ enum ConnectCommand {
       context.output.line("2D (DataMatrix/QR):\t\(code.twoDimensional)")
     }
     return .noError
-  }
-
-  /// Remembers a connected BLE device under its address (replacing an older entry). `keepingAlias`:
-  /// an automatic connection (listen's favourites) keeps the alias the user gave at `connect`.
-  static func remember(
-    _ connected: ConnectedDevice, alias: String?, keepingAlias: Bool = false, in store: StateStore
-  ) throws(CaptureError) {
-    try store.remember(
-      RememberedDevice(
-        id: connected.address, alias: alias, name: connected.name,
-        type: connected.family.deviceTypes[0].rawValue, transport: "ble", lastSeen: Timestamp.now().iso8601),
-      keepingAlias: keepingAlias)
   }
 
   static func printArrivals(_ arrivals: [DeviceInfo], _ context: Context) {
@@ -179,11 +165,11 @@ enum RemoveCommand {
       // A Classic scanner used over RFCOMM may be unknown to (or without) bluetoothd: forgetting it is
       // then the whole removal.
       let isClassic = try context.state.load().devices.contains {
-        $0.id == address && $0.transport == ClassicSPPScanner.transportKey
+        $0.id == address && $0.transport == RememberedDevice.classicTransport
       }
-      let removed: (name: String, family: BLEFamily)?
+      let removed: BluetoothDeviceInfo?
       do throws(CaptureError) {
-        removed = try await BLEManager.remove(address: address, adapter: context.globals.adapter)
+        removed = try await context.system.remove(address: address, adapter: context.globals.adapter)
       } catch  where isClassic && error.code == .notAvailable {
         removed = nil
       }
@@ -197,7 +183,7 @@ enum RemoveCommand {
         throw CaptureError(.notFound, "\(address) is neither known to bluetoothd nor remembered")
       }
       let name = removed?.name ?? remembered?.name ?? address
-      let types = removed?.family.deviceTypes ?? [DeviceType(remembered?.type ?? 0)]
+      let types = removed?.deviceTypes ?? [DeviceType(remembered?.type ?? 0)]
       for type in types {
         let info = DeviceInfo(id: address, name: name, type: type)
         if context.output.isJSON {
@@ -225,7 +211,7 @@ enum RemoveCommand {
       }
       return .noError
     default:
-      throw DriverRegistry.transportMissing(selector)
+      throw .transportMissing(selector)
     }
   }
 }
@@ -256,9 +242,9 @@ enum ListCommand {
         )
       ]
     // Which devices bluetoothd has connected now; without Bluetooth the list is still the remembered one.
-    var connected: [String: ConnectedDevice] = [:]
+    var connected: [String: BluetoothDeviceInfo] = [:]
     do {
-      for device in try await BLEManager.connected(adapter: context.globals.adapter) {
+      for device in try await context.system.connected(adapter: context.globals.adapter) {
         connected[device.address] = device
       }
     } catch {
@@ -274,7 +260,7 @@ enum ListCommand {
         ))
     }
     for device in connected.values.sorted(by: { $0.address < $1.address }) {
-      rows.append((device.address, device.name, device.family.deviceTypes[0], "ble", "connected", nil, nil))
+      rows.append((device.address, device.name, device.deviceTypes[0], "ble", "connected", nil, nil))
     }
     let output = context.output
     if output.isJSON {
@@ -333,13 +319,13 @@ enum DiscoverCommand {
     let transport = options.le ? "le" : options.classic ? "bredr" : "auto"
     let output = context.output
     // BlueZ is preferred whenever bluetoothd runs (issue 4); without it, --classic asks HCI directly.
-    if options.classic, await !ClassicDiscovery.bluetoothdReachable(adapter: context.globals.adapter) {
+    if options.classic, await !context.system.bluetoothdReachable(adapter: context.globals.adapter) {
       return try classicInquiry(options, context)
     }
-    let count = try await BLEManager.discover(
+    let request = DiscoveryRequest(
       adapter: context.globals.adapter, transport: transport, all: options.all, namePattern: options.name,
-      timeout: options.timeout ?? context.globals.timeout ?? defaultTimeout
-    ) { found in report(found, output) }
+      timeout: options.timeout ?? context.globals.timeout ?? defaultTimeout)
+    let count = try await context.system.discover(request) { found in report(found, output) }
     reportEnd(count: count, output)
     return .noError
   }
@@ -348,7 +334,7 @@ enum DiscoverCommand {
 extension DiscoverCommand {
   /// One `deviceDiscovered` event (or plain line), the same keys whichever way the device was found
   /// (bluetoothd LE, bluetoothd BR/EDR, HCI inquiry).
-  static func report(_ found: DiscoveredDevice, _ output: Output) {
+  static func report(_ found: DiscoveredDeviceInfo, _ output: Output) {
     let info = DeviceInfo(id: found.address, name: found.name ?? found.address, type: found.type)
     guard output.isJSON else {
       output.line(
@@ -364,8 +350,8 @@ extension DiscoverCommand {
     // BR/EDR devices (Device1.Class, or the inquiry's Class of Device).
     if let classOfDevice = found.classOfDevice {
       m["classOfDevice"] = .int(Int(classOfDevice))
-      m["socketMobile"] = .bool(found.classicRecognition != nil)
-      m["recognizedBy"] = found.classicRecognition.map { .string($0.rawValue) } ?? .null
+      m["socketMobile"] = .bool(found.recognizedBy != nil)
+      m["recognizedBy"] = found.recognizedBy.map { .string($0) } ?? .null
     }
     output.json(.object(m))
   }
@@ -387,12 +373,12 @@ extension DiscoverCommand {
   static func classicInquiry(_ options: Options, _ context: Context) throws(CaptureError) -> ResultCode {
     let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
     let output = context.output
-    var found = try ClassicDiscovery.inquiry(
+    var found = try context.system.inquire(
       adapter: context.globals.adapter, seconds: seconds, all: options.all, note: { output.info($0) })
     if let pattern = options.name {
       found.removeAll { fnmatch(pattern, $0.name ?? "", 0) != 0 }
     }
-    for device in found { report(DiscoveredDevice(inquiry: device), output) }
+    for device in found { report(device, output) }
     reportEnd(count: found.count, output)
     return .noError
   }
@@ -423,12 +409,12 @@ enum PartnershipCommand {
       if selector == .socketCam {
         throw .notSupported("SocketCam is built in; it has no Bluetooth partnership")
       }
-      throw DriverRegistry.transportMissing(selector)
+      throw .transportMissing(selector)
     }
     let adapter = context.globals.adapter
     switch options.action {
     case "set":
-      _ = try await BLEManager.connect(
+      _ = try await context.system.connect(
         address: address, adapter: adapter, pair: true, timeout: context.globals.timeout)
     case "reset":
       // The D600 config command that deletes its bonds (0F FE DA FA ED, device-protocols.md §2.6), then the
@@ -445,7 +431,7 @@ enum PartnershipCommand {
         throw error
       }
       await device.close()
-      _ = try await BLEManager.remove(address: address, adapter: adapter)
+      _ = try await context.system.remove(address: address, adapter: adapter)
     default:
       break
     }
@@ -457,16 +443,16 @@ enum PartnershipCommand {
       }
       return .noError
     }
-    let p = try await BLEManager.partnership(address: address, adapter: adapter)
+    let p = try await context.system.partnership(address: address, adapter: adapter)
     if context.output.isJSON {
       context.output.json(
         .object([
-          "device": Render.device(DeviceInfo(id: p.address, name: p.name, type: p.family.deviceTypes[0])),
-          "paired": .bool(p.isPaired), "bonded": .bool(p.isBonded), "trusted": .bool(p.isTrusted),
+          "device": Render.device(p.device.arrivals[0]),
+          "paired": .bool(p.device.isPaired), "bonded": .bool(p.isBonded), "trusted": .bool(p.isTrusted),
           "connected": .bool(p.isConnected), "variant": .string(p.variant),
         ]))
     } else {
-      context.output.line("\(p.address)\t\(p.isBonded ? "bonded" : "not-bonded")\t\(p.variant)")
+      context.output.line("\(p.device.address)\t\(p.isBonded ? "bonded" : "not-bonded")\t\(p.variant)")
     }
     return .noError
   }
@@ -475,9 +461,8 @@ enum PartnershipCommand {
 extension ListCommand {
   /// `list --hid`: every /dev/input/event* with its EVIOCGNAME name and EVIOCGID vendor/product; none
   /// (a machine without input devices) is an empty list and exit 0.
-  static func listInputDevices(_ context: Context, system: any EvdevSystem = LinuxEvdevSystem()) -> ResultCode
-  {
-    let (devices, unreadable) = EvdevIdentity.scan(system: system)
+  static func listInputDevices(_ context: Context) -> ResultCode {
+    let (devices, unreadable) = context.system.inputDevices()
     let output = context.output
     if !unreadable.isEmpty {
       output.warn(

@@ -56,6 +56,13 @@ final class EventSink: Sendable {
     tally.withLock { if $0.firstError == nil { $0.firstError = error } }
   }
 
+  /// An error of the stream itself (listen's SocketCam scan failed): shown now, where it happened in
+  /// the stream, and the listen's exit status.
+  func fail(_ error: CaptureError) {
+    record(error)
+    output.error(error)
+  }
+
   /// Writes one event line. A failed write is never silent: the first one is the command's error
   /// (stderr, and the JSON error object) and stops listen; any later one (events still arriving while
   /// the devices close) is a warning naming what was lost.
@@ -66,8 +73,7 @@ final class EventSink: Sendable {
         return !broken
       }
       if first {
-        record(error)
-        output.error(error)
+        fail(error)
         onStreamFailure()
       } else {
         output.warn("\(kind.rawValue) event not written: \(error.message)")
@@ -140,7 +146,7 @@ final class EventSink: Sendable {
     case .error(let error):
       record(error)
       // Errors always reach stderr; the JSON stream also carries them as events.
-      output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+      output.raw(stderr: Output.errorLine(error, prefix: output.terminal.prefix(.error)))
       // The JSON stream carries it as an event where events are printed (listen), else as the
       // contract's {"error":{...}} object (trigger prints decoded data only).
       if output.isJSON {

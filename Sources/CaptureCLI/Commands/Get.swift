@@ -103,14 +103,14 @@ enum GetCommand {
     }
   }
 
-  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
-    if options.list { return try await listProperties(options, context) }
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
+    if options.list { return .status(try await listProperties(options, context)) }
     let device = try await context.open(options.selector!, wantsEvents: false)
     defer { Task { await device.close() } }
     let requests = options.all ? allRequests(device) : expandingGroups(options.requests, device)
 
     var results: [(Request, PropertyValue)] = []
-    var firstError: CaptureError?
+    var errors: [CaptureError] = []
     // --all: what this device does not support is left out of the profile, with one note for them all.
     var leftOut: [String] = []
     for request in requests {
@@ -127,8 +127,7 @@ enum GetCommand {
           if options.all { leftOut.append(request.label) }
           continue
         }
-        firstError = firstError ?? error
-        context.output.raw(stderr: "capture: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+        errors.append(error)
       }
     }
     await device.close()
@@ -138,15 +137,17 @@ enum GetCommand {
       output.warn(
         "\(device.info.name) does not support \(leftOut.joined(separator: ", ")): left out of --all")
     }
-    if output.isJSON, results.isEmpty, let firstError {
-      // Nothing was read: the contract's bare error object, not an empty document.
-      output.json(Render.error(firstError))
+    let firstError = errors.first
+    if output.isJSON, results.isEmpty, firstError != nil {
+      // Nothing was read: the contract's bare error object (CaptureCLI.run writes it), not an empty
+      // document.
+      return .failures(errors, documented: false)
     } else if output.isJSON {
       var document: [String: JSON] = [
         "device": Render.device(device.info),
         "properties": .array(results.map { $0.0.json($0.1, device: device.info) }),
       ]
-      if let firstError { document["error"] = Render.error(firstError)["error"] }
+      if let firstError { document["error"] = Output.errorObject(firstError) }
       output.json(.object(document))
     } else if options.requests.count == 1 && options.requests[0].group != nil {
       // One `name status` line per source: the words `set DEVICE data-source` takes back as pairs.
@@ -157,9 +158,11 @@ enum GetCommand {
     } else if requests.count == 1 && !options.all && options.requests[0].group == nil {
       if let (request, value) = results.first { output.line(request.plain(value, device: device.info)) }
     } else {
-      output.table(results.map { request, value in [request.label, request.plain(value, device: device.info)] })
+      output.table(
+        results.map { request, value in [request.label, request.plain(value, device: device.info)] })
     }
-    return firstError?.code ?? .noError
+    // Each failed property's line on stderr, by CaptureCLI.run; the document above carries the first.
+    return .failures(errors, documented: true)
   }
 
   /// The requests with each data-source group replaced by one request per member the device supports,

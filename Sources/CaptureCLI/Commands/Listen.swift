@@ -1,5 +1,4 @@
 import CaptureCore
-import Drivers
 import Synchronization
 
 enum ListenCommand {
@@ -78,139 +77,116 @@ enum ListenCommand {
     }
   }
 
-  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+  /// listen is one subscriber of the engine (back-pressure: the printer paces the devices). With
+  /// DEVICE operands (or --accept) the devices are opened first and fail fast: one that cannot be
+  /// opened fails the listen before anything is printed. Without, the engine serves every remembered
+  /// device and the favourites, each supervised on its own; SIGHUP reloads the state file.
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
     // --output is opened first: a file that cannot be written fails before any device is touched.
     let stream = try Self.eventStream(options, context)
-    if options.selectors.isEmpty && options.acceptChannel == nil {
-      return try await runService(options, stream: stream, context)
+    let output = context.output
+    let serving = options.selectors.isEmpty && options.acceptChannel == nil
+    let engine = CaptureEngine(
+      system: context.system, store: context.state,
+      configuration: .init(
+        adapter: context.globals.adapter, openTimeout: context.globals.timeout, keymap: options.keymap,
+        warn: { output.warn($0) },
+        onOpen: { [asked = options.events] device in await setUpNotifications(device, asked: asked, output) })
+    )
+    let devices = serving ? [] : try await openDevices(options, context)
+
+    let subscription = engine.subscribe("the event stream", policy: .backPressure)
+    let limit = options.count
+    let judge = Self.judge(options, context)
+    let sink = EventSink(
+      output: output, stream: stream, printed: options.events, limit: limit,
+      confirm: judge.map { judge in Self.confirmation(judge) { engine.device(id: $0) } },
+      onStreamFailure: {
+        judge?.stop()
+        Task { await engine.stop() }
+      }
+    ) { count in
+      if let limit, count >= limit { Task { await engine.stop() } }
     }
-    // Explicit devices fail fast: one that cannot be opened fails the listen.
-    let selectors = options.selectors
+    // Only the service has a state file to re-read; otherwise SIGHUP keeps its default action.
+    var reload: (@Sendable () -> Void)? = nil
+    if serving { reload = { @Sendable in engine.reload() } }
+    Interruption.watch(
+      {
+        sink.markInterrupted()
+        judge?.stop()
+        Task { await engine.stop() }
+      }, onHangUp: reload)
+    if serving {
+      try engine.startService()
+    } else {
+      engine.attach(devices)
+    }
+    let timer = Deadline(options.timeout) {
+      sink.markTimedOut()
+      judge?.stop()
+      await engine.stop()
+    }
+    let sources = options.sources
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await sink.drain(subscription.events) }
+      for device in devices where !sources.isEmpty && device.info.id == "socketcam" {
+        group.addTask {
+          do throws(CaptureError) { try await device.trigger(.continuousScan) } catch {
+            // Closed by us while stopping (e.g. a failed --output write): not an error of its own.
+            if error.code == .deviceNotOpen && sink.isStopping { return }
+            sink.fail(error)
+            await device.close()
+          }
+        }
+      }
+    }
+    await engine.wait()
+    timer.cancel()
+    return outcome(sink.result, options)
+  }
+
+  /// The explicit devices (and the --accept scanner), opened and with their notifications on; on any
+  /// failure the ones already open are closed and the failure is the listen's.
+  static func openDevices(_ options: Options, _ context: Context) async throws(CaptureError) -> [any Device] {
     var devices: [any Device] = []
     if let channel = options.acceptChannel {
       devices.append(try await acceptClassic(channel: channel, timeout: options.timeout, context))
     }
-    for selector in selectors {
-      let sources = selector == .socketCam ? options.sources : []
-      do {
+    do throws(CaptureError) {
+      for selector in options.selectors {
+        let sources = selector == .socketCam ? options.sources : []
         devices.append(
           try await context.open(
             selector, sources: sources, reconnects: selector != .socketCam, keymap: options.keymap))
-      } catch {
-        for device in devices { await device.close() }
-        throw error
       }
-    }
-
-    do {
       try await enableNotifications(devices, asked: options.events, context.output)
     } catch {
       for device in devices { await device.close() }
       throw error
     }
-
-    let all = DeviceList(devices)
-    let limit = options.count
-    let devicesByID = Dictionary(devices.map { ($0.info.id, $0) }, uniquingKeysWith: { first, _ in first })
-    let judge = Self.judge(options, context)
-    let sink = EventSink(
-      output: context.output, stream: stream, printed: options.events, limit: limit,
-      confirm: judge.map { judge in Self.confirmation(judge) { devicesByID[$0] } },
-      onStreamFailure: {
-        judge?.stop()
-        Task { await all.closeAll() }
-      }
-    ) { count in
-      if let limit, count >= limit { Task { await all.closeAll() } }
-    }
-    Interruption.watch {
-      sink.markInterrupted()
-      judge?.stop()
-      Task { await all.closeAll() }
-    }
-
-    let timer = Deadline(options.timeout) {
-      sink.markTimedOut()
-      judge?.stop()
-      await all.closeAll()
-    }
-    let sources = options.sources
-    let output = context.output
-    await withTaskGroup(of: Void.self) { group in
-      for device in devices {
-        group.addTask { await sink.drain(device.events) }
-        if !sources.isEmpty && device.info.id == "socketcam" {
-          group.addTask {
-            do throws(CaptureError) { try await device.trigger(.continuousScan) } catch {
-              // Closed by us while stopping (e.g. a failed --output write): not an error of its own.
-              if error.code == .deviceNotOpen && sink.isStopping { return }
-              sink.record(error)
-              output.error(error)
-              await device.close()
-            }
-          }
-        }
-      }
-    }
-    timer.cancel()
-    return outcome(sink.result, options, context)
+    return devices
   }
 
-  /// listen without DEVICE: every remembered device and the favourites, each supervised on its own
-  /// (ListenService); SIGHUP re-reads the state file.
-  static func runService(_ options: Options, stream: EventStream, _ context: Context)
-    async throws(CaptureError)
-    -> ResultCode
-  {
-    let service = ListenService(context: context, options: options)
-    let limit = options.count
-    let judge = Self.judge(options, context)
-    let sink = EventSink(
-      output: context.output, stream: stream, printed: options.events, limit: limit,
-      confirm: judge.map { judge in Self.confirmation(judge) { service.device(id: $0) } },
-      onStreamFailure: {
-        judge?.stop()
-        Task { await service.stop() }
-      }
-    ) { count in
-      if let limit, count >= limit { Task { await service.stop() } }
-    }
-    Interruption.watch(
-      {
-        sink.markInterrupted()
-        judge?.stop()
-        Task { await service.stop() }
-      }, onHangUp: { service.reload() })
-    try service.start(sink)
-    let timer = Deadline(options.timeout) {
-      sink.markTimedOut()
-      judge?.stop()
-      await service.stop()
-    }
-    await service.wait()
-    timer.cancel()
-    return outcome(sink.result, options, context)
-  }
-
-  /// The exit status once the events are drained: 0 after a signal or when --count was reached, the
-  /// first error's code, 42 when --timeout ran out, 17 when a finite source held no barcode.
-  static func outcome(_ result: DrainResult, _ options: Options, _ context: Context) -> ResultCode {
-    if result.interrupted { return .noError }
-    if let error = result.firstError { return error.code }
-    if let limit = options.count, result.decoded >= limit { return .noError }
+  /// listen's exit status (docs/engine.md "listen's exit status"): 0 after a signal; else the first
+  /// error's code (an error event of any device, including one the service gave up on, or a failed
+  /// write of the stream; all already shown in the stream); else 0 when --count was reached; 42 when
+  /// --timeout ran out first; 17 when a finite source held no barcode; else 0 (a finite source ended).
+  static func outcome(_ result: DrainResult, _ options: Options) -> CommandOutcome {
+    if result.interrupted { return .success }
+    if let error = result.firstError { return .status(error.code) }
+    if let limit = options.count, result.decoded >= limit { return .success }
     if result.timedOut {
-      context.output.error(
+      return .failure(
         CaptureError(.requestTimedOut, "--timeout ran out after \(result.decoded) decoded code(s)"))
-      return .requestTimedOut
     }
     let finite =
       !options.sources.isEmpty && !options.sources.contains { if case .camera = $0 { true } else { false } }
     if finite && result.decoded == 0 {
-      context.output.error(
+      return .failure(
         CaptureError(.notFound, "no barcode found in \(TriggerCommand.describe(options.sources))"))
-      return .notFound
     }
-    return .noError
+    return .success
   }
 }
 
@@ -264,7 +240,7 @@ extension ListenCommand {
     request.reconnects = true
     request.timeout = timeout ?? context.globals.timeout
     output.info("waiting for a Bluetooth Classic scanner on RFCOMM channel \(channel)")
-    return try await ClassicSPPScanner.accept(channel: channel, request: request)
+    return try await context.system.accept(channel: channel, request: request)
   }
 
   /// Where the events go: --output FILE, else stdout — except with --confirm-stdin, where stdout is
@@ -302,14 +278,5 @@ extension ListenCommand {
         return (verdict, false)
       }
     }
-  }
-}
-
-/// The devices of one listen, closed together (count reached, timeout, signal).
-final class DeviceList: Sendable {
-  let devices: [any Device]
-  init(_ devices: [any Device]) { self.devices = devices }
-  func closeAll() async {
-    for device in devices { await device.close() }
   }
 }

@@ -41,7 +41,7 @@ enum TriggerCommand {
   /// `trigger DEV start --wait` on a scanner waits this long for a code without --timeout.
   static let scannerReadWindow: Duration = .seconds(10)
 
-  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
     let device = try await context.open(options.selector, sources: options.sources, keymap: options.keymap)
     let sink = EventSink(output: context.output, printed: [.decodedData])
     let drain = Task { await sink.drain(device.events) }
@@ -64,7 +64,7 @@ enum TriggerCommand {
         timer.cancel()
         await device.close()
         await drain.value
-        return sink.result.firstError?.code ?? .noError
+        return .status(sink.result.firstError?.code ?? .noError)
       }
       let waitTimer = Deadline(options.timeout ?? context.globals.timeout ?? scannerReadWindow) {
         sink.markTimedOut()
@@ -76,10 +76,9 @@ enum TriggerCommand {
       await device.close()
       await drain.value
       let result = sink.result
-      if result.decoded > 0 { return .noError }
-      if result.interrupted { return .cancel }
-      context.output.error(CaptureError(.requestTimedOut, "no code was read before the wait ran out"))
-      return .requestTimedOut
+      if result.decoded > 0 { return .success }
+      if result.interrupted { return .status(.cancel) }
+      return .failure(CaptureError(.requestTimedOut, "no code was read before the wait ran out"))
     }
     timer.cancel()
     await device.close()
@@ -88,19 +87,16 @@ enum TriggerCommand {
     let result = sink.result
     let action = options.action
     if let failure, !result.timedOut && !result.interrupted { throw failure }
-    if result.interrupted { return .cancel }
-    if let error = result.firstError { return error.code }
+    if result.interrupted { return .status(.cancel) }
+    if let error = result.firstError { return .status(error.code) }
     guard action == .start || action == .continuousScan || action == .continuousScanUntilRead else {
-      return .noError
+      return .success
     }
-    if result.decoded > 0 { return .noError }
-    if result.timedOut && options.timeout != nil {
-      context.output.error(
-        CaptureError(.requestTimedOut, "no code was read within \(describe(options.timeout!))"))
-      return .requestTimedOut
+    if result.decoded > 0 { return .success }
+    if result.timedOut, let timeout = options.timeout {
+      return .failure(CaptureError(.requestTimedOut, "no code was read within \(describe(timeout))"))
     }
-    context.output.error(CaptureError(.notFound, "no barcode found in \(describe(options.sources))"))
-    return .notFound
+    return .failure(CaptureError(.notFound, "no barcode found in \(describe(options.sources))"))
   }
 
   static func describe(_ d: Duration) -> String {

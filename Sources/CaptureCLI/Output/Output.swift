@@ -54,12 +54,29 @@ final class Output: @unchecked Sendable {
   func raw(stderr text: String) { write(stderrFD, text) }
   func raw(stdout text: String) { write(stdoutFD, text) }
 
-  /// `capture: NAME (code): message` on stderr; with --json also `{"error":{...}}` on stdout.
-  func error(_ error: CaptureError) {
-    write(
-      stderrFD, terminal.prefix(.error) + "\(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
-    if isJSON { json(Render.error(error)) }
+  /// `capture: NAME (code): message` on stderr; with --json (and `withObject`) also
+  /// `{"error":{...}}` on stdout.
+  func error(_ error: CaptureError, withObject: Bool = true) {
+    write(stderrFD, Self.errorLine(error, prefix: terminal.prefix(.error)))
+    if isJSON && withObject { json(Self.errorDocument(error)) }
   }
+
+  /// The one form of an error on stderr: `capture: NAME (code): message` and a newline.
+  /// `prefix` is `capture: `, coloured on a terminal (`Terminal.prefix`).
+  static func errorLine(_ error: CaptureError, prefix: String = "capture: ") -> String {
+    "\(prefix)\(error)\n"
+  }
+
+  /// The one JSON form of an error, `{"code":…,"name":…,"message":…}`: the value of the `error` key in
+  /// the bare error document, an error event and get's partial document.
+  static func errorObject(_ error: CaptureError) -> JSON {
+    .object([
+      "code": .int(error.code.rawValue), "name": .string(error.code.name), "message": .string(error.message),
+    ])
+  }
+
+  /// `{"error":{...}}`, the document a failed command writes with --json.
+  static func errorDocument(_ error: CaptureError) -> JSON { .object(["error": errorObject(error)]) }
 
   private func write(_ fd: Int32, _ text: String) {
     lock.withLock { _ in

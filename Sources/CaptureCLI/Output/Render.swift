@@ -13,14 +13,7 @@ enum Render {
     return .object(members)
   }
 
-  static func error(_ error: CaptureError) -> JSON {
-    .object([
-      "error": .object([
-        "code": .int(error.code.rawValue), "name": .string(error.code.name),
-        "message": .string(error.message),
-      ])
-    ])
-  }
+  static func error(_ error: CaptureError) -> JSON { Output.errorDocument(error) }
 
   static func dataSource(_ source: DataSource) -> JSON {
     .object(["id": .int(source.rawValue), "name": .string(source.name)])
@@ -60,10 +53,7 @@ enum Render {
       members["buttons"] = .array(buttons.names.map { .string($0) })
       members["value"] = .int(buttons.rawValue)
     case .error(let error):
-      members["error"] = .object([
-        "code": .int(error.code.rawValue), "name": .string(error.code.name),
-        "message": .string(error.message),
-      ])
+      members["error"] = Output.errorObject(error)
     }
     return .object(members)
   }

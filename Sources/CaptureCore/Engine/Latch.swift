@@ -1,10 +1,12 @@
 import Synchronization
 
 /// A one-way gate: `wait()` returns once `open()` has been called (before or after).
-final class Latch: Sendable {
+public final class Latch: Sendable {
   private let waiters = Mutex<[CheckedContinuation<Void, Never>]?>([])
 
-  func wait() async {
+  public init() {}
+
+  public func wait() async {
     await withCheckedContinuation { continuation in
       let now = waiters.withLock { w -> Bool in
         guard w != nil else { return true }
@@ -15,7 +17,7 @@ final class Latch: Sendable {
     }
   }
 
-  func open() {
+  public func open() {
     let list = waiters.withLock { w -> [CheckedContinuation<Void, Never>] in
       defer { w = nil }
       return w ?? []

@@ -1,10 +1,9 @@
-import CaptureCore
 import Testing
 
-@testable import CaptureCLI
+@testable import CaptureCore
 
-@Suite("listen service: what the state file asks for")
-struct ListenServiceTests {
+@Suite("engine service mode: what the state file asks for")
+struct EngineWantedTests {
   static func file(_ devices: [RememberedDevice], favorite: String = "") -> StateFile {
     var file = StateFile()
     file.devices = devices
@@ -25,7 +24,7 @@ struct ListenServiceTests {
         Self.remembered("serial:/dev/ttyACM0?baud=9600", transport: "serial"),
       ], favorite: "00-11-22-7e-f6-19;tcp://10.0.0.5;00:11:22:33:44:55")
     let favorites = try Favorites(parsing: file.favorite)
-    let (wanted, problems) = ListenService.wanted(file, favorites: favorites)
+    let (wanted, problems) = CaptureEngine.wanted(file, favorites: favorites)
     #expect(problems.isEmpty)
     #expect(
       wanted.map(\.key) == [
@@ -41,7 +40,7 @@ struct ListenServiceTests {
       Self.remembered("socketcam", transport: "socketcam"), Self.remembered("dock", transport: "ble"),
       Self.remembered("tcp://", transport: "tcp"), Self.remembered("hid:auto", transport: "hid"),
     ])
-    let (wanted, problems) = ListenService.wanted(file, favorites: .off)
+    let (wanted, problems) = CaptureEngine.wanted(file, favorites: .off)
     #expect(wanted.map(\.key) == ["hid:auto"])
     let errors = problems.compactMap { event -> CaptureError? in
       if case .error(let error) = event.payload { error } else { nil }

@@ -1,0 +1,521 @@
+import Synchronization
+
+/// The long-running heart every front end drives (`listen`, and the service front ends): the SDK's
+/// Capture and DeviceManager roles (docs/capture-sdk.md §7.16) in one object.
+///
+/// - It holds the set of open devices: ones a front end opened and attached (`attach`, `open`), and,
+///   in service mode (`startService`), one `DeviceSupervisor` per remembered or favourite device, each
+///   with the one reconnect policy (`Backoff`), so one that is absent or fails does not stop the others.
+/// - Favourites: `*` connects any Socket Mobile device BLE discovery finds; an identifier list is
+///   supervised like remembered devices; a favourite bluetoothd does not know yet is connected the way
+///   `capture connect` does (paired when its profile needs a bond, trusted) and remembered.
+/// - `reload()` re-reads the state file and starts or stops supervisors to match it (listen's SIGHUP).
+/// - Every event of every device goes to every subscriber (`subscribe`), each with its own bounded
+///   queue and a `SubscriberPolicy` for falling behind (docs/engine.md "Fan-out").
+///
+/// The engine never prints: warnings go to `Configuration.warn`, events to the subscribers.
+public final class CaptureEngine: Sendable {
+  public struct Configuration: Sendable {
+    /// `--adapter`: the Bluetooth adapter every open and discovery uses.
+    public var adapter: String?
+    /// How long one open may take (`--timeout` for connecting); nil for each driver's default.
+    public var openTimeout: Duration?
+    /// Keyboard-wedge devices opened by the service: the layout they type for.
+    public var keymap: String?
+    /// Diagnostics that are not events (a device absent, discovery failing); told once per outage.
+    public var warn: @Sendable (String) -> Void
+    /// Run on each opening of a supervised device before its events are forwarded (listen turns on
+    /// the notifications it was asked for, docs/capture-sdk.md §7.6).
+    public var onOpen: @Sendable (any Device) async -> Void
+    public var backoff: Backoff
+    /// One BLE discovery runs this long, then starts again: bluetoothd restarts and missed
+    /// advertisements (docs/bluez-testing.md: restart discovery every few seconds) cost at most one
+    /// window.
+    public var discoveryWindow: Duration
+    /// How often the scout checks whether any BLE device still needs discovering.
+    public var idleCheck: Duration
+
+    public init(
+      adapter: String? = nil, openTimeout: Duration? = nil, keymap: String? = nil,
+      warn: @escaping @Sendable (String) -> Void = { _ in },
+      onOpen: @escaping @Sendable (any Device) async -> Void = { _ in }, backoff: Backoff = Backoff(),
+      discoveryWindow: Duration = .seconds(5), idleCheck: Duration = .seconds(1)
+    ) {
+      self.adapter = adapter
+      self.openTimeout = openTimeout
+      self.keymap = keymap
+      self.warn = warn
+      self.onOpen = onOpen
+      self.backoff = backoff
+      self.discoveryWindow = discoveryWindow
+      self.idleCheck = idleCheck
+    }
+  }
+
+  /// A device the state file asks for.
+  public struct WantedDevice: Sendable, Equatable {
+    /// The key it is supervised under: its selector as it prints.
+    public var key: String
+    public var selector: DeviceSelector
+    public var info: DeviceInfo
+    /// Reached through BlueZ (a BLE address, not a Classic one): discovery may be what finds it.
+    public var isBluetoothLE: Bool
+  }
+
+  public let system: any DeviceSystem
+  public let store: StateStore
+  public let configuration: Configuration
+  private let state = Mutex(State())
+  private let finished = Latch()
+
+  /// One open device or supervisor and the task forwarding its events.
+  private enum Member {
+    case attached(any Device)
+    case supervised(DeviceSupervisor)
+  }
+
+  private struct State {
+    var subscribers: [EngineSubscription] = []
+    var nextAttached = 0
+    var attached: [Int: any Device] = [:]
+    var supervisors: [String: DeviceSupervisor] = [:]
+    /// Forwarding tasks still running (attached devices and supervisors, including stopped ones).
+    var pumps = 0
+    var isServing = false
+    var isStopped = false
+    var isFinished = false
+    /// Keys of supervised devices reached through BlueZ.
+    var bluetoothLE: Set<String> = []
+    /// Ids the state file remembers (as of the last read, plus what the engine remembered since).
+    var remembered: Set<String> = []
+    var favorites: Favorites = .off
+    var scout: Task<Void, Never>?
+    var stopping: [Task<Void, Never>] = []
+    /// BLE addresses being connected automatically right now.
+    var connecting: Set<String> = []
+    /// Addresses whose automatic connect failed: warned once, until one succeeds.
+    var failedConnects: Set<String> = []
+  }
+
+  public init(system: any DeviceSystem, store: StateStore, configuration: Configuration = Configuration()) {
+    self.system = system
+    self.store = store
+    self.configuration = configuration
+  }
+
+  // MARK: subscribers
+
+  /// A new subscriber; it receives every event published from now on.
+  public func subscribe(_ name: String, policy: SubscriberPolicy) -> EngineSubscription {
+    let subscription = EngineSubscription(name: name, policy: policy) { [weak self] gone in
+      self?.forget(gone)
+    }
+    let ended = state.withLock { s -> Bool in
+      if s.isFinished { return true }
+      s.subscribers.append(subscription)
+      return false
+    }
+    if ended { subscription.finish() }
+    return subscription
+  }
+
+  /// The subscribers now (tests, and a service front end's status).
+  public var subscribers: [EngineSubscription] { state.withLock { $0.subscribers } }
+
+  private func forget(_ subscription: EngineSubscription) {
+    state.withLock { s in s.subscribers.removeAll { $0 === subscription } }
+  }
+
+  /// Gives `event` to every subscriber, each by its policy, and forgets the ones that are gone.
+  func publish(_ event: Event) async {
+    let subscribers = state.withLock { $0.subscribers }
+    var gone = false
+    for subscriber in subscribers {
+      if await !subscriber.offer(event) { gone = true }
+    }
+    if gone { state.withLock { s in s.subscribers.removeAll { $0.isFinished } } }
+  }
+
+  /// `publish` without waiting for any subscriber: events the engine makes itself.
+  func publishNow(_ event: Event) {
+    let subscribers = state.withLock { $0.subscribers }
+    var gone = false
+    for subscriber in subscribers where !subscriber.offerNow(event) { gone = true }
+    if gone { state.withLock { s in s.subscribers.removeAll { $0.isFinished } } }
+  }
+
+  // MARK: devices
+
+  /// Opens a device with the engine's adapter and timeout, and attaches it.
+  public func open(_ request: OpenRequest) async throws(CaptureError) -> any Device {
+    let device = try await system.open(request, state: store)
+    attach([device])
+    return device
+  }
+
+  /// Takes devices a front end opened: their events (arrival first) go to the subscribers until each
+  /// stream ends. Outside service mode the engine finishes once the last of them has ended.
+  public func attach(_ devices: [any Device]) {
+    let added = state.withLock { s -> [(Int, any Device)]? in
+      guard !s.isStopped else { return nil }
+      var added: [(Int, any Device)] = []
+      for device in devices {
+        s.nextAttached += 1
+        s.attached[s.nextAttached] = device
+        s.pumps += 1
+        added.append((s.nextAttached, device))
+      }
+      return added
+    }
+    guard let added else {
+      Task { for device in devices { await device.close() } }
+      return
+    }
+    for (key, device) in added {
+      Task {
+        for await event in device.events { await self.publish(event) }
+        self.pumpEnded { $0.attached[key] = nil }
+      }
+    }
+  }
+
+  /// The open devices, attached and supervised (a new service client is told their arrivals).
+  public var openDevices: [any Device] {
+    state.withLock { s in Array(s.attached.values) + s.supervisors.values.compactMap(\.device) }
+  }
+
+  /// The open device with this id (listen --confirm tells it the verdict).
+  public func device(id: String) -> (any Device)? {
+    openDevices.first { $0.info.id == id }
+  }
+
+  private func pumpEnded(_ change: (inout State) -> Void) {
+    let finish = state.withLock { s -> Bool in
+      change(&s)
+      s.pumps -= 1
+      return s.pumps == 0 && (s.isStopped || !s.isServing) && !s.isFinished
+    }
+    if finish { finishAll() }
+  }
+
+  /// Every forwarding task has ended and nothing more will be published: subscribers' streams end.
+  private func finishAll() {
+    let subscribers = state.withLock { s -> [EngineSubscription] in
+      s.isFinished = true
+      defer { s.subscribers = [] }
+      return s.subscribers
+    }
+    for subscriber in subscribers { subscriber.finish() }
+    finished.open()
+  }
+
+  // MARK: lifetime
+
+  /// Returns once the engine has finished: stopped, or (outside service mode) every attached device's
+  /// stream has ended. Every event is in the subscribers' queues by then.
+  public func wait() async {
+    await finished.wait()
+    let stopping = state.withLock { $0.stopping }
+    for task in stopping { await task.value }
+  }
+
+  public var isStopped: Bool { state.withLock { $0.isStopped } }
+
+  /// --count reached, --timeout ran out, a signal: every open device is closed (its removal
+  /// published), discovery ends, then the subscribers' streams end. Returns once devices are closed.
+  public func stop() async {
+    let taken = state.withLock { s -> ([DeviceSupervisor], [any Device], Task<Void, Never>?, Bool)? in
+      guard !s.isStopped else { return nil }
+      s.isStopped = true
+      defer { s.supervisors = [:] }
+      return (Array(s.supervisors.values), Array(s.attached.values), s.scout, s.pumps == 0 && !s.isFinished)
+    }
+    guard let (supervisors, attached, scout, idle) = taken else { return }
+    scout?.cancel()
+    await withTaskGroup(of: Void.self) { group in
+      for supervisor in supervisors { group.addTask { await supervisor.stop() } }
+      for device in attached { group.addTask { await device.close() } }
+    }
+    if idle { finishAll() }
+  }
+
+  // MARK: service mode
+
+  /// Reads the state file and starts a supervisor per remembered device and the favourites' discovery.
+  /// The engine then runs until `stop()`. A state file that cannot be read, or one with nothing to
+  /// listen to while favourites are off, is an error here (nothing has started yet); one whose every
+  /// entry is unusable publishes them and finishes.
+  public func startService() throws(CaptureError) {
+    let file = try store.load()
+    let favorites = readFavorites(file)
+    let (wanted, problems) = Self.wanted(file, favorites: favorites)
+    if wanted.isEmpty && favorites == .off {
+      guard !problems.isEmpty else {
+        throw .invalidParameter(
+          "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
+        )
+      }
+      // Every entry is unusable: report each and end at once rather than wait for a reload with
+      // nothing to listen to.
+      for event in problems { publishNow(event) }
+      let finish = state.withLock { s -> Bool in
+        s.isStopped = true
+        return s.pumps == 0 && !s.isFinished
+      }
+      if finish { finishAll() }
+      return
+    }
+    state.withLock { $0.isServing = true }
+    apply(file, favorites: favorites, wanted: wanted, problems: problems)
+    let scout = Task { await self.scoutLoop() }
+    let kept = state.withLock { s -> Bool in
+      guard !s.isStopped else { return false }
+      s.scout = scout
+      return true
+    }
+    if !kept { scout.cancel() }
+  }
+
+  /// Re-reads the state file (listen's SIGHUP). A file that cannot be read now leaves the running set
+  /// as it is and says so.
+  public func reload() {
+    let file: StateFile
+    do { file = try store.load() } catch {
+      configuration.warn("SIGHUP: \(error.message); still listening to the devices read before")
+      return
+    }
+    let favorites = readFavorites(file)
+    let (wanted, problems) = Self.wanted(file, favorites: favorites)
+    apply(file, favorites: favorites, wanted: wanted, problems: problems)
+  }
+
+  /// A favourite setting that does not parse (a hand-edited file) is reported and read as off: the
+  /// remembered devices are still listened to.
+  private func readFavorites(_ file: StateFile) -> Favorites {
+    do { return try Favorites(parsing: file.favorite) } catch {
+      configuration.warn("ignoring the favorite setting in \(store.path): \(error.message)")
+      return .off
+    }
+  }
+
+  /// The remembered devices, then the favourite identifiers not remembered, each once; entries whose
+  /// id names no device are problems (error events, skipped).
+  public static func wanted(_ file: StateFile, favorites: Favorites) -> (
+    wanted: [WantedDevice], problems: [Event]
+  ) {
+    var wanted: [WantedDevice] = []
+    var problems: [Event] = []
+    var seen = Set<String>()
+    func add(id: String, info: DeviceInfo, transport: String?) {
+      let selector: DeviceSelector
+      do { selector = try DeviceSelector.parse(id) } catch {
+        problems.append(problem(info, "remembered device '\(id)': \(error.message)"))
+        return
+      }
+      switch selector {
+      case .name, .socketCam, .deviceManager:
+        problems.append(
+          problem(
+            info,
+            "remembered device id '\(id)' is not a Bluetooth address or a tcp://, serial: or hid: device"))
+        return
+      default:
+        break
+      }
+      let key = selector.description
+      guard seen.insert(key).inserted else { return }
+      var isLE = false
+      if case .bluetooth = selector { isLE = transport != RememberedDevice.classicTransport }
+      wanted.append(WantedDevice(key: key, selector: selector, info: info, isBluetoothLE: isLE))
+    }
+    for device in file.devices {
+      add(
+        id: device.id, info: DeviceInfo(id: device.id, name: device.name, type: DeviceType(device.type)),
+        transport: device.transport)
+    }
+    if case .devices(let ids) = favorites {
+      for id in ids { add(id: id, info: DeviceInfo(id: id, name: id, type: .none), transport: nil) }
+    }
+    return (wanted, problems)
+  }
+
+  static func problem(_ info: DeviceInfo, _ message: String) -> Event {
+    Event(
+      time: .now(), device: info,
+      payload: .error(
+        CaptureError(.invalidFormat, "\(message); skipped until the state file is re-read (SIGHUP)")))
+  }
+
+  /// Starts supervisors for what is wanted and not running (or given up: a reload tries those again),
+  /// stops the ones no longer wanted (each stopped open device publishes its removal).
+  private func apply(_ file: StateFile, favorites: Favorites, wanted: [WantedDevice], problems: [Event]) {
+    let keys = Set(wanted.map(\.key))
+    let started = state.withLock { s -> [DeviceSupervisor]? in
+      guard !s.isStopped else { return nil }
+      s.favorites = favorites
+      s.remembered = Set(file.devices.compactMap { (try? DeviceSelector.parse($0.id))?.description })
+      var start: [DeviceSupervisor] = []
+      for item in wanted {
+        if let running = s.supervisors[item.key], !running.hasGivenUp { continue }
+        start.append(makeSupervisor(item, &s))
+      }
+      let stop = s.supervisors.values.filter { !keys.contains($0.id) }
+      for supervisor in stop {
+        s.supervisors[supervisor.id] = nil
+        s.bluetoothLE.remove(supervisor.id)
+      }
+      if !stop.isEmpty {
+        s.stopping.append(
+          Task {
+            await withTaskGroup(of: Void.self) { group in
+              for supervisor in stop { group.addTask { await supervisor.stop() } }
+            }
+          })
+      }
+      return start
+    }
+    guard let started else { return }
+    // Problems first: they are known now, before any supervisor can report its own.
+    for event in problems { publishNow(event) }
+    for supervisor in started { supervisor.start() }
+  }
+
+  /// A supervisor for `item`, registered with its forwarding task; the caller starts it.
+  private func makeSupervisor(_ item: WantedDevice, _ s: inout State) -> DeviceSupervisor {
+    let warn = configuration.warn
+    var request = OpenRequest(selector: item.selector, adapter: configuration.adapter, warn: warn)
+    request.reconnects = true
+    request.wantsEvents = true
+    request.timeout = configuration.openTimeout
+    request.keymap = configuration.keymap
+    let supervisor = DeviceSupervisor(
+      id: item.key, info: item.info, request: request, opener: system, store: store,
+      backoff: configuration.backoff, warn: warn, onOpen: configuration.onOpen)
+    s.supervisors[item.key] = supervisor
+    if item.isBluetoothLE { s.bluetoothLE.insert(item.key) } else { s.bluetoothLE.remove(item.key) }
+    s.pumps += 1
+    Task {
+      for await event in supervisor.events { await self.publish(event) }
+      self.pumpEnded { _ in }
+    }
+    return supervisor
+  }
+
+  // MARK: BLE discovery (favourites, and BLE devices bluetoothd does not know yet)
+
+  /// Discovery runs while it can help: favourites are `*`, or a BLE device to supervise is not open
+  /// (bluetoothd may not know it until it is discovered).
+  private var needsDiscovery: Bool {
+    state.withLock { s in
+      if s.isStopped { return false }
+      if s.favorites == .anySocketMobile { return true }
+      return s.bluetoothLE.contains { key in
+        guard let supervisor = s.supervisors[key] else { return false }
+        return !supervisor.isOpen && !supervisor.hasGivenUp
+      }
+    }
+  }
+
+  private func scoutLoop() async {
+    var delays = configuration.backoff.delays()
+    var inOutage = false
+    while !Task.isCancelled {
+      guard needsDiscovery else {
+        try? await Task.sleep(for: configuration.idleCheck)
+        continue
+      }
+      do {
+        // Every device, not only those advertising a Socket Mobile service: an S721 advertises none,
+        // and a favourite list may name any device. `found` picks.
+        let request = DiscoveryRequest(
+          adapter: configuration.adapter, transport: "le", all: true, namePattern: nil,
+          timeout: configuration.discoveryWindow)
+        _ = try await system.discover(request) { [self] device in found(device) }
+        inOutage = false
+        delays.reset()
+      } catch {
+        if !inOutage {
+          inOutage = true
+          configuration.warn(
+            "cannot discover Bluetooth devices (\(error.message)); trying again in the background")
+        }
+        try? await Task.sleep(for: delays.next())
+      }
+    }
+  }
+
+  private enum Step {
+    case nothing
+    case retry(DeviceSupervisor)
+    case connect
+  }
+
+  /// A device discovery saw: a supervised one that is not open tries again now; a favourite that is
+  /// not remembered yet is connected and remembered.
+  private func found(_ device: DiscoveredDeviceInfo) {
+    let address = device.address
+    let step = state.withLock { s -> Step in
+      guard !s.isStopped else { return .nothing }
+      let supervisor = s.supervisors[address]
+      if let supervisor, supervisor.isOpen || supervisor.hasGivenUp { return .nothing }
+      var isFavorite = false
+      switch s.favorites {
+      case .anySocketMobile: isFavorite = device.isSocketMobile
+      case .devices(let ids): isFavorite = ids.contains(address)
+      case .off: break
+      }
+      if s.remembered.contains(address) || !isFavorite {
+        return supervisor.map { .retry($0) } ?? .nothing
+      }
+      guard s.connecting.insert(address).inserted else { return .nothing }
+      return .connect
+    }
+    switch step {
+    case .nothing: return
+    case .retry(let supervisor): supervisor.retryNow()
+    case .connect: Task { await autoConnect(address) }
+    }
+  }
+
+  /// Connects a favourite the way `capture connect` does (pairing when its profile needs a bond,
+  /// trusting it so it may reconnect), remembers it, and supervises it.
+  private func autoConnect(_ address: String) async {
+    do throws(CaptureError) {
+      let connected = try await system.connect(
+        address: address, adapter: configuration.adapter, pair: false, timeout: configuration.openTimeout)
+      try store.remember(RememberedDevice(bluetooth: connected, alias: nil), keepingAlias: true)
+      let item = WantedDevice(
+        key: address, selector: .bluetooth(address),
+        info: DeviceInfo(id: address, name: connected.name, type: connected.deviceTypes[0]),
+        isBluetoothLE: true)
+      let started = state.withLock { s -> (existing: DeviceSupervisor?, new: DeviceSupervisor?) in
+        s.connecting.remove(address)
+        s.failedConnects.remove(address)
+        s.remembered.insert(address)
+        guard !s.isStopped else { return (nil, nil) }
+        if let running = s.supervisors[address], !running.hasGivenUp { return (running, nil) }
+        return (nil, makeSupervisor(item, &s))
+      }
+      started.existing?.retryNow()
+      started.new?.start()
+    } catch {
+      let first = state.withLock { s -> Bool in
+        s.connecting.remove(address)
+        return s.failedConnects.insert(address).inserted
+      }
+      if first {
+        configuration.warn(
+          "cannot connect favorite \(address): \(error.message); trying again when it is seen")
+      }
+    }
+  }
+}
+
+extension RememberedDevice {
+  /// A connected BLE device as the state file remembers it: under its address, its first device type.
+  public init(bluetooth device: BluetoothDeviceInfo, alias: String?, lastSeen: Timestamp = .now()) {
+    self.init(
+      id: device.address, alias: alias, name: device.name, type: device.deviceTypes[0].rawValue,
+      transport: RememberedDevice.bluetoothLETransport, lastSeen: lastSeen.iso8601)
+  }
+}

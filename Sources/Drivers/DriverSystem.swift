@@ -1,0 +1,112 @@
+import CaptureCore
+
+/// The real `DeviceSystem`: `DriverRegistry` opens devices, and the device-management calls go to the
+/// BlueZ manager, Classic pairing and discovery, and evdev, converted once here into Core's types.
+public struct DriverSystem: DeviceSystem {
+  private let registry = DriverRegistry()
+
+  public init() {}
+
+  public func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
+    try await registry.open(request, state: state)
+  }
+
+  public func discover(
+    _ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void
+  ) async throws(CaptureError) -> Int {
+    try await BLEManager.discover(
+      adapter: request.adapter, transport: request.transport, all: request.all,
+      namePattern: request.namePattern, timeout: request.timeout
+    ) { device in found(Self.info(device)) }
+  }
+
+  public func bluetoothdReachable(adapter: String?) async -> Bool {
+    await ClassicDiscovery.bluetoothdReachable(adapter: adapter)
+  }
+
+  public func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    throws(CaptureError) -> [DiscoveredDeviceInfo]
+  {
+    try ClassicDiscovery.inquiry(adapter: adapter, seconds: seconds, all: all, note: note).map {
+      Self.info(DiscoveredDevice(inquiry: $0))
+    }
+  }
+
+  public func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
+    async throws(CaptureError) -> BluetoothDeviceInfo
+  {
+    let connected = try await BLEManager.connect(
+      address: address, adapter: adapter, pair: pair, timeout: timeout)
+    return BluetoothDeviceInfo(
+      address: connected.address, name: connected.name, deviceTypes: connected.family.deviceTypes,
+      isPaired: connected.isPaired)
+  }
+
+  public func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError)
+    -> String
+  {
+    try await ClassicPairing.pair(address: address, adapter: adapter, timeout: timeout).name
+  }
+
+  public func probeClassic(address: String, request: OpenRequest, name: String?)
+    async throws(CaptureError) -> ClassicProbe
+  {
+    var request = request
+    request.wantsEvents = false
+    let device = try await ClassicSPPScanner.open(address: address, request: request, name: name)
+    let probe = ClassicProbe(info: device.info, channel: device.channel)
+    await device.close()
+    return probe
+  }
+
+  public func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? {
+    guard let removed = try await BLEManager.remove(address: address, adapter: adapter) else { return nil }
+    return BluetoothDeviceInfo(
+      address: address, name: removed.name, deviceTypes: removed.family.deviceTypes, isPaired: false)
+  }
+
+  public func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
+    let p = try await BLEManager.partnership(address: address, adapter: adapter)
+    return PartnershipInfo(
+      device: BluetoothDeviceInfo(
+        address: p.address, name: p.name, deviceTypes: p.family.deviceTypes, isPaired: p.isPaired),
+      isBonded: p.isBonded, isTrusted: p.isTrusted, isConnected: p.isConnected, variant: p.variant)
+  }
+
+  public func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] {
+    try await BLEManager.connected(adapter: adapter).map { device in
+      BluetoothDeviceInfo(
+        address: device.address, name: device.name, deviceTypes: device.family.deviceTypes,
+        isPaired: device.isPaired)
+    }
+  }
+
+  public func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
+    try await ClassicSPPScanner.accept(channel: channel, request: request)
+  }
+
+  public func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
+    let code = try await ClassicDiscovery.pairingCode(adapter: adapter)
+    return PairingBarcodes(host: code.hostText, linear: code.linear, twoDimensional: code.twoDimensional)
+  }
+
+  public func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) {
+    let (devices, unreadable) = EvdevIdentity.scan()
+    return (
+      devices.map {
+        InputDeviceInfo(
+          path: $0.path, name: $0.name, vendorID: $0.vendorID, productID: $0.productID,
+          isScanner: $0.isScanner)
+      }, unreadable
+    )
+  }
+
+  /// The one conversion of a discovered device into Core's type (bluetoothd LE and BR/EDR, and HCI
+  /// inquiry alike, so `discover` reports the same keys whichever way it found one).
+  static func info(_ device: DiscoveredDevice) -> DiscoveredDeviceInfo {
+    DiscoveredDeviceInfo(
+      address: device.address, addressType: device.addressType, name: device.name, rssi: device.rssi,
+      uuids: device.uuids, isSocketMobile: device.isSocketMobile, type: device.type,
+      classOfDevice: device.classOfDevice, recognizedBy: device.classicRecognition?.rawValue)
+  }
+}

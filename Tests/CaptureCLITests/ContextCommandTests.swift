@@ -1,0 +1,228 @@
+import CaptureCore
+import Synchronization
+import Testing
+
+@testable import CaptureCLI
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A scanner the fake system opens: arrival, the codes it was given, removal on close.
+private final class FakeScanner: Device, Sendable {
+  let info: DeviceInfo
+  let events: AsyncStream<Event>
+  private let continuation: AsyncStream<Event>.Continuation
+  var capabilities: Capabilities {
+    Capabilities(readable: [.friendlyNameDevice], writable: [], triggers: [], events: [.decodedData])
+  }
+
+  init(id: String, codes: [String]) {
+    info = DeviceInfo(id: id, name: "Fake scanner", type: .none)
+    (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+    for code in codes {
+      continuation.yield(
+        Event(
+          time: .now(), device: info,
+          payload: .decodedData(DecodedData(dataSource: .notSpecified, bytes: Array(code.utf8)))))
+    }
+  }
+
+  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+    throw CaptureError(.communicationError, "the fake scanner did not answer")
+  }
+  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    throw unsupported(property)
+  }
+  func trigger(_ action: Trigger) async throws(CaptureError) { throw .notSupported("fake") }
+  func close() async {
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
+    continuation.finish()
+  }
+}
+
+/// Device management without Bluetooth: `connect` of a D600 succeeds, and every call is recorded.
+private final class FakeSystem: DeviceSystem, Sendable {
+  let calls = Mutex<[String]>([])
+  let codes: [String]
+  init(codes: [String] = []) { self.codes = codes }
+
+  func record(_ call: String) { calls.withLock { $0.append(call) } }
+
+  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
+    record("open \(request.selector)")
+    return FakeScanner(id: request.selector.description, codes: codes)
+  }
+  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
+    async throws(CaptureError) -> Int
+  {
+    record("discover \(request.transport)")
+    found(
+      DiscoveredDeviceInfo(
+        address: "00:11:22:7E:F6:19", addressType: "public", name: "Socket D600", rssi: -40, uuids: [],
+        isSocketMobile: true, type: .scannerD600))
+    return 1
+  }
+  func bluetoothdReachable(adapter: String?) async -> Bool { true }
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void) throws(CaptureError)
+    -> [DiscoveredDeviceInfo]
+  { [] }
+  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
+    async throws(CaptureError) -> BluetoothDeviceInfo
+  {
+    record("connect \(address) pair=\(pair)")
+    return BluetoothDeviceInfo(
+      address: address, name: "Socket D600", deviceTypes: [.scannerD600], isPaired: true)
+  }
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
+  {
+    throw CaptureError(.notAvailable, "no bluetoothd here")
+  }
+  func probeClassic(address: String, request: OpenRequest, name: String?)
+    async throws(CaptureError) -> ClassicProbe
+  { throw CaptureError(.notAvailable, "no adapter") }
+  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? { nil }
+  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
+    throw CaptureError(.notFound, "\(address) is not known to bluetoothd on hci0")
+  }
+  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { [] }
+  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
+    throw CaptureError(.notAvailable, "no adapter")
+  }
+  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
+    PairingBarcodes(
+      host: "00:1A:7D:DA:71:13", linear: "#FNI001A7DDA7113#",
+      twoDimensional: "#FNC SPP Initiator 001A7DDA7113#")
+  }
+  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+}
+
+/// What one command wrote, and its exit status.
+private struct Run {
+  var status: Int32
+  var stdout: String
+  var stderr: String
+}
+
+/// Runs `arguments` through CaptureCLI.run with `system`, stdout and stderr captured in files.
+private func run(_ arguments: [String], system: FakeSystem, state: StateStore) async throws -> Run {
+  let parsed = try ArgumentParser.parse(arguments)
+  let command = try #require(parsed.command)
+  let globals = try CaptureCLI.globalOptions(parsed)
+  var outTemplate = Array("/tmp/capture-context-out.XXXXXX".utf8CString)
+  var errTemplate = Array("/tmp/capture-context-err.XXXXXX".utf8CString)
+  let out = mkstemp(&outTemplate)
+  let err = mkstemp(&errTemplate)
+  try #require(out >= 0 && err >= 0)
+  let output = Output(
+    mode: globals.json ? .json : .plain, quiet: false, verbose: false, stdoutFD: out, stderrFD: err)
+  let context = Context(globals: globals, output: output, state: state, system: system)
+  let status = await CaptureCLI.run(command, parsed, context)
+  func contents(_ fd: Int32) -> String {
+    lseek(fd, 0, SEEK_SET)
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = read(fd, &buffer, buffer.count)
+      if n <= 0 { break }
+      bytes += buffer[0..<n]
+    }
+    close(fd)
+    return String(decoding: bytes, as: UTF8.self)
+  }
+  let result = Run(status: status, stdout: contents(out), stderr: contents(err))
+  outTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+  errTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+  return result
+}
+
+private func sandbox() -> StateStore {
+  StateStore(directory: "/tmp/capture-context-tests-\(UInt64.random(in: 0...UInt64.max))")
+}
+
+@Suite("commands end to end through a Context with fake device management")
+struct ContextCommandTests {
+  @Test(
+    "connect ADDR: the device management connects (no --pair asked), the device is remembered, its arrival printed"
+  )
+  func connectRemembers() async throws {
+    let system = FakeSystem()
+    let state = sandbox()
+    let result = try await run(
+      ["connect", "00:11:22:7e:f6:19", "--alias", "dock"], system: system, state: state)
+    #expect(result.status == 0)
+    #expect(result.stdout == "00:11:22:7E:F6:19\tSocket D600\tScannerD600\n")
+    #expect(result.stderr == "")
+    #expect(system.calls.withLock { $0 } == ["connect 00:11:22:7E:F6:19 pair=false"])
+    let remembered = try state.load().devices
+    #expect(remembered.map(\.id) == ["00:11:22:7E:F6:19"])
+    #expect(remembered.first?.alias == "dock")
+    #expect(remembered.first?.transport == "ble")
+    #expect(remembered.first?.type == DeviceType.scannerD600.rawValue)
+  }
+
+  @Test(
+    "listen DEVICE --count 2: the listen subscriber prints exactly two codes and the removal stops it, exit 0"
+  )
+  func listenCount() async throws {
+    let system = FakeSystem(codes: ["first", "second", "third"])
+    let result = try await run(
+      ["listen", "serial:/dev/ttyFAKE", "--count", "2"], system: system, state: sandbox())
+    #expect(result.status == 0)
+    #expect(result.stdout == "first\nsecond\n")
+    #expect(system.calls.withLock { $0 } == ["open serial:/dev/ttyFAKE"])
+  }
+
+  @Test("listen DEVICE --timeout: the codes, then exit 42 with one error line rendered by CaptureCLI.run")
+  func listenTimeout() async throws {
+    let system = FakeSystem(codes: ["only"])
+    let result = try await run(
+      ["--json", "listen", "serial:/dev/ttyFAKE", "--count", "5", "--timeout", "300ms"], system: system,
+      state: sandbox())
+    #expect(result.status == 42)
+    #expect(
+      result.stderr == "capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 1 decoded code(s)\n")
+    let lines = result.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.count == 4)
+    #expect(lines.first?.contains(#""event":"deviceArrival""#) == true)
+    #expect(lines[1].contains(#""text":"only""#))
+    #expect(lines[2].contains(#""event":"deviceRemoval""#))
+    #expect(
+      lines.last
+        == #"{"error":{"code":-42,"message":"--timeout ran out after 1 decoded code(s)","name":"ESKT_REQUESTTIMEDOUT"}}"#
+    )
+  }
+
+  @Test(
+    "get of a property the device fails: one stderr line and, with --json, the bare error object; exit 38")
+  func getFailure() async throws {
+    let result = try await run(
+      ["--json", "get", "serial:/dev/ttyFAKE", "friendly-name"], system: FakeSystem(), state: sandbox())
+    #expect(result.status == 38)
+    #expect(result.stderr == "capture: ESKT_COMMUNICATIONERROR (-38): the fake scanner did not answer\n")
+    #expect(
+      result.stdout
+        == #"{"error":{"code":-38,"message":"the fake scanner did not answer","name":"ESKT_COMMUNICATIONERROR"}}"#
+        + "\n")
+  }
+
+  @Test("partnership status: the device management's NOTFOUND is the command's error, rendered once")
+  func partnershipNotFound() async throws {
+    let result = try await run(
+      ["partnership", "status", "00:11:22:33:44:55"], system: FakeSystem(), state: sandbox())
+    #expect(result.status == 17)
+    #expect(
+      result.stderr == "capture: ESKT_NOTFOUND (-17): 00:11:22:33:44:55 is not known to bluetoothd on hci0\n")
+    #expect(result.stdout == "")
+  }
+
+  @Test("discover goes through the device management: one line per device found")
+  func discoverFake() async throws {
+    let system = FakeSystem()
+    let result = try await run(["discover", "--le", "--timeout", "1s"], system: system, state: sandbox())
+    #expect(result.status == 0)
+    #expect(result.stdout == "00:11:22:7E:F6:19\tSocket D600\tScannerD600\t-40\n")
+    #expect(system.calls.withLock { $0 } == ["discover le"])
+  }
+}

@@ -1,0 +1,279 @@
+import Synchronization
+import Testing
+
+@testable import CaptureCore
+
+/// A device whose stream opens with its arrival, carries what it is fed, and ends with a removal on
+/// close() (or when the script says it is done, as a finite source does).
+private final class FedDevice: Device, Sendable {
+  let info: DeviceInfo
+  let events: AsyncStream<Event>
+  private let continuation: AsyncStream<Event>.Continuation
+  var capabilities: Capabilities { Capabilities(readable: [], writable: [], triggers: [], events: []) }
+
+  init(_ id: String) {
+    info = DeviceInfo(id: id, name: "Fed \(id)", type: .none)
+    (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
+  }
+
+  func feed(_ texts: [String]) {
+    for text in texts {
+      continuation.yield(
+        Event(
+          time: .now(), device: info,
+          payload: .decodedData(DecodedData(dataSource: .notSpecified, bytes: Array(text.utf8)))))
+    }
+  }
+
+  func close() async {
+    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
+    continuation.finish()
+  }
+
+  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+    throw unsupported(property)
+  }
+  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    throw unsupported(property)
+  }
+  func trigger(_ action: Trigger) async throws(CaptureError) { throw .notSupported("fed") }
+}
+
+/// A device system with no Bluetooth: opening answers from a table, management is not supported.
+private final class TableSystem: DeviceSystem, Sendable {
+  let devices: Mutex<[String: FedDevice]>
+  init(_ devices: [String: FedDevice] = [:]) { self.devices = Mutex(devices) }
+
+  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
+    guard let device = devices.withLock({ $0[request.selector.description] }) else {
+      throw CaptureError(.fileNotFound, "\(request.selector) is not here")
+    }
+    return device
+  }
+  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
+    async throws(CaptureError) -> Int
+  { throw CaptureError(.notAvailable, "no bluetoothd here") }
+  func bluetoothdReachable(adapter: String?) async -> Bool { false }
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void) throws(CaptureError)
+    -> [DiscoveredDeviceInfo]
+  { throw CaptureError(.notAvailable, "no adapter") }
+  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
+    async throws(CaptureError) -> BluetoothDeviceInfo
+  { throw CaptureError(.notAvailable, "no bluetoothd here") }
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
+  {
+    throw CaptureError(.notAvailable, "no bluetoothd here")
+  }
+  func probeClassic(address: String, request: OpenRequest, name: String?)
+    async throws(CaptureError) -> ClassicProbe
+  { throw CaptureError(.notAvailable, "no adapter") }
+  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? { nil }
+  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
+    throw CaptureError(.notAvailable, "no bluetoothd here")
+  }
+  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { [] }
+  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
+    throw CaptureError(.notAvailable, "no adapter")
+  }
+  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
+    throw CaptureError(.notAvailable, "no adapter")
+  }
+  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+}
+
+/// Everything one subscriber was given, as "device-id text" (decoded) or "device-id kind" lines.
+private func collect(_ subscription: EngineSubscription, startAfter delay: Duration = .zero) -> Task<
+  [String], Never
+> {
+  Task {
+    if delay > .zero { try? await Task.sleep(for: delay) }
+    var seen: [String] = []
+    for await event in subscription.events {
+      if case .decodedData(let data) = event.payload {
+        seen.append("\(event.device.id) \(data.text)")
+      } else {
+        seen.append("\(event.device.id) \(event.kind.rawValue)")
+      }
+    }
+    return seen
+  }
+}
+
+private func expected(_ id: String, _ texts: [String], removal: Bool = true) -> [String] {
+  ["\(id) deviceArrival"] + texts.map { "\(id) \($0)" } + (removal ? ["\(id) deviceRemoval"] : [])
+}
+
+private let noState = StateStore(directory: "/nonexistent/capture-engine-tests")
+
+@Suite("Engine fan-out: every subscriber its own bounded queue", .timeLimit(.minutes(1)))
+struct EngineFanOutTests {
+  @Test(
+    "two devices, four subscribers: a network client that never reads is dropped with its reason; the back-pressure stream (reading late) and the two that keep up get every event exactly once, in order per device"
+  )
+  func slowDroppedOthersExactlyOnce() async throws {
+    let texts = (0..<5_000).map { "code-\($0)" }
+    let first = FedDevice("serial:/dev/ttyA")
+    let second = FedDevice("serial:/dev/ttyB")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let stdout = engine.subscribe("stdout", policy: .backPressure)
+    let quick = engine.subscribe("client 1", policy: .dropWhenBehind(limit: 20_000))
+    let quicker = engine.subscribe("client 3", policy: .dropWhenBehind(limit: 20_000))
+    let stalled = engine.subscribe("client 2", policy: .dropWhenBehind(limit: 8))
+    // More than the back-pressure queue holds (2,048), fed before anyone reads: the stdout subscriber
+    // starts 300 ms late, so the devices wait for it meanwhile, and the stalled client is dropped.
+    first.feed(texts)
+    second.feed(texts)
+    let stdoutSeen = collect(stdout, startAfter: .milliseconds(300))
+    let quickSeen = collect(quick)
+    let quickerSeen = collect(quicker)
+    engine.attach([first, second])
+    // The stalled client: once dropped its stream ends after the 8 events it was holding.
+    let started = ContinuousClock.now
+    while stalled.dropReason == nil, ContinuousClock.now - started < .seconds(10) {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    let reason = try #require(stalled.dropReason)
+    #expect(reason.code == .queueReseted)
+    #expect(
+      reason.message
+        == "client 2 fell 8 events behind; dropped so the devices and the other subscribers go on")
+    #expect(!engine.subscribers.contains { $0 === stalled })
+    var held = 0
+    for await _ in stalled.events { held += 1 }
+    #expect(held == 8)
+
+    await first.close()
+    await second.close()
+    await engine.wait()
+    for seen in [await stdoutSeen.value, await quickSeen.value, await quickerSeen.value] {
+      #expect(seen.count == 2 * (texts.count + 2))
+      #expect(seen.filter { $0.hasPrefix("serial:/dev/ttyA ") } == expected("serial:/dev/ttyA", texts))
+      #expect(seen.filter { $0.hasPrefix("serial:/dev/ttyB ") } == expected("serial:/dev/ttyB", texts))
+    }
+    #expect(stdout.dropReason == nil && quick.dropReason == nil && quicker.dropReason == nil)
+  }
+
+  @Test("a client that never reads does not hold the devices back: the one that keeps up gets all 20,000")
+  func droppedNeverStalls() async throws {
+    let texts = (0..<20_000).map { "\($0)" }
+    let device = FedDevice("tcp://reader:23")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let stalled = engine.subscribe("client 7", policy: .dropWhenBehind(limit: 100))
+    let reader = engine.subscribe("client 8", policy: .dropWhenBehind(limit: 100_000))
+    let seen = collect(reader)
+    device.feed(texts)
+    engine.attach([device])
+    await device.close()
+    await engine.wait()
+    #expect(await seen.value == expected("tcp://reader:23", texts))
+    #expect(stalled.dropReason?.code == .queueReseted)
+    #expect(reader.dropReason == nil)
+  }
+
+  @Test("back-pressure bounds the stream subscriber's queue at its limit while it does not read")
+  func backPressureBounded() async throws {
+    let device = FedDevice("serial:/dev/ttyC")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let stdout = engine.subscribe("stdout", policy: .backPressure)
+    device.feed((0..<(3 * EventQueue.defaultLimit)).map { "\($0)" })
+    engine.attach([device])
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(stdout.backlog == EventQueue.defaultLimit)
+    let seen = collect(stdout)
+    await device.close()
+    await engine.wait()
+    #expect(await seen.value.count == 3 * EventQueue.defaultLimit + 2)
+  }
+
+  @Test(
+    "outside service mode the engine finishes when its last device's stream ends; a late subscriber ends at once"
+  )
+  func finishesWithLastDevice() async throws {
+    let a = FedDevice("serial:/dev/ttyD")
+    let b = FedDevice("serial:/dev/ttyE")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let stdout = engine.subscribe("stdout", policy: .backPressure)
+    let seen = collect(stdout)
+    a.feed(["one"])
+    engine.attach([a, b])
+    await a.close()
+    // The first device's stream has ended; the engine holds the second only, and has not finished.
+    while engine.openDevices.count > 1 { try await Task.sleep(for: .milliseconds(5)) }
+    #expect(engine.openDevices.map(\.info.id) == ["serial:/dev/ttyE"])
+    await b.close()
+    await engine.wait()
+    let lines = await seen.value
+    #expect(lines.filter { $0.hasPrefix("serial:/dev/ttyD ") } == expected("serial:/dev/ttyD", ["one"]))
+    #expect(lines.filter { $0.hasPrefix("serial:/dev/ttyE ") } == expected("serial:/dev/ttyE", []))
+    let late = engine.subscribe("late", policy: .backPressure)
+    var count = 0
+    for await _ in late.events { count += 1 }
+    #expect(count == 0)
+  }
+
+  @Test("stop() closes every device (their removals still reach the subscribers), then the streams end")
+  func stopClosesAll() async throws {
+    let device = FedDevice("serial:/dev/ttyF")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let stdout = engine.subscribe("stdout", policy: .backPressure)
+    let seen = collect(stdout)
+    engine.attach([device])
+    device.feed(["a", "b"])
+    await engine.stop()
+    await engine.wait()
+    #expect(await seen.value == expected("serial:/dev/ttyF", ["a", "b"]))
+    #expect(engine.isStopped)
+  }
+
+  @Test("a cancelled subscriber stops receiving; the others go on")
+  func cancelledSubscriber() async throws {
+    let device = FedDevice("serial:/dev/ttyG")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let leaving = engine.subscribe("client 1", policy: .dropWhenBehind(limit: 1_000))
+    let staying = engine.subscribe("client 2", policy: .dropWhenBehind(limit: 1_000))
+    let seen = collect(staying)
+    leaving.cancel()
+    #expect(engine.subscribers.map(\.name) == ["client 2"])
+    engine.attach([device])
+    device.feed(["x"])
+    await device.close()
+    await engine.wait()
+    #expect(await seen.value == expected("serial:/dev/ttyG", ["x"]))
+    var after = 0
+    for await _ in leaving.events { after += 1 }
+    #expect(after == 0)
+    #expect(leaving.dropReason == nil)
+  }
+
+  @Test(
+    "service mode: a remembered device is supervised and its events fan out; reload stops one no longer remembered"
+  )
+  func serviceAndReload() async throws {
+    let directory = "/tmp/capture-engine-tests-\(UInt64.random(in: 0...UInt64.max))"
+    let store = StateStore(directory: directory)
+    let id = "serial:/dev/ttyH"
+    try store.remember(
+      RememberedDevice(id: id, alias: nil, name: "Till", type: 0, transport: "serial", lastSeen: nil))
+    let device = FedDevice(id)
+    let engine = CaptureEngine(
+      system: TableSystem([id: device]), store: store,
+      configuration: .init(backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(20))))
+    let stdout = engine.subscribe("stdout", policy: .backPressure)
+    let client = engine.subscribe("client 1", policy: .dropWhenBehind(limit: 100))
+    let stdoutSeen = collect(stdout)
+    let clientSeen = collect(client)
+    try engine.startService()
+    while engine.device(id: id) == nil { try await Task.sleep(for: .milliseconds(5)) }
+    device.feed(["EQ1"])
+    try store.update { (state: inout StateFile) throws(CaptureError) in state.devices = [] }
+    engine.reload()
+    while !engine.openDevices.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+    // The service keeps running with nothing to listen to until it is stopped.
+    #expect(!engine.isStopped)
+    await engine.stop()
+    await engine.wait()
+    #expect(await stdoutSeen.value == expected(id, ["EQ1"]))
+    #expect(await clientSeen.value == expected(id, ["EQ1"]))
+  }
+}
