@@ -154,7 +154,7 @@ def build_image(cache, rebuild=False):
 def run(kernel, initrd, binary, scenarios, share):
     """Boots the VM once; the guest runs the scenarios in order. Returns the results (or None)."""
     os.makedirs(share, exist_ok=True)
-    for name in ["guest.sh", "scenarios.py", "scanner.py"]:
+    for name in ["guest.sh", "scenarios.py", "scanner.py", "d600.py"]:
         shutil.copy2(os.path.join(HERE, name), share)
     os.chmod(os.path.join(share, "guest.sh"), 0o755)
     shutil.copy2(binary, os.path.join(share, "capture"))
