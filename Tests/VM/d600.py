@@ -33,12 +33,15 @@ The test drives it on stdin, one command a line, and reads what it did on stdout
     battery N           a new battery level (notified when a central subscribed)
     drop SECONDS        link loss: advertising stops, the central's link is cut, and SECONDS later the
                         device advertises again (out of range and back)
-It prints "ready ADDRESS NAME" once registered, then one line per thing that happened.
+It prints "ready ADDRESS NAME" once registered, then one line per thing that happened. When the
+controller goes away and comes back (btvirt restarted), it registers again and prints "ready again".
 """
 
 import argparse
 import signal
+import subprocess
 import sys
+import time
 
 import dbus
 import dbus.mainloop.glib
@@ -265,12 +268,10 @@ class ConfigDecoder:
 class D600:
     def __init__(self, bus, adapter, battery):
         self.bus = bus
+        self.adapter = adapter
         self.adapter_path = f"/org/bluez/{adapter}"
-        adapter_props = dbus.Interface(bus.get_object(BLUEZ, self.adapter_path), PROPERTIES)
-        self.address = str(adapter_props.Get("org.bluez.Adapter1", "Address"))
+        self.address = str(self.adapter_properties().Get("org.bluez.Adapter1", "Address"))
         self.name = f"Socket D600 [{self.address.replace(':', '')[-6:]}]"
-        # GAP's device name (0x2A00) is the adapter's name: the same as the advertised one.
-        adapter_props.Set("org.bluez.Adapter1", "Alias", dbus.String(self.name))
         self.mode = None
         self.config = ConfigDecoder()
         self.advertising = False
@@ -299,9 +300,37 @@ class D600:
         bus.add_signal_receiver(self.interfaces_removed, dbus_interface=OBJECT_MANAGER,
                                 signal_name="InterfacesRemoved", bus_name=BLUEZ)
 
+    def adapter_properties(self):
+        return dbus.Interface(self.bus.get_object(BLUEZ, self.adapter_path), PROPERTIES)
+
+    def controller(self):
+        """The controller as a D600's: LE only, so that its advertisements carry "BR/EDR not supported"
+        as a single-mode device's do (btvirt's controllers are dual-mode, and a central's bluetoothd
+        then takes the device for dual-mode: Device1.Connect tries BR/EDR and fails with
+        br-connection-profile-unavailable). mgmt Set BR/EDR off is allowed only while powered off.
+        GAP's device name (0x2A00) is the adapter's name: set to the advertised one."""
+        props = self.adapter_properties()
+        deadline = time.monotonic() + 20
+        # A controller bluetoothd has just found is being powered on by it (AutoEnable): let that end.
+        while not bool(props.Get("org.bluez.Adapter1", "Powered")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(False))
+        done = subprocess.run(["btmgmt", "--index", self.adapter.removeprefix("hci"), "bredr", "off"],
+                              capture_output=True, text=True, timeout=20)
+        say(f"btmgmt bredr off: exit {done.returncode}: {done.stdout.strip()}")
+        if done.returncode != 0:
+            self.fatal(f"btmgmt bredr off: {done.stdout}{done.stderr}")
+        props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
+        props.Set("org.bluez.Adapter1", "Alias", dbus.String(self.name))
+
     def register(self, done):
+        self.controller()
         agents = dbus.Interface(self.bus.get_object(BLUEZ, "/org/bluez"), "org.bluez.AgentManager1")
-        agents.RegisterAgent(AGENT_PATH, "NoInputNoOutput")
+        try:
+            agents.RegisterAgent(AGENT_PATH, "NoInputNoOutput")
+        except dbus.DBusException as error:
+            if "AlreadyExists" not in error.get_dbus_name():
+                raise
         gatt = dbus.Interface(self.bus.get_object(BLUEZ, self.adapter_path), "org.bluez.GattManager1")
 
         def registered():
@@ -363,11 +392,26 @@ class D600:
             say(f"paired {bool(changed['Paired'])} {path}")
 
     def interfaces_added(self, path, interfaces):
+        if path == self.adapter_path and "org.bluez.Adapter1" in interfaces:
+            # The controller is back (btvirt restarted): a new controller knows none of our
+            # registrations, so the device comes up again as it did at power-on.
+            say("adapter back")
+
+            def again():
+                self.register(lambda: say("ready again"))
+                return False
+
+            GLib.idle_add(again)
+            return
         device = interfaces.get("org.bluez.Device1")
         if device is not None and self.mine(path) and bool(device.get("Connected", False)):
             say(f"connected {path}")
 
     def interfaces_removed(self, path, interfaces):
+        if path == self.adapter_path and "org.bluez.Adapter1" in interfaces:
+            say("adapter gone")
+            self.advertising = False
+            return
         if "org.bluez.Device1" in interfaces and self.mine(path):
             self.link_gone(path)
 

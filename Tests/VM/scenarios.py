@@ -118,16 +118,7 @@ class Context:
 
     def d600(self):
         """The D600 model on hci1 (d600.py), registered and advertising; its name from the address.
-        A D600 is a Bluetooth LE device only: hci1 is made LE-only first (mgmt Set BR/EDR off, allowed
-        while powered off), so its advertisements say "BR/EDR not supported" as a single-mode device's
-        do. Otherwise bluetoothd on hci0 takes it for dual-mode and Device1.Connect tries BR/EDR
-        (br-connection-profile-unavailable)."""
-        set_adapter("hci1", Powered=dbus_bool(False))
-        done = subprocess.run(["btmgmt", "--index", "1", "bredr", "off"], capture_output=True, text=True,
-                              timeout=20)
-        self.log(f"  (btmgmt --index 1 bredr off: exit {done.returncode}: {done.stdout.strip()})")
-        check(done.returncode == 0, f"btmgmt bredr off: {done.stdout}{done.stderr}")
-        set_adapter("hci1", Powered=dbus_bool(True))
+        (d600.py makes hci1 LE-only first, as a D600 is.)"""
         model = D600Model(self)
         self.background.append(("d600", model.process, model.out))
         line = model.wait_for("ready ", 60, "the D600 model ready")
@@ -484,13 +475,14 @@ def kinds(events):
 
 
 def ble_listen(ctx):
-    """listen ADDR --count 1 on the paired D600: capture subscribes, switches it to scanner mode (config
-    AE 07, answered 00), and a tag read whose frame spans two notifications is exactly one decodedData
-    with the whole text, NFC Forum; exit 0."""
+    """listen ADDR --count 1 on the paired D600: capture subscribes and switches it to scanner mode
+    (config 02 AE 07, answered 01 00) before it prints deviceArrival, so a tag read made as soon as the
+    arrival is out is delivered: its frame spans two notifications and is exactly one decodedData with
+    the whole text, NFC Forum; exit 0."""
     d600 = ble_connect(ctx)
     mark = len(d600.lines())
     process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "1", "--json"])
-    d600.wait_for("config answer 01 00", 30, "scanner mode (config AE 07) answered", after=mark)
+    wait_output(out, lambda text: '"deviceArrival"' in text, 30, "deviceArrival")
     sent = d600.read(TAG_TEXT)
     equal(sent, "read sent in 2 notifications", "the D600 model's read")
     status, stdout, stderr = finish(ctx, process, out, err, 30)
@@ -505,6 +497,8 @@ def ble_listen(ctx):
         d600_device(ctx, event.get("device", {}), f"{event.get('event')} device")
     config = [line for line in d600.lines()[mark:] if line.startswith("config ")]
     equal(config, ["config command ae 07", "config answer 01 00"], "the config exchange")
+    check(any(line == "write 1254fc72-336e-4bb2-a0a8-71c7d28d73ce 02 ae 07" for line in d600.lines()[mark:]),
+          "scanner mode written as one block 02 AE 07 (docs/device-protocols.md §2.6, TS/SC-NET)")
 
 
 def finish(ctx, process, out, err, seconds):
@@ -552,6 +546,30 @@ def ble_reconnect(ctx):
     ctx.log(f"  (stderr: {stderr!r})")
 
 
+def ble_controller_loss(ctx):
+    """The controllers go away and come back (btvirt stopped and started again; bluetoothd stays):
+    listen ADDR --count 2 prints deviceRemoval when bluetoothd drops the device with its adapter and
+    deviceArrival once bluetoothd has the bonded device again (from its storage) and capture has
+    reconnected and brought it up, then receives the next read; exit 0."""
+    d600 = ble_connect(ctx)
+    process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "2", "--json"])
+    wait_output(out, lambda text: '"deviceArrival"' in text, 30, "the first deviceArrival")
+    equal(d600.read(TAG_TEXT), "read sent in 2 notifications", "the first read")
+    wait_output(out, lambda text: '"decodedData"' in text, 15, "the first decodedData")
+    mark = len(d600.lines())
+    restart_controllers(ctx)
+    d600.wait_for("ready again", 60, "the D600 model registered on the new hci1", after=mark)
+    wait_output(out, lambda text: text.count('"deviceArrival"') == 2, 60, "the second deviceArrival")
+    equal(d600.read(TAG_TEXT_2), "read sent in 3 notifications", "the read after the controllers came back")
+    status, stdout, stderr = finish(ctx, process, out, err, 30)
+    equal(status, 0, "listen exit status")
+    events = json_lines(stdout)
+    equal(kinds(events), ["deviceArrival", "decodedData", "deviceRemoval", "deviceArrival", "decodedData",
+                          "deviceRemoval"], "events")
+    equal([e.get("text") for e in events if e.get("event") == "decodedData"], [TAG_TEXT, TAG_TEXT_2],
+          "decoded texts")
+
+
 def ble_remove(ctx):
     """remove ADDR --json on the paired, connected D600: one deviceRemoval; bluetoothd forgets it (no
     Device1 on hci0, so no pairing) and capture forgets it; a second remove exits 17."""
@@ -580,6 +598,7 @@ SCENARIOS = {
     "ble-get": ble_get,
     "ble-listen": ble_listen,
     "ble-reconnect": ble_reconnect,
+    "ble-controller-loss": ble_controller_loss,
     "ble-remove": ble_remove,
 }
 
@@ -659,6 +678,36 @@ def start_stack(share):
     objects = bluez_objects()
     return (str(objects["/org/bluez/hci0"]["org.bluez.Adapter1"]["Address"]),
             str(objects["/org/bluez/hci1"]["org.bluez.Adapter1"]["Address"]))
+
+
+def restart_controllers(ctx):
+    """btvirt stopped and started again with bluetoothd running: both controllers go (bluetoothd drops
+    their adapters and devices) and come back with the same addresses; bluetoothd loads the bonds it
+    stored. hci0 is powered again for capture."""
+    import dbus
+    started = time.monotonic()
+    old = STACK["btvirt"]
+    old.terminate()
+    try:
+        old.wait(10)
+    except subprocess.TimeoutExpired:
+        old.kill()
+        old.wait()
+    wait(lambda: not any(os.path.exists(f"/sys/class/bluetooth/hci{i}") for i in (0, 1)), 30,
+         "the old controllers gone")
+    btvirt_log = open(os.path.join(ctx.share, "logs", "btvirt.log"), "a")
+    STACK["btvirt"] = subprocess.Popen(["btvirt", "-l2"], stdout=btvirt_log, stderr=subprocess.STDOUT)
+
+    def adapters():
+        try:
+            objects = bluez_objects()
+        except dbus.DBusException:
+            return False
+        return all(f"/org/bluez/hci{i}" in objects for i in (0, 1))
+
+    wait(adapters, 60, "bluetoothd's adapters again")
+    set_adapter("hci0", Alias=dbus.String(HOST_NAME), Powered=dbus.Boolean(True), Pairable=dbus.Boolean(True))
+    ctx.log(f"  (controllers restarted in {time.monotonic() - started:.1f} s)")
 
 
 def setup(share, log):
