@@ -402,7 +402,7 @@ def ble_discover(ctx):
     """discover --le finds the D600 model by its advertised scanner service: one deviceDiscovered with
     its address, name, type and UUIDs, then discoveryEnd; the plain form prints the same device."""
     ctx.d600()
-    done = ctx.run(["discover", "--le", "--json", "--timeout", "6s"])
+    done = ctx.run(["discover", "--le", "--json", "--timeout", "5s"])
     equal(done.stderr, "", "stderr")
     events = json_lines(done.stdout)
     equal([e.get("event") for e in events], ["deviceDiscovered", "discoveryEnd"], "events")
@@ -413,16 +413,16 @@ def ble_discover(ctx):
     check(isinstance(event.get("rssi"), int), f"rssi is a number: {event.get('rssi')!r}")
     d600_device(ctx, event.get("device", {}), "discovered device")
     equal(events[1].get("count"), 1, "discoveryEnd count")
-    done = ctx.run(["discover", "--le", "--timeout", "4s"])
+    done = ctx.run(["discover", "--le", "--timeout", "3s"])
     fields = [line.split("\t") for line in done.stdout.splitlines()]
     equal([f[:3] for f in fields], [[ctx.scanner, ctx.d600_name, "ScannerD600"]], "plain discover")
 
 
-def ble_connect(ctx, d600=None):
-    """connect ADDR --pair (the --verbose form): bluetoothd finds the D600, connects over LE, resolves its
-    GATT services and pairs (NoInputNoOutput: just works) and trusts it; one deviceArrival; remembered
-    with transport ble; list shows it connected; partnership status says bonded, pairing-required."""
-    d600 = d600 or ctx.d600()
+def paired_d600(ctx):
+    """The D600 model up and `connect ADDR --pair --json` done: bluetoothd finds it (an LE discovery),
+    connects, resolves its GATT services, pairs (NoInputNoOutput on both sides: just works) and trusts
+    it; one deviceArrival naming it; paired and trusted on hci0, and the bond on hci1's side too."""
+    d600 = ctx.d600()
     done = ctx.run(["connect", ctx.scanner, "--pair", "--json"])
     events = json_lines(done.stdout)
     equal([e.get("event") for e in events], ["deviceArrival"], "events")
@@ -434,6 +434,14 @@ def ble_connect(ctx, d600=None):
     # The other side of the bond: bluetoothd on hci1 paired with hci0 too.
     wait(lambda: bool(bluez_objects().get(f"/org/bluez/hci1/dev_{ctx.host.replace(':', '_')}", {})
                       .get("org.bluez.Device1", {}).get("Paired")), 10, "hci0 paired on the D600's side (hci1)")
+    return d600
+
+
+def ble_connect(ctx):
+    """connect ADDR --pair (paired_d600), then: remembered with transport ble; list shows it connected;
+    partnership status says paired, bonded, trusted, connected, pairing-required (its scanner service is
+    the pairing-required form, docs/device-protocols.md §2.1)."""
+    paired_d600(ctx)
     devices = ctx.devices_file().get("devices", [])
     equal([(d.get("id"), d.get("transport")) for d in devices], [(ctx.scanner, "ble")], "remembered devices")
     listed = json.loads(ctx.run(["list", "--json"]).stdout)
@@ -443,21 +451,29 @@ def ble_connect(ctx, d600=None):
     equal({k: status.get(k) for k in ["paired", "bonded", "trusted", "connected", "variant"]},
           {"paired": True, "bonded": True, "trusted": True, "connected": True, "variant": "pairing-required"},
           "partnership status")
-    return d600
 
 
 def ble_get(ctx):
-    """get battery-level friendly-name device-type --json on the paired D600: the battery level its
-    0x2A19 holds (ScanAPI packing: max 100 << 24 | min 0 << 16 | current << 8, valueName N%), the name
-    bluetoothd read from it, ScannerD600; a new battery level notified is read the next time."""
-    d600 = ble_connect(ctx)
-    done = ctx.run(["get", ctx.scanner, "battery-level", "friendly-name", "device-type", "--json"])
+    """get battery-level friendly-name device-type version --json on the paired D600: the battery level
+    its 0x2A19 holds (through bluetoothd's Battery1; ScanAPI packing: max 100 << 24 | min 0 << 16 |
+    current << 8, valueName N%), the name bluetoothd has for it (its GAP name), ScannerD600, the
+    firmware revision; a new battery level the device notifies is what the next get reads."""
+    d600 = paired_d600(ctx)
+    # bluetoothd's battery plugin claims 0x180F and shows the level as Battery1 (doc/org.bluez.Battery.rst).
+    path = f"/org/bluez/hci0/dev_{ctx.scanner.replace(':', '_')}"
+    wait(lambda: "org.bluez.Battery1" in bluez_objects().get(path, {}), 10, "Battery1 on hci0's device")
+    equal(int(bluez_objects()[path]["org.bluez.Battery1"].get("Percentage")), D600_BATTERY, "Battery1.Percentage")
+    done = ctx.run(["get", ctx.scanner, "battery-level", "friendly-name", "device-type", "version", "--json"])
     values = {p.get("name"): p for p in json.loads(done.stdout).get("properties", [])}
-    equal(sorted(values), ["battery-level", "device-type", "friendly-name"], "properties")
+    equal(sorted(values), ["battery-level", "device-type", "friendly-name", "version"], "properties")
     equal(values["battery-level"].get("value"), (100 << 24) | (D600_BATTERY << 8), "battery-level value")
     equal(values["battery-level"].get("valueName"), f"{D600_BATTERY}%", "battery-level valueName")
     equal(values["friendly-name"].get("value"), ctx.d600_name, "friendly-name value")
     equal(values["device-type"].get("value"), D600_TYPE["type"], "device-type value")
+    # Firmware revision 0x2A26 "1.50" (Device Information, exported by bluetoothd as GATT).
+    version = values["version"].get("value", {})
+    equal((version.get("major"), version.get("middle"), version.get("minor"), version.get("build")), (1, 50, 0, 0),
+          "version from the firmware revision")
     d600.send("battery 41")
     d600.wait_for("battery 41", 10, "the new battery level")
     deadline = time.monotonic() + 15
@@ -479,7 +495,7 @@ def ble_listen(ctx):
     (config 02 AE 07, answered 01 00) before it prints deviceArrival, so a tag read made as soon as the
     arrival is out is delivered: its frame spans two notifications and is exactly one decodedData with
     the whole text, NFC Forum; exit 0."""
-    d600 = ble_connect(ctx)
+    d600 = paired_d600(ctx)
     mark = len(d600.lines())
     process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "1", "--json"])
     wait_output(out, lambda text: '"deviceArrival"' in text, 30, "deviceArrival")
@@ -524,7 +540,7 @@ def ble_reconnect(ctx):
     """Link loss: listen ADDR --count 2 gets one read; the D600 cuts the link and stops advertising for
     3 s; listen prints deviceRemoval, reconnects when it advertises again (deviceArrival once it is
     back in scanner mode), and receives the next read; exit 0."""
-    d600 = ble_connect(ctx)
+    d600 = paired_d600(ctx)
     mark = len(d600.lines())
     process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "2", "--json"])
     d600.wait_for("config answer 01 00", 30, "scanner mode (config AE 07) answered", after=mark)
@@ -551,7 +567,7 @@ def ble_controller_loss(ctx):
     listen ADDR --count 2 prints deviceRemoval when bluetoothd drops the device with its adapter and
     deviceArrival once bluetoothd has the bonded device again (from its storage) and capture has
     reconnected and brought it up, then receives the next read; exit 0."""
-    d600 = ble_connect(ctx)
+    d600 = paired_d600(ctx)
     process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "2", "--json"])
     wait_output(out, lambda text: '"deviceArrival"' in text, 30, "the first deviceArrival")
     equal(d600.read(TAG_TEXT), "read sent in 2 notifications", "the first read")
@@ -573,7 +589,7 @@ def ble_controller_loss(ctx):
 def ble_remove(ctx):
     """remove ADDR --json on the paired, connected D600: one deviceRemoval; bluetoothd forgets it (no
     Device1 on hci0, so no pairing) and capture forgets it; a second remove exits 17."""
-    ble_connect(ctx)
+    paired_d600(ctx)
     done = ctx.run(["remove", ctx.scanner, "--json"])
     events = json_lines(done.stdout)
     equal(kinds(events), ["deviceRemoval"], "events")

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""End-to-end tests of capture's Bluetooth Classic code against a real kernel Bluetooth stack.
+"""End-to-end tests of capture's Bluetooth Classic and LE code against a real kernel Bluetooth stack.
 
 The host kernel has no AF_BLUETOOTH, so this boots the stock Debian kernel under qemu (software
 emulation: /dev/kvm here only runs PVM guests) with an initramfs holding a Debian root file system
-(mmdebstrap), BlueZ and btvirt. btvirt makes two virtual BR/EDR controllers: hci0 for capture, hci1
-for the scanner emulation (scanner.py). The capture binary and the scenarios come in over a 9p share;
-each scenario's result and log come back through it (see README.md).
+(mmdebstrap), BlueZ and btvirt. btvirt makes two virtual controllers: hci0 for capture, hci1 for the
+device emulations (scanner.py: a Classic SPP scanner; d600.py: a D600 as a BLE GATT peripheral). The
+capture binary and the scenarios come in over a 9p share; each scenario's result and log come back
+through it (see README.md).
 
     vm.py [--binary PATH] [--keep DIR] [--rebuild] [SCENARIO ...]
 
@@ -24,8 +25,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# What the image holds besides the essential set: the tools the guest needs, BlueZ with btvirt,
-# python for the scanner emulation, and the shared libraries the capture binary links.
+# What the image holds besides the essential set: the tools the guest needs, BlueZ with btvirt (and
+# btmgmt, in bluez), python with dbus and GLib for the device emulations (bluetoothd's Profile1,
+# GattManager1 and LEAdvertisingManager1 APIs call back into them), and the shared libraries the
+# capture binary links.
 GUEST_PACKAGES = [
     "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
     "libzbar0", "libzxing2", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
@@ -42,7 +45,7 @@ GUEST_MODULES = [
 SUITE = "bookworm"
 IMAGE_VERSION = "1"
 DEFAULT_CACHE = "/tmp/capture-vm-image"
-# A whole run (boot ~15 s, 8 scenarios) takes ~80 s on a quiet host; a busy one is several times
+# A whole run (boot ~15 s, 15 scenarios) takes ~150 s on a quiet host; a busy one is several times
 # slower. 10 minutes keeps a hung guest from eating the CI budget (make test stays under 20 min).
 BOOT_TIMEOUT = 600
 
