@@ -17,8 +17,10 @@ org.bluez.GattCharacteristic.rst, org.bluez.LEAdvertisement.rst):
   hex digits of the address (the published example record; that the brackets come from the address is
   the reference's "probably").
 - Config channel (§2.6): blocks decoded by the TS/SC-NET rule (byte 0 = payload bytes + 1, | 0x20 when
-  more follow; continuations | 0x80, | 0x40 on even k); every complete command is answered on the same
-  characteristic with a first block `01 00` (status 0x00 = success, no data).
+  more follow; continuations | 0x80, | 0x40 on even k; AXM's one-higher first count is taken too, §2.9);
+  every complete command is answered on the same characteristic with a first block `01 00` (status
+  0x00 = success, no data; the facts give no length rule for answers, so the count follows the
+  commands' rule).
 - Scan data (§2.3, §2.4): sent only in scanner mode (config AE 07, written after each connect as every
   public client does) while a central has notifications on; a frame is the two-hex-digit tag family, the
   payload and one 0x00 terminator, cut into 20-byte notifications (the default ATT MTU's payload), so a
@@ -242,8 +244,9 @@ class ConfigDecoder:
         if header & 0x80 == 0:
             if header & 0x40 or len(block) < 2:
                 raise ValueError("bad first block")
-            # TS/SC-NET: the count is the command byte plus this block's payload bytes.
-            if count != len(block) - 1:
+            # TS/SC-NET: the count is the command byte plus this block's payload bytes (02 AE 07). AXM
+            # writes 03 AE 07 to a real D600 and reports it working (§2.9): both are taken.
+            if count not in (len(block) - 1, len(block)):
                 raise ValueError(f"length {count} for {len(block) - 1} bytes after byte 0")
             command, payload = block[1], bytes(block[2:])
             self.pending = None
