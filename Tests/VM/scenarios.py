@@ -486,6 +486,24 @@ def ble_get(ctx):
     equal(value, (100 << 24) | (41 << 8), "battery-level after the device notified 41%")
 
 
+def ble_set_trigger(ctx):
+    """set ADDR friendly-name renames the D600 on this host (Device1.Alias; get reads it back, and the
+    D600's own name is unchanged); trigger ADDR start brings it up (config 02 AE 07) and writes scan
+    control A1 as a 20-byte buffer (docs/device-protocols.md §2.5: TS writes 20 bytes, byte 0 the
+    command)."""
+    d600 = paired_d600(ctx)
+    ctx.run(["set", ctx.scanner, "friendly-name", "Dock 4"])
+    done = ctx.run(["get", ctx.scanner, "friendly-name", "--json"])
+    equal([p.get("value") for p in json.loads(done.stdout).get("properties", [])], ["Dock 4"], "friendly-name")
+    equal(str(device_properties(ctx.scanner).get("Alias")), "Dock 4", "Device1.Alias on hci0")
+    equal(str(device_properties(ctx.scanner).get("Name")), ctx.d600_name, "Device1.Name (the D600's own)")
+    mark = len(d600.lines())
+    ctx.run(["trigger", ctx.scanner, "start"])
+    d600.wait_for("scan control a1", 10, "scan control A1", after=mark)
+    writes = [line.split(" ", 2)[2] for line in d600.lines()[mark:] if line.startswith("write ")]
+    equal(writes, ["02 ae 07", "a1" + " 00" * 19], "writes: config AE 07, then scan control A1")
+
+
 def kinds(events):
     return [e.get("event") for e in events]
 
@@ -612,6 +630,7 @@ SCENARIOS = {
     "ble-discover": ble_discover,
     "ble-connect": ble_connect,
     "ble-get": ble_get,
+    "ble-set-trigger": ble_set_trigger,
     "ble-listen": ble_listen,
     "ble-reconnect": ble_reconnect,
     "ble-controller-loss": ble_controller_loss,
