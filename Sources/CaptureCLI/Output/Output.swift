@@ -37,7 +37,9 @@ final class Output: @unchecked Sendable {
 
   var isJSON: Bool { mode == .json }
 
-  func line(_ text: String) { stdout.write(text + "\n") }
+  /// One line on stdout; false when it could not be written (EPIPE included): nobody saw it.
+  @discardableResult
+  func line(_ text: String) -> Bool { stdout.write(text + "\n") == nil && !stdout.isReaderGone }
   func json(_ value: JSON) { line(value.serialized) }
 
   /// A line of an event stream on stdout (listen, trigger): a write that failed other than by EPIPE
@@ -131,6 +133,7 @@ final class OutputChannel: Sendable {
   }
 
   var failure: CaptureError? { state.withLock { $0.failure } }
+  var isReaderGone: Bool { state.withLock { $0.readerGone } }
 
   /// Marks the failure as shown; true for the one caller that should show it.
   func claimForReport() -> Bool {
