@@ -172,7 +172,7 @@ public struct StateStore: Sendable {
     } catch .system(let errno) where errno.code == ENOENT {
       return nil
     } catch {
-      throw CaptureError(error, "cannot read state file \(path)", other: .unableReadFile)
+      throw CaptureError(error, "cannot read \(path)", other: .unableReadFile)
     }
   }
 
