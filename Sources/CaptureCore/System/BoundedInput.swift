@@ -136,6 +136,8 @@ public final class BoundedInput {
   public let regularFileSize: Int?
   public let wait: Wait
   private var atEnd = false
+  /// Bytes read so far (by every call): what is left of a regular file is its size less this.
+  public private(set) var consumed = 0
 
   /// Opens `path` for reading, without waiting for a FIFO's writer.
   public init(path: String, accepting: Accepting, wait: Wait = .unbounded) throws(InputError) {
@@ -205,14 +207,16 @@ public final class BoundedInput {
     return bytes
   }
 
-  /// Everything up to end of file, or `.tooLarge` as soon as more than `limit` bytes arrived (one
-  /// byte past the bound is read to tell "exactly the bound" from "more").
+  /// Everything up to end of file (from where earlier reads stopped), or `.tooLarge` as soon as more
+  /// than `limit` bytes arrived (one byte past the bound is read to tell "exactly the bound" from
+  /// "more").
   public func readToEnd(limit: Int) throws(InputError) -> [UInt8] {
     var bytes: [UInt8] = []
     if let size = regularFileSize {
       // A regular file says its size up front: refuse it before reading any of it.
-      guard size <= limit else { throw .tooLarge(limit: limit) }
-      bytes.reserveCapacity(size)
+      let left = max(0, size - consumed)
+      guard left <= limit else { throw .tooLarge(limit: limit) }
+      bytes.reserveCapacity(left)
     }
     let cap = limit < Int.max ? limit + 1 : limit
     while !atEnd {
@@ -234,7 +238,10 @@ public final class BoundedInput {
       let n = bytes.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress! + start, chunk) }
       let failure = errno
       bytes.removeLast(n > 0 ? chunk - n : chunk)
-      if n > 0 { return }
+      if n > 0 {
+        consumed += n
+        return
+      }
       if n == 0 {
         atEnd = true
         return
