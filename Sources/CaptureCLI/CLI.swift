@@ -45,7 +45,21 @@ struct CommandOutcome: Sendable {
 
 /// The command line's entry point: parse → options → run → exit status, with errors rendered once here.
 public enum CaptureCLI {
+  /// What the process needs before it opens any descriptor (the executable calls it first thing):
+  /// fds 0–2 held, SIGPIPE ignored (StandardDescriptors). `main` calls it again, harmlessly.
+  public static func prepareProcess() {
+    StandardDescriptors.reserve()
+    StandardDescriptors.ignoreBrokenPipes()
+  }
+
+  /// Runs the command line and returns the exit status, a failed stdout write included (`settle`).
   public static func main(_ arguments: [String], system: any DeviceSystem) async -> Int32 {
+    prepareProcess()
+    let status = await dispatch(arguments, system: system)
+    return Output(mode: .plain, quiet: false, verbose: false, noColor: true).settle(status)
+  }
+
+  static func dispatch(_ arguments: [String], system: any DeviceSystem) async -> Int32 {
     let parsed: ParsedArguments
     do {
       parsed = try ArgumentParser.parse(arguments)
@@ -112,18 +126,18 @@ public enum CaptureCLI {
       for (index, error) in outcome.errors.enumerated() {
         context.output.error(error, withObject: index == 0 && !outcome.isDocumented)
       }
-      return ExitStatus.of(outcome.status)
+      return context.output.settle(ExitStatus.of(outcome.status))
     } catch let error as UsageError {
       return usageFailure(error, json: context.globals.json, noColor: context.globals.noColor)
     } catch let error as CaptureError {
       context.output.error(error)
       // An invalid parameter is a usage error wherever it was found: the usage follows the message.
       if error.code == .invalidParameter { context.output.raw(stderr: Help.usage(command) + "\n") }
-      return ExitStatus.of(error.code)
+      return context.output.settle(ExitStatus.of(error.code))
     } catch {
       let wrapped = CaptureError(.unableToCompleteOperation, "\(error)")
       context.output.error(wrapped)
-      return ExitStatus.of(wrapped.code)
+      return context.output.settle(ExitStatus.of(wrapped.code))
     }
   }
 

@@ -27,6 +27,7 @@ enum ExitStatus {
     case .noError: "success"
     case .notFound: "device, property or item not found; a finite source held no barcode"
     case .invalidParameter: "usage error: bad command, option or value"
+    case .unableWriteFile: "a write failed: stdout full or closed (not a reader gone), listen --output FILE"
     case .notAvailable: "no adapter, bluetoothd or camera available"
     case .requestTimedOut: "a --timeout or --wait ran out"
     case .invalidFormat: "bad format: malformed JSON (a corrupt state file is moved aside)"

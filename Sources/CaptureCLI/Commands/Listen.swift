@@ -268,15 +268,21 @@ extension ListenCommand {
       let verdict = await judge.verdict(event, data)
       guard let device = device(event.device.id), device.capabilities.canWrite(.dataConfirmationDevice)
       else {
-        return (verdict, false)
+        return (verdict, nil)
       }
-      let packed = (verdict == .good ? DataConfirmation.good : DataConfirmation.bad).packed
-      do {
-        try await device.set(.dataConfirmationDevice, .ulong(packed))
-        return (verdict, true)
-      } catch {
-        return (verdict, false)
-      }
+      // Called by the sink once the code's line is written (or with bad when it could not be).
+      return (
+        verdict,
+        { told in
+          let packed = (told == .good ? DataConfirmation.good : DataConfirmation.bad).packed
+          do {
+            try await device.set(.dataConfirmationDevice, .ulong(packed))
+            return true
+          } catch {
+            return false
+          }
+        }
+      )
     }
   }
 }

@@ -18,7 +18,7 @@ enum ProfileApplier {
     async throws(CaptureError)
     -> ResultCode
   {
-    let entries = try parse(try readProfile(path), path: path)
+    let entries = try parse(try await readProfile(path, timeout: context.globals.timeout), path: path)
     let device = try await context.open(selector, wantsEvents: false)
     var rows: [(label: String, status: String, error: CaptureError?)] = []
     for entry in entries.sorted(by: { order($0.property) < order($1.property) }) {
@@ -89,12 +89,17 @@ enum ProfileApplier {
     return a == b
   }
 
-  static func readProfile(_ path: String) throws(CaptureError) -> [UInt8] {
-    do throws(Errno) {
-      guard let bytes = path == "-" ? try SystemFile.readAll(fd: 0) : try SystemFile.read(path: path) else {
-        throw Errno(ENOENT)
-      }
-      return bytes
+  /// The most a profile may hold: `get --all` writes a few kilobytes, so this leaves room for any
+  /// hand-written one while /dev/zero or a huge file is refused after this many bytes.
+  static let maximumProfileSize = 1 << 20
+
+  /// The profile's bytes: a file, a FIFO or `<(…)`, or standard input for "-". A writer that never
+  /// writes ends at --timeout (42) or a signal, never a hang (BoundedInput).
+  static func readProfile(_ path: String, timeout: Duration? = nil) async throws(CaptureError) -> [UInt8] {
+    do {
+      return try await BoundedInput.contents(
+        of: path, dashIsStandardInput: true, accepting: .regularFilesAndStreams, limit: maximumProfileSize,
+        timeout: timeout)
     } catch {
       throw CaptureError(error, "cannot open profile '\(path)'", other: .unableReadFile)
     }

@@ -68,8 +68,8 @@ final class StdinConfirmation: HostJudge {
   private func ask(_ event: Event, _ data: DecodedData) -> HostVerdict {
     discardLateAnswers()
     // The question goes out even when no answer can come (end of file, stopping): a code that reached
-    // the host is shown exactly once.
-    output.line(question(event, data))
+    // the host is shown exactly once. One that could not be written reached nobody: it is bad.
+    guard output.line(question(event, data)) else { return .bad }
     let clock = ContinuousClock()
     let deadline = clock.now + timeLimit
     while true {

@@ -158,8 +158,20 @@ public struct StateStore: Sendable {
     }
   }
 
+  /// The most a state file may hold. Each remembered device is a few hundred bytes, so this is tens
+  /// of thousands of devices; a larger file is not one capture wrote, and it is refused from its size
+  /// (fstat) before a byte of it is read.
+  public static let maximumSize = 8 << 20
+
+  /// The state file's bytes, nil when there is none. Only a regular file is a state file: a FIFO,
+  /// a device (a link to /dev/zero) or a socket put in its place is refused at once (UNABLEREADFILE,
+  /// left as it is), so no command and no SIGHUP reload ever waits on one (BoundedInput).
   func readBytes() throws(CaptureError) -> [UInt8]? {
-    do { return try SystemFile.read(path: path) } catch {
+    do {
+      return try BoundedInput.contents(of: path, accepting: .regularFiles, limit: Self.maximumSize)
+    } catch .system(let errno) where errno.code == ENOENT {
+      return nil
+    } catch {
       throw CaptureError(error, "cannot read \(path)", other: .unableReadFile)
     }
   }
