@@ -114,19 +114,33 @@ public final class DBusConnection: Sendable {
   /// (RemoveMatch) and stops delivery. `InvalidArgs` for a rule the bus would refuse or whose type is
   /// not `signal`.
   public func signals(_ rule: MatchRule) async throws(DBusError) -> AsyncStream<DBusSignal> {
-    try rule.validate()
-    // Only signals are routed to streams; any other type would subscribe to nothing.
-    guard rule.type == "signal" else { throw .invalidArgs("signals() needs a rule of type 'signal'") }
+    try await signals(anyOf: [rule])
+  }
+
+  /// Subscribes to signals matching any of `rules` on ONE stream: a signal is delivered once even if
+  /// several rules match it, and signals arrive in the order the bus sent them, which separate
+  /// streams read by separate tasks cannot keep. Every rule is added (AddMatch, awaited in order)
+  /// before this returns; otherwise as `signals(_:)`.
+  public func signals(anyOf rules: [MatchRule]) async throws(DBusError) -> AsyncStream<DBusSignal> {
+    guard !rules.isEmpty else { throw .invalidArgs("signals(anyOf:) needs at least one rule") }
+    for rule in rules {
+      try rule.validate()
+      // Only signals are routed to streams; any other type would subscribe to nothing.
+      guard rule.type == "signal" else { throw .invalidArgs("signals() needs a rule of type 'signal'") }
+    }
     guard isConnected else { throw .disconnected() }
     let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
-    let id = core.subscribe(rule, continuation)
-    do {
-      _ = try await call(
-        destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
-        member: "AddMatch", [.string(rule.text)])
-    } catch {
-      core.subscriptionFailed(id, ruleMayExist: error.isCancelled || error.isNoReply)
-      throw error
+    let id = core.subscribe(rules, continuation)
+    for (index, rule) in rules.enumerated() {
+      do {
+        _ = try await call(
+          destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
+          member: "AddMatch", [.string(rule.text)])
+      } catch {
+        // Rules added before this one must be removed too.
+        core.subscriptionFailed(id, ruleMayExist: index > 0 || error.isCancelled || error.isNoReply)
+        throw error
+      }
     }
     return stream
   }
