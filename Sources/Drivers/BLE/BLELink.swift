@@ -32,14 +32,21 @@ final class BLELink: Sendable {
     var isClosed = false
     /// One reconnect loop at a time (link loss and bluetoothd's return can both start one).
     var isReconnecting = false
-    /// resume() is running (a reconnect loop and a ServicesResolved signal can both call it).
-    var isResuming = false
+    /// The running resume (a reconnect loop and a ServicesResolved signal can both ask for one; the
+    /// second waits for the first).
+    var resuming: Task<Void, Never>?
+    /// Counts link losses: a reconnect loop that sees it change starts its backoff from the start.
+    var losses = 0
+    /// The reconnect loop should look again now (the link was lost again, or came back).
+    var isPoked = false
     /// This client's discovery session runs (the device is being watched for).
     var isWatching = false
     /// bluetoothd heard the device since the reconnect loop last looked.
     var isSighted = false
-    /// The reconnect loop's pause, cut short by a sighting.
+    /// The reconnect loop's pause, cut short by a poke, and by a sighting when
+    /// `isWakingOnSighting`.
     var sleeper: Task<Void, Never>?
+    var isWakingOnSighting = false
   }
 
   /// How long one reconnect attempt's Device1.Connect may take.
@@ -132,11 +139,26 @@ final class BLELink: Sendable {
   private func lose(_ reason: String) {
     let wasConnected = state.withLock { s -> Bool in
       defer { s.isConnected = false }
-      return s.isConnected && !s.isClosed
+      guard s.isConnected && !s.isClosed else { return false }
+      s.losses += 1
+      return true
     }
     guard wasConnected else { return }
     hooks.withLock { $0 }?.lost(reason)
-    if request.reconnects { Task { await self.reconnectLoop() } }
+    if request.reconnects {
+      // A loop still pausing from the last outage tries at once; otherwise a new one starts.
+      poke()
+      Task { await self.reconnectLoop() }
+    }
+  }
+
+  /// Ends the reconnect loop's pause now.
+  private func poke() {
+    let sleeper = state.withLock { s -> Task<Void, Never>? in
+      s.isPoked = true
+      return s.sleeper
+    }
+    sleeper?.cancel()
   }
 
   /// Marks the link closed; stops watching. Returns false when it was closed already.
@@ -170,8 +192,19 @@ final class BLELink: Sendable {
     // One warning per outage, not per attempt: a device away for an hour is tried ~720 times.
     var warned = false
     var onSighting = false
+    var outage = -1
     while !state.withLock({ $0.isClosed || $0.isConnected }) {
-      state.withLock { $0.isSighted = false }
+      let losses = state.withLock { s -> Int in
+        s.isSighted = false
+        s.isPoked = false
+        return s.losses
+      }
+      if losses != outage {
+        outage = losses
+        delays.reset()
+        warned = false
+        onSighting = false
+      }
       do throws(CaptureError) {
         if try await attempt() { return }
       } catch {
@@ -186,7 +219,7 @@ final class BLELink: Sendable {
     }
   }
 
-  /// One attempt: true when the link is back and resumed (or resuming through ServicesResolved).
+  /// One attempt: true when the link is back and resumed.
   private func attempt() async throws(CaptureError) -> Bool {
     let objects = try await client.objects()
     guard let device = objects.device(address: address, on: client.adapterPath) else { return false }
@@ -207,8 +240,9 @@ final class BLELink: Sendable {
   private func pause(_ duration: Duration, wakeOnSighting: Bool) async -> Bool {
     let sleeper = Task<Void, Never> { _ = try? await Task.sleep(for: duration) }
     let skip = state.withLock { s -> Bool in
-      if s.isClosed || (wakeOnSighting && s.isSighted) { return true }
-      if wakeOnSighting { s.sleeper = sleeper }
+      if s.isClosed || s.isPoked || s.isConnected || (wakeOnSighting && s.isSighted) { return true }
+      s.sleeper = sleeper
+      s.isWakingOnSighting = wakeOnSighting
       return false
     }
     if skip { sleeper.cancel() }
@@ -223,7 +257,7 @@ final class BLELink: Sendable {
     let sleeper = state.withLock { s -> Task<Void, Never>? in
       guard !s.isConnected, !s.isClosed else { return nil }
       s.isSighted = true
-      return s.sleeper
+      return s.isWakingOnSighting ? s.sleeper : nil
     }
     sleeper?.cancel()
   }
@@ -256,15 +290,25 @@ final class BLELink: Sendable {
     try? await client.stopDiscovery()
   }
 
-  /// The link is back: re-read the objects and let the device re-arm and announce.
+  /// The link is back: re-read the objects and let the device re-arm and announce. A second caller
+  /// while one resume runs waits for that one.
   func resume() async {
-    let mine = state.withLock { s -> Bool in
-      guard !s.isConnected && !s.isClosed && !s.isResuming else { return false }
-      s.isResuming = true
-      return true
+    let task = state.withLock { s -> Task<Void, Never>? in
+      if let running = s.resuming { return running }
+      guard !s.isConnected && !s.isClosed else { return nil }
+      let task = Task { await self.resumeOnce() }
+      s.resuming = task
+      return task
     }
-    guard mine else { return }
-    defer { state.withLock { $0.isResuming = false } }
+    await task?.value
+  }
+
+  private func resumeOnce() async {
+    defer {
+      state.withLock { $0.resuming = nil }
+      // A loop pausing after an attempt that saw the link up but not yet resolved can stop now.
+      poke()
+    }
     await stopWatching()
     do throws(CaptureError) {
       let objects = try await client.objects()
