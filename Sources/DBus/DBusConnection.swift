@@ -119,8 +119,8 @@ public final class DBusConnection: Sendable {
 
   /// Subscribes to signals matching any of `rules` on ONE stream: a signal is delivered once even if
   /// several rules match it, and signals arrive in the order the bus sent them, which separate
-  /// streams read by separate tasks cannot keep. Every rule is added (AddMatch, awaited in order)
-  /// before this returns; otherwise as `signals(_:)`.
+  /// streams read by separate tasks cannot keep. Every rule is added (AddMatch, awaited) before
+  /// this returns; otherwise as `signals(_:)`.
   public func signals(anyOf rules: [MatchRule]) async throws(DBusError) -> AsyncStream<DBusSignal> {
     guard !rules.isEmpty else { throw .invalidArgs("signals(anyOf:) needs at least one rule") }
     for rule in rules {
@@ -131,16 +131,30 @@ public final class DBusConnection: Sendable {
     guard isConnected else { throw .disconnected() }
     let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
     let id = core.subscribe(rules, continuation)
-    for (index, rule) in rules.enumerated() {
-      do {
-        _ = try await call(
-          destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
-          member: "AddMatch", [.string(rule.text)])
-      } catch {
-        // Rules added before this one must be removed too.
-        core.subscriptionFailed(id, ruleMayExist: index > 0 || error.isCancelled || error.isNoReply)
-        throw error
+    // The AddMatch calls go out together (the bus answers them in order): one round trip, not one per
+    // rule. The first failure, in rule order, is reported.
+    let results = await withTaskGroup(of: (Int, DBusError?).self) { group in
+      for (index, rule) in rules.enumerated() {
+        group.addTask {
+          do throws(DBusError) {
+            _ = try await self.call(
+              destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
+              member: "AddMatch", [.string(rule.text)])
+            return (index, nil)
+          } catch {
+            return (index, error)
+          }
+        }
       }
+      var failures: [Int: DBusError] = [:]
+      for await (index, error) in group { if let error { failures[index] = error } }
+      return failures
+    }
+    if let (_, error) = results.min(by: { $0.key < $1.key }) {
+      // Other rules may have been added: they are removed with the subscription.
+      let mayExist = results.count < rules.count || results.values.contains { $0.isCancelled || $0.isNoReply }
+      core.subscriptionFailed(id, ruleMayExist: mayExist)
+      throw error
     }
     return stream
   }
