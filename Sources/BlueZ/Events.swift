@@ -15,7 +15,7 @@ public enum BlueZEvent: Sendable, Equatable {
   /// Device1.Connected changed.
   case connected(path: String, Bool)
   /// Device1.ServicesResolved changed: true once bluetoothd has resolved the GATT services (they can be
-  /// announced as objects after it, docs/bluez-testing.md "Connecting").
+  /// announced as objects after it, docs/bluez-testing.md, "Connect (LE)").
   case servicesResolved(path: String, Bool)
   /// bluetoothd heard the device advertise (or answer an inquiry): one of the advertised properties
   /// (`BlueZName.Property.advertised`) changed. `rssi` when the signal carried one.

@@ -99,7 +99,7 @@ public enum BLEManager {
         consider(device)
       }
       // A new device arrives as InterfacesAdded; one bluetoothd already knew is announced by its RSSI
-      // changing once it is heard again (docs/bluez-testing.md "Discovery").
+      // changing once it is heard again (docs/bluez-testing.md, "Discovery").
       for await event in events {
         switch event {
         case .interfacesAdded(let path, _, let device?):

@@ -11,7 +11,7 @@ enum NotifyRoute: Sendable, Equatable {
 }
 
 /// This process's notify sessions on one device. A BlueZ notify session belongs to the D-Bus client
-/// that started it and ends with it (docs/bluez-testing.md "Notifications"); bluetoothd re-arms it
+/// that started it and ends with it (docs/bluez-testing.md, "GattCharacteristic1" and "Disconnect / link loss"); bluetoothd re-arms it
 /// after a link loss. A route can exist without a session: 0x2A19 values notified for another client's
 /// session reach every bus client as PropertiesChanged, so an armed CCCD is not subscribed twice.
 final class NotifySessions: Sendable {
