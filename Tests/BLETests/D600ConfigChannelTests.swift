@@ -32,6 +32,15 @@ private final class FakeConfigCharacteristic: Sendable {
   }
 }
 
+/// Waits (polling, at most 20 s) until `fake` has received `count` writes.
+private func waitForWrites(_ fake: FakeConfigCharacteristic, _ count: Int) async throws {
+  for _ in 0..<2000 {
+    if fake.writes.withLock({ $0.count }) >= count { return }
+    try await Task.sleep(for: .milliseconds(10))
+  }
+  Issue.record("no write \(count) within 20 s")
+}
+
 @Suite("D600 config channel")
 struct D600ConfigChannelTests {
   @Test("an answer that arrives before the write call returns is kept (the waiter is registered first)")
@@ -42,10 +51,10 @@ struct D600ConfigChannelTests {
     }
     let channel = fake.makeChannel()
     let started = ContinuousClock.now
-    let answer = try await channel.command(0x0E, [0x01], timeout: .seconds(2))
+    let answer = try await channel.command(0x0E, [0x01], timeout: .seconds(30))
     #expect(answer == D600ConfigAnswer(status: 0x00, data: [0xAB]))
-    // Far below the 2 s timeout: the answer was not lost and waited for.
-    #expect(ContinuousClock.now - started < .milliseconds(500))
+    // Far below the timeout: the answer was kept, not lost and waited out.
+    #expect(ContinuousClock.now - started < .seconds(10))
     #expect(fake.writes.withLock { $0 } == [[0x02, 0x0E, 0x01]])
   }
 
@@ -61,8 +70,9 @@ struct D600ConfigChannelTests {
     }
     let channel = fake.makeChannel()
     async let first = channel.command(0x0E, [0x01], timeout: .milliseconds(300))
-    try await Task.sleep(for: .milliseconds(50))
-    async let second = channel.command(0x0E, [0x02], timeout: .seconds(2))
+    // The second command is issued while the first waits for its answer.
+    try await waitForWrites(fake, 1)
+    async let second = channel.command(0x0E, [0x02], timeout: .seconds(30))
     let (a, b) = try await (first, second)
     #expect(a == nil)
     #expect(b == D600ConfigAnswer(status: 0x00, data: [0x22]))
@@ -75,31 +85,30 @@ struct D600ConfigChannelTests {
     let fake = FakeConfigCharacteristic { _, _, _ in }
     let channel = fake.makeChannel()
     let started = ContinuousClock.now
-    async let answer = channel.command(0xAE, [0x07], timeout: .seconds(5))
-    try await Task.sleep(for: .milliseconds(100))
+    async let answer = channel.command(0xAE, [0x07], timeout: .seconds(60))
+    try await waitForWrites(fake, 1)
     channel.failCurrent()
     #expect(try await answer == nil)
-    #expect(ContinuousClock.now - started < .seconds(2))
+    #expect(ContinuousClock.now - started < .seconds(30))
   }
 
   @Test("a write that fails throws and lets the next command go ahead")
   func writeFailure() async throws {
-    let failing = Mutex(true)
+    let writes = Mutex(0)
+    let box = Mutex<D600ConfigChannel?>(nil)
     let channel = D600ConfigChannel { _ throws(CaptureError) in
-      if failing.withLock({ f in
-        defer { f = false }; return f
-      }) {
-        throw CaptureError(.bleGatt, "GATT write: Not connected")
+      let n = writes.withLock { w -> Int in
+        w += 1
+        return w
       }
+      if n == 1 { throw CaptureError(.bleGatt, "GATT write: Not connected") }
+      box.withLock { $0 }?.receive([0x01, 0x00])
     }
+    box.withLock { $0 = channel }
     let error = await #expect(throws: CaptureError.self) { _ = try await channel.command(0x0E, [0x01]) }
     #expect(error?.code == .bleGatt)
-    let answerer = Task {
-      try? await Task.sleep(for: .milliseconds(50))
-      channel.receive([0x01, 0x00])
-    }
-    #expect(
-      try await channel.command(0x0E, [0x02], timeout: .seconds(2)) == D600ConfigAnswer(status: 0, data: []))
-    await answerer.value
+    let answer = try await channel.command(0x0E, [0x02], timeout: .seconds(30))
+    #expect(answer == D600ConfigAnswer(status: 0, data: []))
+    #expect(writes.withLock { $0 } == 2)
   }
 }

@@ -125,8 +125,10 @@ final class BLELink: Sendable {
     case .bluetoothdOwnerChanged(running: false):
       lose("bluetoothd left the bus")
     case .bluetoothdOwnerChanged(running: true) where request.reconnects:
-      // The new bluetoothd knows no discovery session of ours.
+      // The new bluetoothd knows no discovery session of ours; a loop pausing while it was away tries
+      // at once.
       state.withLock { $0.isWatching = false }
+      poke()
       Task { await self.reconnectLoop() }
     default:
       break
