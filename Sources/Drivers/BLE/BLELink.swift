@@ -266,8 +266,10 @@ final class BLELink: Sendable {
 
   /// A discovery of this client's own, filtered to the device: bluetoothd reports only matching
   /// devices to it (doc/org.bluez.Adapter.rst, SetDiscoveryFilter "Pattern": a prefix of the address
-  /// or name; the full address names one device). Failing to start is not fatal: the backoff still
-  /// paces attempts.
+  /// or name; the full address names one device). DuplicateData is left at bluetoothd's default
+  /// (true): ManufacturerData and ServiceData are signalled on every advertisement heard, so a device
+  /// whose RSSI has not changed is still seen. Failing to start is not fatal: the backoff still paces
+  /// attempts.
   private func startWatching() async {
     let start = state.withLock { s -> Bool in
       guard !s.isWatching, !s.isClosed, !s.isConnected else { return false }
