@@ -207,8 +207,13 @@ final class BLELink: Sendable {
         warned = false
         onSighting = false
       }
+      var absent = true
       do throws(CaptureError) {
-        if try await attempt() { return }
+        switch try await attempt() {
+        case .resumed: return
+        case .connectedUnresolved: absent = false
+        case .absent: break
+        }
       } catch {
         if !warned {
           warned = true
@@ -216,25 +221,28 @@ final class BLELink: Sendable {
         }
       }
       if state.withLock({ $0.isClosed }) { return }
-      await startWatching()
+      // Connected but not resolved yet: ServicesResolved resumes it; nothing to watch for.
+      if absent { await startWatching() }
       onSighting = await pause(delays.next(), wakeOnSighting: !onSighting)
     }
   }
 
-  /// One attempt: true when the link is back and resumed.
-  private func attempt() async throws(CaptureError) -> Bool {
+  private enum Attempt { case resumed, connectedUnresolved, absent }
+
+  /// One attempt: Connect, and resume once the services are resolved.
+  private func attempt() async throws(CaptureError) -> Attempt {
     let objects = try await client.objects()
-    guard let device = objects.device(address: address, on: client.adapterPath) else { return false }
+    guard let device = objects.device(address: address, on: client.adapterPath) else { return .absent }
     state.withLock { $0.devicePath = device.path }
     if !device.isConnected { try await client.connect(device.path, timeout: Self.attemptTimeout) }
     // Connected: a connected LE peripheral does not advertise, the watch has nothing left to see.
     await stopWatching()
     guard
       try await client.objects().device(address: address, on: client.adapterPath)?.servicesResolved == true
-    else { return false }
+    else { return .connectedUnresolved }
     await resume()
     // A bring-up that failed left the link down: the loop goes on.
-    return state.withLock { $0.isConnected }
+    return state.withLock { $0.isConnected } ? .resumed : .connectedUnresolved
   }
 
   /// Sleeps `duration`, or less when `wakeOnSighting` and the device is heard meanwhile (also just
