@@ -15,7 +15,8 @@ let package = Package(
     .target(name: "CaptureCLI", dependencies: ["CaptureCore"]),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
-    // BlueZ over D-Bus (issue 3): a general libdbus client, then one Swift type per BlueZ interface.
+    // BlueZ over D-Bus: a general libdbus client, then one Swift type per BlueZ interface. Drivers reach
+    // BlueZ only through its typed API and do not import DBus.
     .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
     .target(name: "DBus", dependencies: ["CDBus"]),
     .target(name: "BlueZ", dependencies: ["DBus", "CaptureCore"]),

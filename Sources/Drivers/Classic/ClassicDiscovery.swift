@@ -89,7 +89,7 @@ public enum ClassicDiscovery {
       defer { client.close() }
       let objects = try await client.objects()
       if let device = objects.device(address: address.description, on: client.adapterPath),
-        device.properties["Alias"] != nil || device.name != nil
+        device.hasAlias || device.name != nil
       {
         return device.alias
       }
