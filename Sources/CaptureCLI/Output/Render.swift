@@ -234,7 +234,10 @@ enum Render {
   static func plainDeviceType(_ v: PropertyValue, _ device: DeviceInfo) -> String {
     guard case .ulong(let raw) = v else { return plainValue(.deviceType, v) }
     let type = DeviceType(raw)
-    if let model = device.model, type == .none || type.sdkName == nil { return model }
+    // BtUnknown and BleUnknown are the SDK's words for "a type this SDK does not know" (docs/capture-sdk.md
+    // §5.2): the device's own model says more.
+    let isPlaceholder = type == .none || type == .btUnknown || type == .bleUnknown || type.sdkName == nil
+    if let model = device.model, isPlaceholder { return model }
     return type.sdkName ?? plainValue(.deviceType, v)
   }
 

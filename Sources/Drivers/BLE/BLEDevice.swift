@@ -62,9 +62,14 @@ public final class BLEDevice: Device {
       }
       let uuids = objects.serviceUUIDs(of: device.path).union(device.uuids)
       let family = BLEFamily.identify(uuids: uuids, name: device.name)
+      // A device outside the SDK's type table (BleUnknown) says what it is by its Device Information
+      // model number; the families in the table need no read, so their open stays as cheap as before.
+      let model =
+        family == .generic
+        ? await Self.modelNumber(client: client, devicePath: device.path, objects: objects) : nil
       let ble = BLEDevice(
         client: client, request: request, address: address, family: family, device: device, objects: objects,
-        hasBatteryService: uuids.contains(GattUUID.battery))
+        hasBatteryService: uuids.contains(GattUUID.battery), model: model)
       ble.startPump(events)
       // get/set need no notify sessions: a battery read stays one GetManagedObjects and one read.
       if request.wantsEvents { try await ble.bringUp() }
@@ -77,13 +82,13 @@ public final class BLEDevice: Device {
 
   init(
     client: BlueZClient, request: OpenRequest, address: String, family: BLEFamily, device: DeviceProperties,
-    objects: BlueZObjects, hasBatteryService: Bool
+    objects: BlueZObjects, hasBatteryService: Bool, model: String? = nil
   ) {
     self.hasBatteryService = hasBatteryService
     self.request = request
     self.address = address
     self.family = family
-    let info = DeviceInfo(id: address, name: device.alias, type: family.deviceTypes[0])
+    let info = DeviceInfo(id: address, name: device.alias, type: family.deviceTypes[0], model: model)
     self.info = info
     emitter = BLEEmitter(info: info, types: family.deviceTypes, warn: request.warn)
     link = BLELink(
@@ -211,12 +216,15 @@ public final class BLEDevice: Device {
 
   /// Device Information "Model Number String" (0x2A24, Bluetooth SIG Device Information Service), when
   /// the device exports it: the model of a device outside the SDK's type table. One GATT read; nil
-  /// when there is no such characteristic or it cannot be read.
-  public func modelNumber() async -> String? {
-    guard let c = characteristic(GattUUID.modelNumber), let bytes = try? await client.readValue(c.path) else {
-      return nil
-    }
-    let text = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+  /// when there is no such characteristic, it cannot be read or it is empty.
+  static func modelNumber(client: BlueZClient, devicePath: String, objects: BlueZObjects) async -> String? {
+    guard let c = objects.characteristic(of: devicePath, uuid: GattUUID.modelNumber),
+      let bytes = try? await client.readValue(c.path)
+    else { return nil }
+    // The string is UTF-8 (GATT "utf8s"); some devices pad it with NULs. At most 64 bytes are kept: a
+    // model name, not a payload.
+    let text = String(decoding: bytes.prefix { $0 != 0 }.prefix(64), as: UTF8.self)
     return text.isEmpty ? nil : text
   }
+
 }
