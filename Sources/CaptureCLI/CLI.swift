@@ -102,7 +102,7 @@ public enum CaptureCLI {
       case "list": outcome = .status(try await ListCommand.run(try ListCommand.Options(parsed), context))
       case "trigger": outcome = try await TriggerCommand.run(try TriggerCommand.Options(parsed), context)
       case "get": outcome = try await GetCommand.run(try GetCommand.Options(parsed), context)
-      case "set": outcome = .status(try await SetCommand.run(try SetCommand.Options(parsed), context))
+      case "set": outcome = try await SetCommand.run(try SetCommand.Options(parsed), context)
       case "listen": outcome = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
       case "partnership":
         outcome = .status(try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context))

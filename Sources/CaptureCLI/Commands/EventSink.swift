@@ -114,9 +114,9 @@ final class EventSink: Sendable {
         }
         emit(json.serialized, kind: event.kind)
       } else if verdict == .good {
-        emit(data.text, kind: event.kind)
+        emit(data.plainLine, kind: event.kind)
       } else {
-        output.info("\(event.device.name): host rejected \(data.text)")
+        output.info("\(event.device.name): host rejected \(data.plainLine)")
       }
     }
     onDecoded(count)

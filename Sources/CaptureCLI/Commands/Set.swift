@@ -126,16 +126,17 @@ enum SetCommand {
         throw parsed.usage("\(p.cliName) is read-only")
       }
       do {
+        let value = try PropertyValueCodec.parse(p, args)
+        try PropertyRules.check(p, value)
         return Assignment(
-          property: p, value: try PropertyValueCodec.parse(p, args),
-          label: ([p.cliName] + args.prefix(1)).joined(separator: " "))
+          property: p, value: value, label: ([p.cliName] + args.prefix(1)).joined(separator: " "))
       } catch {
         throw parsed.usage(error.message)
       }
     }
   }
 
-  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
     if let path = options.profilePath {
       return try await ProfileApplier.run(path: path, dryRun: options.dryRun, options.selector, context)
     }
@@ -178,7 +179,7 @@ enum SetCommand {
             }),
         ]))
     }
-    return firstError?.code ?? .noError
+    return .status(firstError?.code ?? .noError)
   }
 }
 
@@ -224,24 +225,5 @@ extension SetCommand {
       }
     }
     return resolved
-  }
-}
-
-extension JSON: Decodable {
-  init(from decoder: any Decoder) throws {
-    let c = try decoder.singleValueContainer()
-    if c.decodeNil() {
-      self = .null
-    } else if let b = try? c.decode(Bool.self) {
-      self = .bool(b)
-    } else if let i = try? c.decode(Int64.self) {
-      self = .number(i)
-    } else if let s = try? c.decode(String.self) {
-      self = .string(s)
-    } else if let a = try? c.decode([JSON].self) {
-      self = .array(a)
-    } else {
-      self = .object(try c.decode([String: JSON].self))
-    }
   }
 }

@@ -264,7 +264,7 @@ public struct StateStore: Sendable {
     } catch let DecodingError.keyNotFound(key, context) {
       throw CaptureError(
         .invalidFormat,
-        "state file \(path) is corrupt (\(Self.describe(context)) lacks \"\(key.stringValue)\")")
+        "state file \(path) is corrupt (\(Self.location(context) ?? "the top level") lacks \"\(key.stringValue)\")")
     } catch {
       throw CaptureError(.invalidFormat, "state file \(path) is corrupt")
     }
@@ -272,6 +272,11 @@ public struct StateStore: Sendable {
 
   /// "devices[0].type has the wrong type", from a decoding error's path.
   static func describe(_ context: DecodingError.Context) -> String {
+    location(context).map { "\($0) has the wrong type" } ?? "wrong structure"
+  }
+
+  /// "devices[0].type", the decoding error's path; nil at the top level.
+  static func location(_ context: DecodingError.Context) -> String? {
     var path = ""
     for key in context.codingPath {
       if let i = key.intValue {
@@ -280,7 +285,7 @@ public struct StateStore: Sendable {
         path += (path.isEmpty ? "" : ".") + key.stringValue
       }
     }
-    return path.isEmpty ? "wrong structure" : "\(path) has the wrong type"
+    return path.isEmpty ? nil : path
   }
 
   func write(_ state: StateFile) throws(CaptureError) {
