@@ -51,7 +51,8 @@ public enum CaptureCLI {
       parsed = try ArgumentParser.parse(arguments)
     } catch {
       return usageFailure(
-        error, json: arguments.contains("--json"), noColor: arguments.contains("--no-color"))
+        error, json: arguments.contains("--json"), noColor: arguments.contains("--no-color"),
+        arguments: arguments)
     }
     // --version wins wherever it appears, as --help does.
     if parsed.flag("version") {
@@ -60,7 +61,8 @@ public enum CaptureCLI {
     }
     let globals: GlobalOptions
     do { globals = try globalOptions(parsed) } catch {
-      return usageFailure(error, json: parsed.flag("json"), noColor: parsed.flag("no-color"))
+      return usageFailure(
+        error, json: parsed.flag("json"), noColor: parsed.flag("no-color"), arguments: arguments)
     }
     let output = Output(
       mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: globals.verbose,
@@ -70,7 +72,7 @@ public enum CaptureCLI {
         guard let spec = CommandTree.command(named: operandCommand) else {
           return usageFailure(
             UsageError(message: ArgumentParser.unknownCommandMessage(operandCommand)), json: globals.json,
-            noColor: globals.noColor)
+            noColor: globals.noColor, arguments: arguments)
         }
         output.raw(stdout: Help.command(spec))
         return 0
@@ -110,27 +112,32 @@ public enum CaptureCLI {
       default: throw UsageError(message: ArgumentParser.unknownCommandMessage(command.name))
       }
       for (index, error) in outcome.errors.enumerated() {
-        context.output.error(error, withObject: index == 0 && !outcome.isDocumented)
+        context.output.error(
+          Elision.error(error, arguments: parsed.arguments), withObject: index == 0 && !outcome.isDocumented)
       }
       return ExitStatus.of(outcome.status)
     } catch let error as UsageError {
-      return usageFailure(error, json: context.globals.json, noColor: context.globals.noColor)
+      return usageFailure(
+        error, json: context.globals.json, noColor: context.globals.noColor, arguments: parsed.arguments)
     } catch let error as CaptureError {
-      context.output.error(error)
+      context.output.error(Elision.error(error, arguments: parsed.arguments))
       // An invalid parameter is a usage error wherever it was found: the usage follows the message.
       if error.code == .invalidParameter { context.output.raw(stderr: Help.usage(command) + "\n") }
       return ExitStatus.of(error.code)
     } catch {
-      let wrapped = CaptureError(.unableToCompleteOperation, "\(error)")
+      let wrapped = Elision.error(
+        CaptureError(.unableToCompleteOperation, "\(error)"), arguments: parsed.arguments)
       context.output.error(wrapped)
       return ExitStatus.of(wrapped.code)
     }
   }
 
   /// Every usage error: one line, the command's usage, exit 18 (ESKT_INVALIDPARAMETER).
-  static func usageFailure(_ error: UsageError, json: Bool, noColor: Bool = false) -> Int32 {
+  static func usageFailure(_ error: UsageError, json: Bool, noColor: Bool = false, arguments: [String] = [])
+    -> Int32
+  {
     let output = Output(mode: json ? .json : .plain, quiet: false, verbose: false, noColor: noColor)
-    output.error(CaptureError(.invalidParameter, error.message))
+    output.error(CaptureError(.invalidParameter, Elision.message(error.message, arguments: arguments)))
     output.raw(stderr: Help.usage(error.command.flatMap(CommandTree.command(named:))) + "\n")
     return ExitStatus.of(.invalidParameter)
   }

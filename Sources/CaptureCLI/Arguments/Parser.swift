@@ -2,6 +2,8 @@
 // here or in a command's options builder, before any device is touched (ARCHITECTURE.md §4).
 
 /// A usage error: exit 18 (ESKT_INVALIDPARAMETER) with a one-line message and the command's usage.
+import CaptureCore
+
 struct UsageError: Error, Equatable {
   var message: String
   /// The command whose usage to print; nil for the top level.
@@ -22,6 +24,8 @@ struct ParsedArguments: Sendable {
   var operands: [String] = []
   /// Every option value in command-line order (SocketCam sources are processed in the order given).
   var ordered: [(option: String, value: String)] = []
+  /// Every argument as given, for `Elision` of error messages.
+  var arguments: [String] = []
 
   func flag(_ long: String) -> Bool { flags.contains(long) }
   func value(_ long: String) -> String? { values[long]?.last }
@@ -32,6 +36,7 @@ struct ParsedArguments: Sendable {
 enum ArgumentParser {
   static func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
     var result = ParsedArguments()
+    result.arguments = arguments
     var index = 0
     var onlyOperands = false
 
@@ -163,5 +168,30 @@ enum ArgumentParser {
       }
     }
     return d[a.count][b.count]
+  }
+}
+
+/// Error messages quote what the user typed; an argument of 100 KB would make a 100 KB message. Every
+/// message the command line prints passes through here once (`CaptureCLI`), and each argument longer
+/// than `limit` characters is shown as its first `limit` characters and an ellipsis.
+enum Elision {
+  static let limit = 80
+
+  static func shown(_ text: String) -> String {
+    text.count > limit ? String(text.prefix(limit)) + "…" : text
+  }
+
+  static func message(_ message: String, arguments: [String]) -> String {
+    var result = message
+    // Longest first, so an argument containing a shorter long one is elided whole.
+    for argument in Set(arguments.filter { $0.count > limit }).sorted(by: { $0.count > $1.count })
+    where result.contains(argument) {
+      result = result.replacing(argument, with: shown(argument))
+    }
+    return result
+  }
+
+  static func error(_ error: CaptureError, arguments: [String]) -> CaptureError {
+    CaptureError(error.code, message(error.message, arguments: arguments))
   }
 }

@@ -76,6 +76,9 @@ enum ConnectCommand {
           transport: selector.transportKey, lastSeen: Timestamp.now().iso8601))
       printArrivals([info], context)
       return .noError
+    case .hid:
+      throw .notSupported(
+        "\(selector): a keyboard-wedge scanner is used where it is plugged in (capture listen \(selector)); there is nothing to connect or remember")
     default:
       throw .transportMissing(selector)
     }
@@ -210,6 +213,9 @@ enum RemoveCommand {
         context.output.line("\(id)\t\(info.name)\t\(info.type.typeName)\tremoved")
       }
       return .noError
+    case .hid:
+      throw .notSupported(
+        "\(selector): a keyboard-wedge scanner is never remembered, so there is nothing to remove")
     default:
       throw .transportMissing(selector)
     }
@@ -409,7 +415,8 @@ enum PartnershipCommand {
       if selector == .socketCam {
         throw .notSupported("SocketCam is built in; it has no Bluetooth partnership")
       }
-      throw .transportMissing(selector)
+      throw .notSupported(
+        "\(selector): partnership is for Bluetooth devices; a \(selector.transportName) device has none")
     }
     let adapter = context.globals.adapter
     switch options.action {

@@ -55,6 +55,11 @@ enum SetCommand {
           continue
         }
         let arity = PropertyValueCodec.setArity(property)
+        // An action (abort, reset) takes no value: a word after it that names no property is a value
+        // given by mistake, not a second property.
+        if arity == 0, i + 1 < words.count, !PropertyArguments.isProperty(words[i + 1]) {
+          throw parsed.usage("\(property.cliName) takes no value; unexpected '\(words[i + 1])'")
+        }
         guard i + arity < words.count + (arity == 0 ? 1 : 0) else {
           throw parsed.usage(
             "\(property.cliName) needs \(arity == 2 ? "a data source and enable or disable" : "a value")")
