@@ -9,7 +9,9 @@ enum CommandTree {
     OptionSpec(long: "verbose", short: "v", help: "Also print progress and non-data events on stderr."),
     OptionSpec(
       long: "timeout", valueName: "DUR", kind: .duration,
-      help: "Give up after DUR (e.g. 500ms, 10s, 2m); exit 42 when it runs out."),
+      help:
+        "Give up after DUR (e.g. 500ms, 10s, 2m); exit 42 when it runs out (discover searches for DUR and exits 0)."
+    ),
     OptionSpec(
       long: "adapter", valueName: "hciN", kind: .adapter, help: "Use this Bluetooth adapter (default: hci0)."),
     OptionSpec(
@@ -47,7 +49,7 @@ enum CommandTree {
   static let deviceOperand = OperandSpec(
     name: "DEVICE", kind: .device,
     help:
-      "socketcam, a Bluetooth address, a remembered alias or friendly name, tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN[?keymap=de&timeout=100ms] (hid:auto finds a scanner)."
+      "socketcam, a Bluetooth address, a remembered device's id, alias or friendly name (looked up in that order), tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN[?keymap=de&timeout=100ms] (hid:auto finds a scanner)."
   )
 
   /// get and set also reach the device manager (capture-sdk.md §2.2 scope DeviceManager), home of the
@@ -61,13 +63,17 @@ enum CommandTree {
     name: "discover", abstract: "Discover nearby scanners and readers (a stream of devices found).",
     synopsis: ["[--le | --classic] [--name GLOB] [--timeout DUR] [--all]"],
     discussion:
-      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out. Only Socket Mobile devices are shown unless --all is given. A Bluetooth Classic scanner is recognised by its name (Socket MODEL [xxxxxx]) or by the SDP service class A1220169-E854-473E-9CB5-873ACBDF1F13 (from bluetoothd, or an SDP search per device without it); its event says which in recognizedBy.",
+      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out; a search that ran its whole window succeeded, so it exits 0, whether or not a device was found. Only Socket Mobile devices are shown unless --all is given. A Bluetooth Classic scanner is recognised by its name (Socket MODEL [xxxxxx]) or by the SDP service class A1220169-E854-473E-9CB5-873ACBDF1F13 (from bluetoothd, or an SDP search per device without it); its event says which in recognizedBy.",
     options: [
       OptionSpec(long: "le", help: "Bluetooth Low Energy devices only."),
       OptionSpec(long: "classic", help: "Bluetooth Classic devices only."),
       OptionSpec(
         long: "name", valueName: "GLOB", help: "Only devices whose name matches the shell pattern GLOB."),
-      timeoutOption,
+      OptionSpec(
+        long: "timeout", valueName: "DUR", kind: .duration,
+        help:
+          "Search for DUR (default 10s). The end of the search is its normal end: discoveryEnd, exit 0, whether or not a device was found."
+      ),
       OptionSpec(long: "all", help: "Show every device found, not only Socket Mobile ones."),
     ],
     examples: [("capture discover --le --timeout 5s", "List BLE scanners found within five seconds.")])
@@ -80,7 +86,11 @@ enum CommandTree {
     operands: [deviceOperand],
     options: [
       OptionSpec(long: "pair", help: "Pair (bond) with the device before connecting."),
-      OptionSpec(long: "alias", valueName: "NAME", help: "Remember the device under NAME."),
+      OptionSpec(
+        long: "alias", valueName: "NAME",
+        help:
+          "Remember the device under NAME. An alias names one device: one equal to another remembered device's id, alias or friendly name is refused (18)."
+      ),
       OptionSpec(
         long: "classic",
         help:

@@ -44,6 +44,11 @@ enum ConnectCommand {
       return try await showPairingCode(context)
     }
     let selector = try await context.resolve(given)
+    // An alias that would make a word name two devices is refused before anything is connected.
+    if let alias = options.alias, let reason = try context.state.load().aliasConflict(alias, for: selector.description)
+    {
+      throw .aliasTaken(reason)
+    }
     if options.classic {
       return try await connectClassic(selector, options, context)
     }

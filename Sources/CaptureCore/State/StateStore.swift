@@ -232,6 +232,9 @@ public struct StateStore: Sendable {
       if keepingAlias && device.alias == nil {
         device.alias = state.devices.first { $0.id == device.id }?.alias
       }
+      if let alias = device.alias, let reason = state.aliasConflict(alias, for: device.id) {
+        throw .aliasTaken(reason)
+      }
       state.devices.removeAll { $0.id == device.id }
       state.devices.append(device)
     }
