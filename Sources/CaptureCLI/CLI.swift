@@ -46,9 +46,16 @@ struct CommandOutcome: Sendable {
 /// The command line's entry point: parse → options → run → exit status, with errors rendered once here.
 public enum CaptureCLI {
   public static func main(_ arguments: [String], system: any DeviceSystem) async -> Int32 {
+    await main(rawArguments: arguments.map { Array($0.utf8) }, system: system)
+  }
+
+  /// The entry point for argv as the kernel gave it (`CommandLine.unsafeArgv`): bytes, since a file
+  /// name need not be UTF-8 and `CommandLine.arguments` replaces such bytes with U+FFFD.
+  public static func main(rawArguments: [[UInt8]], system: any DeviceSystem) async -> Int32 {
+    let arguments = rawArguments.map { String(decoding: $0, as: UTF8.self) }
     let parsed: ParsedArguments
     do {
-      parsed = try ArgumentParser.parse(arguments)
+      parsed = try ArgumentParser.parse(raw: rawArguments)
     } catch {
       return usageFailure(
         error, json: arguments.contains("--json"), noColor: arguments.contains("--no-color"),

@@ -19,7 +19,7 @@ enum ProfileApplier {
   /// (the device can write it, its current value reads), for `--dry-run` and a real run alike; any
   /// problem rejects the whole profile with nothing written. Only then are the entries that differ
   /// written, each read back to verify.
-  static func run(path: String, dryRun: Bool, _ selector: DeviceSelector, _ context: Context)
+  static func run(path: FilePath, dryRun: Bool, _ selector: DeviceSelector, _ context: Context)
     async throws(CaptureError)
     -> CommandOutcome
   {
@@ -113,7 +113,7 @@ enum ProfileApplier {
     return a == b
   }
 
-  static func readProfile(_ path: String) throws(CaptureError) -> [UInt8] {
+  static func readProfile(_ path: FilePath) throws(CaptureError) -> [UInt8] {
     do throws(Errno) {
       guard let bytes = path == "-" ? try SystemFile.readAll(fd: 0) : try SystemFile.read(path: path) else {
         throw Errno(ENOENT)
@@ -125,7 +125,7 @@ enum ProfileApplier {
   }
 
   /// Validates the whole profile first and lists every problem, so nothing is written from a bad file.
-  static func parse(_ bytes: [UInt8], path: String) throws(CaptureError) -> [Entry] {
+  static func parse(_ bytes: [UInt8], path: FilePath) throws(CaptureError) -> [Entry] {
     let document: ProfileJSON
     do { document = try JSONDecoder().decode(ProfileJSON.self, from: Data(bytes)) } catch {
       throw CaptureError(.invalidFormat, "profile '\(path)' is not valid JSON")

@@ -19,13 +19,13 @@ enum SetCommand {
   struct Options: Sendable {
     var selector: DeviceSelector
     var assignments: [Assignment] = []
-    var profilePath: String?
+    var profilePath: FilePath?
     var dryRun: Bool
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
       guard let first = parsed.operands.first else { throw parsed.usage("missing DEVICE") }
       selector = try Values.device(first, command: parsed.commandName)
-      profilePath = parsed.value("from")
+      profilePath = parsed.path("from")
       dryRun = parsed.flag("dry-run")
       let words = Array(parsed.operands.dropFirst())
       if profilePath != nil {
