@@ -45,7 +45,8 @@ enum ConnectCommand {
     }
     let selector = try await context.resolve(given)
     // An alias that would make a word name two devices is refused before anything is connected.
-    if let alias = options.alias, let reason = try context.state.load().aliasConflict(alias, for: selector.description)
+    if let alias = options.alias,
+      let reason = try context.state.load().aliasConflict(alias, for: selector.description)
     {
       throw .aliasTaken(reason)
     }
@@ -83,7 +84,8 @@ enum ConnectCommand {
       return .noError
     case .hid:
       throw .notSupported(
-        "\(selector): a keyboard-wedge scanner is used where it is plugged in (capture listen \(selector)); there is nothing to connect or remember")
+        "\(selector): a keyboard-wedge scanner is used where it is plugged in (capture listen \(selector)); there is nothing to connect or remember"
+      )
     default:
       throw .transportMissing(selector)
     }

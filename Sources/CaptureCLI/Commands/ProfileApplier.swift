@@ -50,7 +50,9 @@ enum ProfileApplier {
     }
 
     var rows: [(label: String, status: String, error: CaptureError?)] = []
-    for (entry, argument, differs) in current.sorted(by: { order($0.entry.property) < order($1.entry.property) }) {
+    for (entry, argument, differs) in current.sorted(by: {
+      order($0.entry.property) < order($1.entry.property)
+    }) {
       guard differs else {
         rows.append((entry.label, "unchanged", nil))
         continue
@@ -224,7 +226,8 @@ enum ProfileApplier {
     case (.byte?, .fraction(let number)), (.ulong?, .fraction(let number)):
       return .failure(
         Problem(
-          message: "value \(number) is out of range for \(p.setType?.name ?? "this property") (a whole number)"))
+          message:
+            "value \(number) is out of range for \(p.setType?.name ?? "this property") (a whole number)"))
     default:
       return .failure(
         Problem(message: "value of the wrong type or out of range for \(p.setType?.name ?? "this property")"))

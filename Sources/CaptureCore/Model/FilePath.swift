@@ -42,7 +42,9 @@ public struct FilePath: Sendable, Hashable, CustomStringConvertible, Expressible
 
 // The system calls a `FilePath` is opened with, each passing the exact bytes.
 extension FilePath {
-  public func open(_ flags: Int32, _ mode: mode_t = 0) -> Int32 { withCString { Glibc.open($0, flags, mode) } }
+  public func open(_ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+    withCString { Glibc.open($0, flags, mode) }
+  }
   public func unlink() -> Int32 { withCString { Glibc.unlink($0) } }
   public func rename(to other: FilePath) -> Int32 {
     withCString { from in other.withCString { Glibc.rename(from, $0) } }

@@ -90,7 +90,11 @@ public struct StateStore: Sendable {
       if xdg.isAbsolute { return StateStore(location: xdg + "/capture") }
     }
     let home: FilePath
-    if let value: UnsafeMutablePointer<CChar> = getenv("HOME") { home = FilePath(cString: value) } else { home = "/" }
+    if let value: UnsafeMutablePointer<CChar> = getenv("HOME") {
+      home = FilePath(cString: value)
+    } else {
+      home = "/"
+    }
     return StateStore(location: home + "/.local/state/capture")
   }
 
@@ -218,7 +222,9 @@ public struct StateStore: Sendable {
     let prefix = Array("devices.json.tmp.".utf8)
     while let entry = readdir(dir) {
       let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-      if name.starts(with: prefix) { _ = FilePath(bytes: location.bytes + [UInt8(ascii: "/")] + name).unlink() }
+      if name.starts(with: prefix) {
+        _ = FilePath(bytes: location.bytes + [UInt8(ascii: "/")] + name).unlink()
+      }
     }
   }
 
@@ -274,7 +280,8 @@ public struct StateStore: Sendable {
     } catch let DecodingError.keyNotFound(key, context) {
       throw CaptureError(
         .invalidFormat,
-        "state file \(path) is corrupt (\(Self.location(context) ?? "the top level") lacks \"\(key.stringValue)\")")
+        "state file \(path) is corrupt (\(Self.location(context) ?? "the top level") lacks \"\(key.stringValue)\")"
+      )
     } catch {
       throw CaptureError(.invalidFormat, "state file \(path) is corrupt")
     }

@@ -48,7 +48,8 @@ public final class SerialScanner: Device, Sendable {
       framing = chosen
     }
     if let proto = parameters["protocol"], proto.lowercased() != "spp" {
-      throw .notSupported("serial protocol '\(proto)' is not supported: protocol is spp (the default) or dmcc; framing=line reads codes ended by a line break"
+      throw .notSupported(
+        "serial protocol '\(proto)' is not supported: protocol is spp (the default) or dmcc; framing=line reads codes ended by a line break"
       )
     }
     let port = try SerialPort(path: path, settings: settings)
