@@ -187,7 +187,12 @@ enum ArgumentParser {
 
   /// The candidate within edit distance 2 (or sharing a 3+ letter prefix), for "did you mean".
   static func closest(to word: String, in candidates: [String]) -> String? {
-    let scored = candidates.map { ($0, editDistance(word.lowercased(), $0.lowercased())) }
+    // The distance is at least the difference in length, so only candidates within 2 characters of
+    // the word's length can be near: a 100 KB argument costs nothing here.
+    let length = word.count
+    let scored = candidates.filter { abs($0.count - length) <= 2 }.map {
+      ($0, editDistance(word.lowercased(), $0.lowercased()))
+    }
     if let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(1, min(2, word.count / 3)) {
       return best.0
     }

@@ -242,11 +242,13 @@ public struct StateStore: Sendable {
   public func remember(_ device: RememberedDevice, keepingAlias: Bool = false) throws(CaptureError) {
     try update { (state: inout StateFile) throws(CaptureError) in
       var device = device
-      if keepingAlias && device.alias == nil {
-        device.alias = state.devices.first { $0.id == device.id }?.alias
-      }
+      // A new alias must name one device; one kept from before is not checked again, so a state
+      // written before this rule still reconnects.
       if let alias = device.alias, let reason = state.aliasConflict(alias, for: device.id) {
         throw .aliasTaken(reason)
+      }
+      if keepingAlias && device.alias == nil {
+        device.alias = state.devices.first { $0.id == device.id }?.alias
       }
       state.devices.removeAll { $0.id == device.id }
       state.devices.append(device)
