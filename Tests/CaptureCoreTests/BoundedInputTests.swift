@@ -27,11 +27,11 @@ struct BoundedInputTests {
   func regularFile() throws {
     let path = Self.temporaryDirectory() + "/f"
     Self.write(path, Array(0..<100))
-    let input = try BoundedInput(path: path, accepting: .regularFiles)
+    let input = try BoundedInput(path: FilePath(path), accepting: .regularFiles)
     #expect(input.regularFileSize == 100)
     #expect(try input.read(upTo: 8) == Array(0..<8))
     #expect(try input.readToEnd(limit: 92) == Array(8..<100))
-    #expect(try BoundedInput.contents(of: path, accepting: .regularFiles, limit: 100).count == 100)
+    #expect(try BoundedInput.contents(of: FilePath(path), accepting: .regularFiles, limit: 100).count == 100)
   }
 
   @Test("a regular file over the bound is refused from its size; /dev/zero after the bound plus one byte")
@@ -39,7 +39,7 @@ struct BoundedInputTests {
     let path = Self.temporaryDirectory() + "/f"
     Self.write(path, [UInt8](repeating: 7, count: 101))
     #expect(throws: InputError.tooLarge(limit: 100)) {
-      try BoundedInput.contents(of: path, accepting: .regularFiles, limit: 100)
+      try BoundedInput.contents(of: FilePath(path), accepting: .regularFiles, limit: 100)
     }
     #expect(throws: InputError.tooLarge(limit: 1 << 20)) {
       try BoundedInput.contents(of: "/dev/zero", accepting: .regularFilesAndStreams, limit: 1 << 20)
@@ -51,16 +51,16 @@ struct BoundedInputTests {
     let directory = Self.temporaryDirectory()
     #expect(mkfifo(directory + "/p", 0o600) == 0)
     #expect(throws: InputError.notRegular(kind: "a FIFO or pipe")) {
-      try BoundedInput(path: directory + "/p", accepting: .regularFiles)
+      try BoundedInput(path: FilePath(directory + "/p"), accepting: .regularFiles)
     }
     #expect(throws: InputError.notRegular(kind: "a character device")) {
       try BoundedInput(path: "/dev/null", accepting: .regularFiles)
     }
     #expect(throws: InputError.system(Errno(EISDIR))) {
-      try BoundedInput(path: directory, accepting: .regularFilesAndStreams)
+      try BoundedInput(path: FilePath(directory), accepting: .regularFilesAndStreams)
     }
     #expect(throws: InputError.system(Errno(ENOENT))) {
-      try BoundedInput(path: directory + "/missing", accepting: .regularFiles)
+      try BoundedInput(path: FilePath(directory + "/missing"), accepting: .regularFiles)
     }
   }
 
@@ -71,7 +71,7 @@ struct BoundedInputTests {
     let start = ContinuousClock.now
     #expect(throws: InputError.timedOut) {
       try BoundedInput.contents(
-        of: path, accepting: .regularFilesAndStreams, limit: 100, wait: .within(.milliseconds(200)))
+        of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100, wait: .within(.milliseconds(200)))
     }
     let elapsed = ContinuousClock.now - start
     #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(2))
@@ -87,7 +87,7 @@ struct BoundedInputTests {
     DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { cancellation.cancel() }
     #expect(throws: InputError.cancelled) {
       try BoundedInput.contents(
-        of: path, accepting: .regularFilesAndStreams, limit: 100,
+        of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100,
         wait: BoundedInput.Wait(cancellation: cancellation))
     }
   }
@@ -102,11 +102,11 @@ struct BoundedInputTests {
       close(fd)
     }
     let bytes = try await BoundedInput.contents(
-      of: path, accepting: .regularFilesAndStreams, limit: 100, timeout: .seconds(5))
+      of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100, timeout: .seconds(5))
     #expect(bytes == Array("hello".utf8))
 
     let task = Task {
-      try await BoundedInput.contents(of: path, accepting: .regularFilesAndStreams, limit: 100)
+      try await BoundedInput.contents(of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100)
     }
     try await Task.sleep(for: .milliseconds(100))
     task.cancel()

@@ -51,7 +51,7 @@ extension Context {
   /// A remembered alias or friendly name → the selector it was remembered under (17 when unknown).
   func resolve(_ selector: DeviceSelector) async throws(CaptureError) -> DeviceSelector {
     guard case .name(let name) = selector else { return selector }
-    let remembered = try state.load().devices.first { $0.alias == name || $0.name == name || $0.id == name }
+    let remembered = try state.load().device(named: name)
     guard let remembered else {
       throw CaptureError(.notFound, "no remembered device is called '\(name)' (see capture list)")
     }

@@ -44,6 +44,12 @@ enum ConnectCommand {
       return try await showPairingCode(context)
     }
     let selector = try await context.resolve(given)
+    // An alias that would make a word name two devices is refused before anything is connected.
+    if let alias = options.alias,
+      let reason = try context.state.load().aliasConflict(alias, for: selector.description)
+    {
+      throw .aliasTaken(reason)
+    }
     if options.classic {
       return try await connectClassic(selector, options, context)
     }
@@ -76,6 +82,10 @@ enum ConnectCommand {
           transport: selector.transportKey, lastSeen: Timestamp.now().iso8601))
       printArrivals([info], context)
       return .noError
+    case .hid:
+      throw .notSupported(
+        "\(selector): a keyboard-wedge scanner is used where it is plugged in (capture listen \(selector)); there is nothing to connect or remember"
+      )
     default:
       throw .transportMissing(selector)
     }
@@ -210,6 +220,9 @@ enum RemoveCommand {
         context.output.line("\(id)\t\(info.name)\t\(info.type.typeName)\tremoved")
       }
       return .noError
+    case .hid:
+      throw .notSupported(
+        "\(selector): a keyboard-wedge scanner is never remembered, so there is nothing to remove")
     default:
       throw .transportMissing(selector)
     }
@@ -409,7 +422,8 @@ enum PartnershipCommand {
       if selector == .socketCam {
         throw .notSupported("SocketCam is built in; it has no Bluetooth partnership")
       }
-      throw .transportMissing(selector)
+      throw .notSupported(
+        "\(selector): partnership is for Bluetooth devices; a \(selector.transportName) device has none")
     }
     let adapter = context.globals.adapter
     switch options.action {

@@ -125,15 +125,15 @@ final class EventSink: Sendable {
         }
         written = emit(json.serialized, kind: event.kind)
       } else if verdict == .good {
-        written = emit(data.text, kind: event.kind)
+        written = emit(data.plainLine, kind: event.kind)
       } else {
-        output.info("\(event.device.name): host rejected \(data.text)")
+        output.info("\(event.device.name): host rejected \(data.plainLine)")
       }
     }
     if let tell {
       let told: HostVerdict = written ? verdict : .bad
       if !(await tell(told)) {
-        output.warn("\(event.device.name): could not tell the device \(told.rawValue) for \(data.text)")
+        output.warn("\(event.device.name): could not tell the device \(told.rawValue) for \(data.plainLine)")
       }
     }
     onDecoded(count)

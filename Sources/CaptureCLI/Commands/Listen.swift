@@ -71,7 +71,7 @@ enum ListenCommand {
       if parsed.value("confirm-timeout") != nil && confirm == nil && !confirmStdin {
         throw parsed.usage("--confirm-timeout works with --confirm CMD or --confirm-stdin")
       }
-      output = parsed.value("output")
+      output = try parsed.textPath("output")
       if output == "" { throw parsed.usage("--output needs a file name") }
       if output == "-" { output = nil }
     }

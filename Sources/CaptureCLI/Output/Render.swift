@@ -153,9 +153,10 @@ enum Render {
   }
 
   /// Plain text of an event for stdout, or nil when it belongs on stderr (only decoded data is a result
-  /// in plain mode, so `capture listen | while read code` sees nothing else).
+  /// in plain mode, so `capture listen | while read code` sees nothing else). The text is escaped as
+  /// `DecodedData.plainLine` says, so one code is always exactly one line.
   static func plain(_ event: Event) -> String? {
-    if case .decodedData(let data) = event.payload { return data.text }
+    if case .decodedData(let data) = event.payload { return data.plainLine }
     return nil
   }
 

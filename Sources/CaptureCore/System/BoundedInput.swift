@@ -140,10 +140,10 @@ public final class BoundedInput {
   public private(set) var consumed = 0
 
   /// Opens `path` for reading, without waiting for a FIFO's writer.
-  public init(path: String, accepting: Accepting, wait: Wait = .unbounded) throws(InputError) {
+  public init(path: FilePath, accepting: Accepting, wait: Wait = .unbounded) throws(InputError) {
     let fd: Int32
     do {
-      fd = try Errno.retryingInterrupts { open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) }
+      fd = try Errno.retryingInterrupts { path.open(O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) }
     } catch {
       throw .system(error)
     }
@@ -293,7 +293,7 @@ extension BoundedInput {
   /// calling task (a --timeout's deadline task, SIGINT relayed as cancellation) ends the read with
   /// `.cancelled`; `timeout` ends it with `.timedOut`.
   public static func contents(
-    of path: String, dashIsStandardInput: Bool = false, accepting: Accepting, limit: Int,
+    of path: FilePath, dashIsStandardInput: Bool = false, accepting: Accepting, limit: Int,
     timeout: Duration? = nil
   ) async throws(InputError) -> [UInt8] {
     let cancellation = Cancellation()
@@ -321,7 +321,7 @@ extension BoundedInput {
   /// The synchronous form, for a caller that may block (it waits on this thread): a regular-file-only
   /// input never waits, so the state file is read this way.
   public static func contents(
-    of path: String, accepting: Accepting, limit: Int, wait: Wait = .unbounded
+    of path: FilePath, accepting: Accepting, limit: Int, wait: Wait = .unbounded
   ) throws(InputError) -> [UInt8] {
     try BoundedInput(path: path, accepting: accepting, wait: wait).readToEnd(limit: limit)
   }
