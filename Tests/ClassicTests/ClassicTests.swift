@@ -397,7 +397,7 @@ func decodedTexts(_ events: [Event]) -> [String] {
     #expect(ClassicDiscovery.isSocketMobileName(name) == expected)
   }
 
-  @Test func inquiryWithNames() throws {
+  @Test func inquiryWithNames() async throws {
     let socket = BluetoothAddress("00:06:66:0A:1B:2C")!
     let other = BluetoothAddress("11:22:33:44:55:66")!
     let silent = BluetoothAddress("11:22:33:44:55:77")!
@@ -410,18 +410,18 @@ func decodedTexts(_ events: [Event]) -> [String] {
       ])
       s.names = [socket: "Socket 7Xi [0A1B2C]", other: "Headphones"]
     }
-    let mine = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
+    let mine = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
     #expect(mine.map(\.address) == [socket])
     #expect(mine.first?.classOfDevice == 0x001F00)
-    let all = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
+    let all = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
     #expect(all.map(\.name) == ["Socket 7Xi [0A1B2C]", "Headphones", nil])
   }
 
-  @Test func inquiryWithoutBluetooth() {
+  @Test func inquiryWithoutBluetooth() async {
     let fake = FakeBluetoothSystem()
     fake.script { $0.hciDevices = .failure(Errno(EAFNOSUPPORT)) }
     do {
-      _ = try ClassicDiscovery.inquiry(adapter: nil, seconds: 1, all: true, system: fake)
+      _ = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 1, all: true, system: fake)
       Issue.record("no HCI here")
     } catch {
       #expect(error.code == .notAvailable)
@@ -510,9 +510,9 @@ func decodedTexts(_ events: [Event]) -> [String] {
     #expect(UUID128("A1220169-E854-473E-9CB5-873ACBDF1F1G") == nil)
   }
 
-  @Test func recognisedByServiceClassWithoutASocketName() throws {
+  @Test func recognisedByServiceClassWithoutASocketName() async throws {
     let fake = fake([unnamed: [.success(true)]])
-    let found = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
+    let found = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
     #expect(found.map(\.address) == [named, unnamed])
     #expect(found.map(\.recognition) == [.name, .serviceClass])
     // The name already says Socket: no SDP search for it; one search each for the other two.
@@ -521,24 +521,24 @@ func decodedTexts(_ events: [Event]) -> [String] {
       fake.state.withLock { $0.searchedUUIDs }.allSatisfy { $0 == ClassicDiscovery.scannerServiceClass })
   }
 
-  @Test func othersOnlyWithAll() throws {
+  @Test func othersOnlyWithAll() async throws {
     let fake = fake([:])
     #expect(
-      try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake).map(\.address) == [
+      try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake).map(\.address) == [
         named
       ])
-    let all = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
+    let all = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
     #expect(all.map(\.address) == [named, unnamed, headset])
     #expect(all.map(\.recognition) == [.name, nil, nil])
     #expect(all.map(\.isSocketMobile) == [true, false, false])
   }
 
-  @Test func sdpFailureSkipsTheDeviceAndSaysWhy() throws {
+  @Test func sdpFailureSkipsTheDeviceAndSaysWhy() async throws {
     let fake = fake([
       unnamed: [.failure(Errno(EHOSTDOWN))], headset: [.failure(Errno(EINTR)), .success(true)],
     ])
     let notes = Mutex<[String]>([])
-    let found = try ClassicDiscovery.inquiry(
+    let found = try await ClassicDiscovery.inquiry(
       adapter: nil, seconds: 5, all: false, system: fake, note: { note in notes.withLock { $0.append(note) } }
     )
     // EINTR is retried (the headset answers the second time); EHOSTDOWN leaves the device unrecognised.
