@@ -76,6 +76,11 @@ typedef struct czx_result {
   char symbology[8];        // Result::symbologyIdentifier(), e.g. "]Q1", NUL-terminated
 } czx_result;
 
+// 1 when this build of the shim traps zxing-cpp's assertion failures on linear formats (zxing-cpp before
+// 2.0, whose Result::operator== asserts on ordinary images; see czxing.cpp), 0 when it calls
+// ReadBarcodes plainly. Decided at build time from ZXVersion.h.
+int czx_abort_trap(void);
+
 // Fills `*options` with the defaults this project uses (all formats, try harder/rotate/downscale on).
 void czx_options_init(czx_options *options);
 
