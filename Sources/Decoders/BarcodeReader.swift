@@ -34,7 +34,9 @@ public final class BarcodeReader: Sendable {
     // With an asserting zxing-cpp (ZXingScanner.trapsAssertions) the linear formats go to ZBar alone when
     // it is enabled, so zxing-cpp reads matrix codes only and its SIGABRT trap never runs.
     var zxingFormats = formats
-    if ZXingScanner.trapsAssertions && engines.contains(.zbar) { zxingFormats.subtract(ZXingScanner.routedToZBar) }
+    if ZXingScanner.trapsAssertions && engines.contains(.zbar) {
+      zxingFormats.subtract(ZXingScanner.routedToZBar)
+    }
     zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: zxingFormats) : 0)
     var first = Shared()
     // Create the first scanner now so the first decode does not pay for it.

@@ -91,6 +91,33 @@ struct ConfirmTests {
     #expect(outcome.err.utf8.count >= 8_388_608)
   }
 
+  @Test(
+    "the command inherits stdin, stdout and stderr only: not the signal self-pipe nor any other descriptor")
+  func inheritsOnlyStandardDescriptors() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    // capture is started with 0, 1 and 2 only (a python3 exec wrapper closes the rest), so anything
+    // else the command holds came from capture. No redirection in the command: a shell that redirects
+    // keeps a copy of the old descriptor. Its stdout is capture's stderr; `ls` is exec'd in place of the
+    // shell, so $$ is the command itself.
+    let closeAndExec = "import os, sys; os.closerange(3, 65536); os.execv(sys.argv[1], sys.argv[1:])"
+    let outcome = try await Runner.run(
+      "/usr/bin/python3",
+      [
+        "-c", closeAndExec, try Product.path(), "listen", "--image", images.qr.path, "--confirm",
+        "ls -l /proc/$$/fd",
+      ], environment: sandbox.environment, directory: sandbox.root)
+    #expect(outcome.status == 0, "\(outcome)")
+    let text = outcome.err
+    let entries = text.split(separator: "\n").filter { $0.contains(" -> ") }
+    let numbers = entries.compactMap { line -> Int? in
+      let words = line.split(separator: " ")
+      guard let arrow = words.firstIndex(of: "->"), arrow > 0 else { return nil }
+      return Int(words[arrow - 1])
+    }
+    #expect(numbers.sorted() == [0, 1, 2], "capture passed more than stdin, stdout and stderr:\n\(text)")
+  }
+
   @Test("--confirm-timeout without --confirm is a usage error")
   func usage() async throws {
     let sandbox = try Sandbox()

@@ -93,7 +93,9 @@ enum Interruption {
     // that makes them (Glibc's Swift module does not export pipe2), so no `--confirm` child, or any
     // other program capture starts, inherits them.
     var fds: [Int32] = [-1, -1]
-    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else { return }
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+      return
+    }
     // Non-blocking write end: a burst of signals that fills the buffer drops bytes, never hangs a handler.
     _ = fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK)
     pipeWrite = fds[1]

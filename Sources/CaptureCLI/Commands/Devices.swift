@@ -384,7 +384,8 @@ extension DiscoverCommand {
   }
 
   /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
-  static func classicInquiry(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+  static func classicInquiry(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode
+  {
     let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
     let output = context.output
     var found = try await ClassicDiscovery.inquiry(

@@ -1,6 +1,10 @@
 import Dispatch
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Where blocking work runs: the one policy of this program for calls that wait in the kernel.
 ///
 /// Swift's cooperative thread pool has one thread per core, and a task that blocks in poll(2),
@@ -71,6 +75,17 @@ public final class BlockingExecutor: Sendable {
     self.idleTimeout = idleExit
   }
 
+  /// Marks every worker thread (a non-NULL value under this pthread key), so code can tell it runs on one.
+  private static let workerKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key, nil)
+    return key
+  }()
+
+  /// True on a thread of any `BlockingExecutor` (and false on the cooperative pool): blocking code can
+  /// check where it runs, and tests can prove the policy holds.
+  public static var isWorkerThread: Bool { pthread_getspecific(workerKey) != nil }
+
   /// Threads running now, and the most there ever were (tests of the bound).
   public var threadCount: Int { state.withLock { $0.threads } }
   public var peakThreadCount: Int { state.withLock { $0.peakThreads } }
@@ -93,19 +108,48 @@ public final class BlockingExecutor: Sendable {
   }
 
   private func submit(_ job: @escaping Job) {
-    let spawn: Int? = state.withLock { s in
+    let spawn = state.withLock { s in
       s.jobs.append(job)
       // A thread that took a signal but not yet its job counts as idle, and its job as queued.
-      guard s.queued > s.threads - s.busy, s.threads < limit else { return nil }
+      guard s.queued > s.threads - s.busy, s.threads < limit else { return false }
       s.threads += 1
       s.peakThreads = max(s.peakThreads, s.threads)
-      return s.threads
+      return true
     }
     work.signal()
-    if let number = spawn {
-      // A serial queue of its own: libdispatch gives it a thread that is not one of the cooperative
-      // pool's, for as long as the worker loop runs.
-      DispatchQueue(label: "\(label).\(number)").async { self.workerLoop() }
+    if spawn { startThread() }
+  }
+
+  /// A detached pthread of its own, started now: not one of the cooperative pool's, and not left to
+  /// libdispatch, whose thread pool on Linux may defer starting a thread while the CPUs are busy.
+  private func startThread() {
+    let body = Unmanaged.passRetained(
+      WorkerBody { [self] in
+        _ = pthread_setspecific(Self.workerKey, UnsafeRawPointer(bitPattern: 1))
+        workerLoop()
+      }
+    ).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(
+      &thread, nil,
+      { raw in
+        Unmanaged<WorkerBody>.fromOpaque(raw!).takeRetainedValue().run()
+        return nil
+      }, body)
+    if rc == 0 {
+      pthread_detach(thread)
+      return
+    }
+    Unmanaged<WorkerBody>.fromOpaque(body).release()
+    // No thread (EAGAIN): one fewer worker; the job waits for a running one, or, when none runs, gets a
+    // Dispatch thread so it is never stranded.
+    let none = state.withLock { s in
+      s.threads -= 1
+      return s.threads == 0
+    }
+    if none {
+      state.withLock { $0.threads += 1 }
+      DispatchQueue(label: label).async { self.workerLoop() }
     }
   }
 
@@ -125,9 +169,20 @@ public final class BlockingExecutor: Sendable {
         continue
       }
       // Every signal follows its job's append, so a taken signal always finds a job.
-      guard let job = state.withLock({ s in s.pop().map { job in s.busy += 1; return job } }) else { continue }
+      guard
+        let job = state.withLock({ s in
+          s.pop().map { job in
+            s.busy += 1; return job
+          }
+        })
+      else { continue }
       job()
       state.withLock { $0.busy -= 1 }
     }
   }
+}
+
+private final class WorkerBody: Sendable {
+  let run: @Sendable () -> Void
+  init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }

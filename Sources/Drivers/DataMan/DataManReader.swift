@@ -72,14 +72,13 @@ public final class DataManReader: Device {
     -> DataManReader
   {
     let timeout = request.timeout ?? defaultTimeout
-    // getaddrinfo and the connect's poll(2) block: on the blocking executor, so that supervisors
-    // retrying absent readers never hold the cooperative pool's threads (BlockingExecutor).
-    let connection = try await BlockingExecutor.shared.run { (job) throws(CaptureError) in
+    // getaddrinfo and the connect's poll(2) block: on the blocking executor, with the handshake.
+    return try await open(
+      id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout, queueLimit: queueLimit
+    ) {
+      (job) throws(CaptureError) in
       try TCPConnection.connect(host: host, port: port, timeout: timeout, cancelled: { job.isCancelled })
     }
-    return try await open(
-      connection, id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout,
-      queueLimit: queueLimit)
   }
 
   /// A DataMan on a serial line (`serial:/dev/PATH?protocol=dmcc[&baud=N]`): the same DMCC, over RS-232
@@ -88,38 +87,49 @@ public final class DataManReader: Device {
     async throws(CaptureError) -> DataManReader
   {
     let timeout = request.timeout ?? defaultTimeout
-    // open(2) of a tty and its termios set-up block: on the blocking executor.
-    let link = try await BlockingExecutor.shared.run { _ throws(CaptureError) in
+    // open(2) of a tty and its termios set-up block: on the blocking executor, with the handshake.
+    return try await open(
+      id: DeviceSelector.serial(path: path, parameters: parameters).description, timeout: timeout
+    ) { _ throws(CaptureError) in
       try SerialDMCCLink(path: path, parameters: parameters)
     }
-    return try await open(
-      link, id: DeviceSelector.serial(path: path, parameters: parameters).description, timeout: timeout)
   }
 
+  /// Over a link already made (tests).
   static func open(
     _ connection: any DMCCLink, id: String, timeout: Duration, queueLimit: Int = EventQueue.defaultLimit
   ) async throws(CaptureError) -> DataManReader {
-    do throws(CaptureError) {
-      // The exchange waits in poll(2) for up to `timeout`: on the blocking executor, not the pool.
-      let greeting = try await BlockingExecutor.shared.run { (job) throws(CaptureError) in
+    try await open(id: id, timeout: timeout, queueLimit: queueLimit) { _ throws(CaptureError) in connection }
+  }
+
+  /// Makes the link with `link` and runs the handshake, both in one `BlockingExecutor` job: they wait in
+  /// the kernel for up to `timeout` each, and one job is one hop off the cooperative pool and back.
+  static func open(
+    id: String, timeout: Duration, queueLimit: Int = EventQueue.defaultLimit,
+    link: @escaping @Sendable (BlockingExecutor.Cancellation) throws(CaptureError) -> any DMCCLink
+  ) async throws(CaptureError) -> DataManReader {
+    let (connection, greeting) = try await BlockingExecutor.shared.run {
+      (job) throws(CaptureError) -> (any DMCCLink, Greeting) in
+      let connection = try link(job)
+      do throws(CaptureError) {
         var handshake = Handshake(connection: connection, timeout: timeout, cancelled: { job.isCancelled })
         // In silent mode (the default) the reader does not answer the SET, so it is not awaited: the GET
         // that follows is the first command whose extended reply proves the switch took.
         try handshake.send("SET COM.DMCC-RESPONSE 1", id: 1)
         let model = try handshake.await("GET DEVICE.TYPE", id: 2)
         let name = try handshake.await("GET DEVICE.NAME", id: 3)
-        return Greeting(model: model, name: name, reads: handshake.reads)
+        return (connection, Greeting(model: model, name: name, reads: handshake.reads))
+      } catch {
+        connection.close()
+        throw error
       }
-      let (model, name) = (greeting.model, greeting.name)
-      // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
-      // Socket Mobile models only); the model string is in `dmcc:DEVICE.TYPE`.
-      let info = DeviceInfo(id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none)
-      return DataManReader(
-        info: info, connection: connection, timeout: timeout, early: greeting.reads, queueLimit: queueLimit)
-    } catch {
-      connection.close()
-      throw error
     }
+    let (model, name) = (greeting.model, greeting.name)
+    // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
+    // Socket Mobile models only); the model string is in `dmcc:DEVICE.TYPE`.
+    let info = DeviceInfo(id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none)
+    return DataManReader(
+      info: info, connection: connection, timeout: timeout, early: greeting.reads, queueLimit: queueLimit)
   }
 
   private init(
