@@ -103,7 +103,7 @@ int exportResults(const ZXing::Results &found, czx_result **results, size_t *cou
 // the assertion. So the trap below guards exactly the linear formats: Codabar, Code 39, Code 93,
 // Code 128, DataBar, DataBar Expanded, EAN-8, EAN-13, ITF, UPC-A, UPC-E; and BarcodeReader routes those
 // to ZBar, which reads every one of them, whenever ZBar is enabled, so the trap only runs for a
-// zxing-only reader (`--decoder zxing`).
+// reader without ZBar (`BarcodeReader(engines: [.zxing])`).
 //
 // Debian's own ZXingReader dies the same way on such images. assert() ends in abort(), which raises
 // SIGABRT in the calling thread; glibc's abort() (2.36) releases its lock and resets its stage before

@@ -90,9 +90,9 @@ void czx_options_init(czx_options *options);
 //
 // Debian's zxing-cpp 1.4.0 is built with assertions, and some of them fire on ordinary images (any linear
 // code in an image >= 500 px in both directions, two identical linear codes): see czxing.cpp. This call
-// therefore reads matrix and linear formats separately, linear ones without downscaling, and catches a
-// failed assertion (SIGABRT from abort()) in zxing-cpp on the calling thread, retrying with safer
-// settings. *aborts (if not NULL) receives how many assertions were caught; each leaks that attempt's
+// therefore reads matrix and linear formats separately, linear ones without downscaling, and, when built
+// against zxing-cpp before 2.0 (czx_abort_trap), catches a failed assertion (SIGABRT from abort()) in a
+// read that includes linear formats, on the calling thread, retrying with safer settings. *aborts (if not NULL) receives how many assertions were caught; each leaks that attempt's
 // memory and libc has already printed the assertion message to stderr. To do this, the first call installs
 // a process-wide SIGABRT handler that forwards every other SIGABRT to the previously installed action.
 int czx_read(const uint8_t *lum, int width, int height, int row_stride, const czx_options *options,

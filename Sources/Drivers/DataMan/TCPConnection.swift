@@ -117,10 +117,16 @@ final class TCPConnection: Sendable {
     return max(0, Int(s) * 1000 + Int(atto / 1_000_000_000_000_000))
   }
 
-  /// Sends every byte, waiting in poll when the socket buffer is full. MSG_NOSIGNAL: a reader that
-  /// went away must be an error, not a SIGPIPE.
+  /// How long a send waits, in all, for room in a full socket buffer. A DMCC command is one short line
+  /// and the kernel buffers far more than that, so a full buffer means the reader stopped reading: the
+  /// wait is kept short because `command` sends from the cooperative pool.
+  static let sendStall: Duration = .seconds(1)
+
+  /// Sends every byte, waiting in poll (at most `sendStall` in all) when the socket buffer is full.
+  /// MSG_NOSIGNAL: a reader that went away must be an error, not a SIGPIPE.
   func send(_ bytes: [UInt8]) throws(CaptureError) {
     var offset = 0
+    let deadline = ContinuousClock.now + Self.sendStall
     while offset < bytes.count {
       let n = bytes.withUnsafeBytes {
         Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
@@ -128,8 +134,12 @@ final class TCPConnection: Sendable {
       if n < 0 {
         if errno == EINTR { continue }
         if errno == EAGAIN {
+          let left = deadline - ContinuousClock.now
+          guard left > .zero else {
+            throw CaptureError(.communicationError, "\(endpoint): the reader does not take what is sent")
+          }
           var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-          _ = poll(&pfd, 1, 100)
+          _ = poll(&pfd, 1, Int32(min(Self.milliseconds(left), 100)))
           if Task.isCancelled { throw CaptureError(.cancel, "\(endpoint): send cancelled") }
           continue
         }
