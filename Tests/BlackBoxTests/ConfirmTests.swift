@@ -1,6 +1,7 @@
 // listen --confirm: the host acknowledges each code (the SDK's App confirmation mode).
 
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -129,10 +130,12 @@ struct ConfirmTests {
 /// The host side of `listen --confirm-stdin`: records every question capture writes on stdout and
 /// answers it on capture's stdin as `reply` says (by question number from 0 and text; nil closes
 /// capture's stdin).
-final class CoProcessHost: @unchecked Sendable {
-  // Only the runner's thread touches these while capture runs; the test reads them after it ended.
-  private(set) var questions: [String] = []
+final class CoProcessHost: Sendable {
+  private let asked = Mutex<[String]>([])
   private let reply: @Sendable (Int, String) -> String?
+
+  /// Every question so far, in order.
+  var questions: [String] { asked.withLock { $0 } }
 
   init(_ reply: @escaping @Sendable (Int, String) -> String?) { self.reply = reply }
 
@@ -143,8 +146,11 @@ final class CoProcessHost: @unchecked Sendable {
 
   var interaction: Interaction {
     Interaction(answer: { line in
-      self.questions.append(line)
-      return self.reply(self.questions.count - 1, line)
+      let index = self.asked.withLock { asked in
+        asked.append(line)
+        return asked.count - 1
+      }
+      return self.reply(index, line)
     })
   }
 }
@@ -370,16 +376,15 @@ struct ConfirmStdinTests {
 }
 
 /// A one-way signal between a runner callback (any thread) and a test task.
-final class Flag: @unchecked Sendable {
-  private let lock = NSLock()
-  private var isSet = false
+final class Flag: Sendable {
+  private let isSet = Mutex(false)
 
-  func set() { lock.withLock { isSet = true } }
+  func set() { isSet.withLock { $0 = true } }
 
   func wait(seconds: Double) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-      if lock.withLock({ isSet }) { return true }
+      if isSet.withLock({ $0 }) { return true }
       try? await Task.sleep(for: .milliseconds(20))
     }
     return false
