@@ -59,6 +59,22 @@ struct ConfirmTests {
     #expect(decoded.first?["confirmation"]?.string == "bad")
   }
 
+  @Test("SIGINT while a command runs: it is killed, its code is bad, listen exits 0 without waiting it out")
+  func interruptedWhileRunning() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    var interaction = Interaction()
+    interaction.signal = (SIGINT, 2)
+    let outcome = try await sandbox.capture(
+      [
+        "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 60", "--confirm-timeout", "60s",
+      ], timeLimit: 30, interaction: interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.elapsed < 15)
+    let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
+    #expect(decoded.map { $0["confirmation"]?.string } == ["bad"])
+  }
+
   @Test("a command that crashes (killed by a signal) is a bad verdict; listen goes on to the next code")
   func crash() async throws {
     let sandbox = try Sandbox()

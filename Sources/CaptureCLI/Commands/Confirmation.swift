@@ -26,19 +26,29 @@ struct ConfirmCommand: HostJudge {
   typealias Verdict = HostVerdict
   let command: String
   let timeLimit: Duration
+  /// The commands running now, so `stop` can end them.
+  private let running = RunningCommands()
+
+  init(command: String, timeLimit: Duration) {
+    self.command = command
+    self.timeLimit = timeLimit
+  }
 
   func verdict(_ event: Event, _ data: DecodedData) async -> HostVerdict {
     await run(data: data.bytes, eventJSON: Render.event(event).serialized)
   }
 
-  /// A running command is bounded by its time limit; nothing to interrupt early.
-  func stop() {}
+  /// listen is stopping: a running command is killed (its code is bad) rather than waited out, and
+  /// none is started after.
+  func stop() { running.stop() }
 
   /// Runs the command; its stdout goes to our stderr so it can never corrupt the event stream. The
   /// wait for it blocks in waitid(2) on the blocking executor, never on the cooperative pool; a timer
   /// task kills its process group when the time limit passes, which ends that wait.
   func run(data: [UInt8], eventJSON: String) async -> Verdict {
-    guard let child = spawn(data: data, eventJSON: eventJSON) else { return .bad }
+    guard !running.isStopped, let child = spawn(data: data, eventJSON: eventJSON) else { return .bad }
+    // A stop that came between the check and the spawn kills it at once.
+    running.add(child)
     let limit = timeLimit
     let timer = Task {
       do { try await Task.sleep(for: limit) } catch { return }
@@ -46,6 +56,7 @@ struct ConfirmCommand: HostJudge {
     }
     let status = await BlockingExecutor.shared.run { _ in child.wait() }
     timer.cancel()
+    running.remove(child)
     guard let status, !child.wasKilled else { return .bad }
     // WIFEXITED / WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
     return (status & 0x7F) == 0 && ((status >> 8) & 0xFF) == 0 ? .good : .bad
@@ -107,6 +118,33 @@ struct ConfirmCommand: HostJudge {
     _ = data.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
     close(input[1])
     return ConfirmChild(pid: pid)
+  }
+}
+
+/// The `--confirm` commands running now (one at a time in practice; a set so nothing assumes it).
+final class RunningCommands: Sendable {
+  private let state = Mutex((children: [pid_t: ConfirmChild](), stopped: false))
+
+  var isStopped: Bool { state.withLock { $0.stopped } }
+
+  /// Registers a started command; one started after `stop` is killed at once.
+  func add(_ child: ConfirmChild) {
+    let late = state.withLock { s in
+      if !s.stopped { s.children[child.pid] = child }
+      return s.stopped
+    }
+    if late { child.kill() }
+  }
+
+  func remove(_ child: ConfirmChild) { _ = state.withLock { $0.children.removeValue(forKey: child.pid) } }
+
+  /// Kills every running command and refuses new ones.
+  func stop() {
+    let children = state.withLock { s in
+      s.stopped = true
+      return Array(s.children.values)
+    }
+    for child in children { child.kill() }
   }
 }
 
