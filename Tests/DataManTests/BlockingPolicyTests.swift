@@ -117,6 +117,23 @@ struct BlockingPolicyTests {
     await reader.close()
   }
 
+  @Test("a send the reader never takes fails after TCPConnection.sendStall instead of waiting forever")
+  func stalledSend() throws {
+    let peer = try SilentListener(backlog: 64)
+    let connection = try TCPConnection.connect(host: "127.0.0.1", port: peer.port, timeout: .seconds(3))
+    // Far more than loopback's socket buffers hold (a few MiB each way); nobody reads it.
+    let flood = [UInt8](repeating: 0x41, count: 64 << 20)
+    let start = ContinuousClock.now
+    do throws(CaptureError) {
+      try connection.send(flood)
+      Issue.record("64 MiB went into a socket nobody reads")
+    } catch {
+      #expect(error.code == .communicationError)
+      #expect(error.message.contains("does not take what is sent"))
+    }
+    #expect(ContinuousClock.now - start < TCPConnection.sendStall + .seconds(3))
+  }
+
   @Test("cancelling an open that waits in connect ends it promptly with CANCEL")
   func cancelledConnect() async throws {
     let peer = try SilentListener(backlog: 0)
