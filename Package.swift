@@ -27,6 +27,8 @@ let package = Package(
     .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
     .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
     // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (swift-on-linux.md).
+    // The shim reads the library's version from ZXVersion.h (on the -I path below) at build time: its
+    // SIGABRT trap for failed assertions is compiled only for zxing-cpp before 2.0.
     .target(
       name: "CZXing",
       cxxSettings: [.define("ZX_USE_UTF8"), .unsafeFlags(["-I/usr/include/ZXing", "-std=c++17"])],

@@ -333,7 +333,7 @@ enum DiscoverCommand {
     let output = context.output
     // BlueZ is preferred whenever bluetoothd runs (issue 4); without it, --classic asks HCI directly.
     if options.classic, await !context.system.bluetoothdReachable(adapter: context.globals.adapter) {
-      return try classicInquiry(options, context)
+      return try await classicInquiry(options, context)
     }
     let request = DiscoveryRequest(
       adapter: context.globals.adapter, transport: transport, all: options.all, namePattern: options.name,
@@ -383,10 +383,11 @@ extension DiscoverCommand {
   }
 
   /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
-  static func classicInquiry(_ options: Options, _ context: Context) throws(CaptureError) -> ResultCode {
+  static func classicInquiry(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode
+  {
     let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
     let output = context.output
-    var found = try context.system.inquire(
+    var found = try await context.system.inquire(
       adapter: context.globals.adapter, seconds: seconds, all: options.all, note: { output.info($0) })
     if let pattern = options.name {
       found.removeAll { fnmatch(pattern, $0.name ?? "", 0) != 0 }
