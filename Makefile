@@ -50,8 +50,8 @@ test: test-deps
 	$(MAKE) --no-print-directory check-docs CONFIG=debug
 	$(MAKE) --no-print-directory test-vm-if-possible
 
-# Bluetooth Classic end to end against a real kernel stack: a Debian kernel under qemu with two btvirt
-# controllers (Tests/VM/README.md); the binary under test is a static release build.
+# Bluetooth Classic and LE end to end against a real kernel stack: a Debian kernel under qemu with two
+# btvirt controllers (Tests/VM/README.md); the binary under test is a static release build.
 VM_BIN = $$($(SWIFT) build -c release --static-swift-stdlib --show-bin-path)/capture
 test-vm: vm-deps
 	$(SWIFT) build -c release --static-swift-stdlib
@@ -61,12 +61,12 @@ test-vm: vm-deps
 # root) or the image (vm.py exit 3: the Debian mirror out of reach); a failing scenario fails the test.
 test-vm-if-possible:
 	@if ! ./scripts/ensure-packages $(BUILD_PACKAGES) $(VM_PACKAGES); then \
-	  echo "*** SKIPPED: Tests/VM (Bluetooth Classic on a real kernel stack): its packages are missing"; \
+	  echo "*** SKIPPED: Tests/VM (Bluetooth Classic and LE on a real kernel stack): its packages are missing"; \
 	  exit 0; fi; \
 	$(SWIFT) build -c release --static-swift-stdlib || exit 1; \
 	/usr/bin/python3 Tests/VM/vm.py --binary $(VM_BIN); rc=$$?; \
 	if [ $$rc -eq 3 ]; then \
-	  echo "*** SKIPPED: Tests/VM (Bluetooth Classic on a real kernel stack): no VM image on this machine"; \
+	  echo "*** SKIPPED: Tests/VM (Bluetooth Classic and LE on a real kernel stack): no VM image on this machine"; \
 	  exit 0; fi; exit $$rc
 
 # man/ and completions/ are generated from the command tree; they must match what is checked in.

@@ -15,7 +15,8 @@ let package = Package(
     .target(name: "CaptureCLI", dependencies: ["CaptureCore"]),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
-    // BlueZ over D-Bus (issue 3): a general libdbus client, then one Swift type per BlueZ interface.
+    // BlueZ over D-Bus: a general libdbus client, then one Swift type per BlueZ interface. Drivers reach
+    // BlueZ only through its typed API and do not import DBus.
     .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
     .target(name: "DBus", dependencies: ["CDBus"]),
     .target(name: "BlueZ", dependencies: ["DBus", "CaptureCore"]),
@@ -26,6 +27,8 @@ let package = Package(
     .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
     .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
     // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (swift-on-linux.md).
+    // The shim reads the library's version from ZXVersion.h (on the -I path below) at build time: its
+    // SIGABRT trap for failed assertions is compiled only for zxing-cpp before 2.0.
     .target(
       name: "CZXing",
       cxxSettings: [.define("ZX_USE_UTF8"), .unsafeFlags(["-I/usr/include/ZXing", "-std=c++17"])],

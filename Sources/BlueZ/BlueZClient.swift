@@ -2,7 +2,7 @@ import CaptureCore
 import DBus
 
 /// One process's view of bluetoothd: its own system-bus connection (several capture processes can work
-/// on one device at once, ARCHITECTURE.md §2), typed calls per interface, and the object-tree events.
+/// on one device at once, docs/architecture.md §2), typed calls per interface, and the object-tree events.
 /// Every method converts D-Bus errors to CaptureError exactly once, through BlueZErrorMap.
 public final class BlueZClient: Sendable {
   public let bus: DBusConnection
@@ -17,7 +17,7 @@ public final class BlueZClient: Sendable {
   public static func connect(adapter: String?) async throws(CaptureError) -> BlueZClient {
     let bus: DBusConnection
     do { bus = try DBusConnection.system() } catch {
-      if error.name == "org.freedesktop.DBus.Error.AccessDenied" {
+      if error.name == BlueZName.BusError.accessDenied {
         throw CaptureError(.bluetoothPermissionMissing, "the system bus refused this user: \(error.message)")
       }
       throw CaptureError(.notAvailable, "cannot reach the system bus, so no Bluetooth: \(error.message)")
@@ -66,71 +66,30 @@ public final class BlueZClient: Sendable {
     return adapter
   }
 
-  /// InterfacesAdded/Removed and PropertiesChanged from bluetoothd, plus its leaving and returning.
-  /// The match rules are in place when this returns: read state afterwards (subscribe, then read).
+  /// bluetoothd's object-tree events, typed (`BlueZEvent`), from ONE subscription: InterfacesAdded and
+  /// InterfacesRemoved, PropertiesChanged under /org/bluez and org.bluez's NameOwnerChanged reach the
+  /// stream in the order the bus delivered them, so a device's removal never overtakes the property
+  /// change sent before it, nor bluetoothd's return the last signals of the one that left. The match
+  /// rules are in place when this returns: read state afterwards (subscribe, then read). The stream
+  /// finishes when the bus connection is lost or closed; each call gives a stream of its own (ending a
+  /// stream, as cancelling a task that iterates it does, ends only that one).
   public func events() async throws(CaptureError) -> AsyncStream<BlueZEvent> {
-    let added: AsyncStream<DBusSignal>
-    let removed: AsyncStream<DBusSignal>
-    let changed: AsyncStream<DBusSignal>
-    let owner: AsyncStream<DBusSignal>
+    let signals: AsyncStream<DBusSignal>
     do {
-      added = try await bus.signals(
-        MatchRule(sender: BlueZName.service, interface: BlueZName.objectManager, member: "InterfacesAdded"))
-      removed = try await bus.signals(
-        MatchRule(sender: BlueZName.service, interface: BlueZName.objectManager, member: "InterfacesRemoved"))
-      changed = try await bus.signals(
-        MatchRule(
-          sender: BlueZName.service, interface: BlueZName.properties, member: "PropertiesChanged",
-          pathNamespace: BlueZName.root))
-      owner = try await bus.signals(
-        MatchRule(
-          sender: BlueZName.dbus, interface: BlueZName.dbus, member: "NameOwnerChanged",
-          arg0: BlueZName.service))
+      signals = try await bus.signals(anyOf: BlueZEvent.matchRules)
     } catch {
       throw BlueZErrorMap.captureError(error, "subscribing to bluetoothd's signals")
     }
+    // One consumer in order, no buffering policy but the signals' own (unbounded, as libdbus reads
+    // them): the decode is cheap and never waits.
     let (stream, continuation) = AsyncStream.makeStream(of: BlueZEvent.self, bufferingPolicy: .unbounded)
-    let tasks = [
-      Task {
-        for await s in added {
-          guard let path = s.body.first?.objectPathValue, s.body.count > 1 else { continue }
-          var interfaces: [String: [String: DBusValue]] = [:]
-          for entry in s.body[1].arrayValue ?? [] {
-            guard case .dictEntry(let k, let v) = entry, let name = k.stringValue else { continue }
-            interfaces[name] = v.stringDictValue ?? [:]
-          }
-          continuation.yield(.interfacesAdded(path: path, interfaces: interfaces))
-        }
-      },
-      Task {
-        for await s in removed {
-          guard let path = s.body.first?.objectPathValue, s.body.count > 1 else { continue }
-          continuation.yield(
-            .interfacesRemoved(path: path, interfaces: s.body[1].arrayValue?.compactMap(\.stringValue) ?? []))
-        }
-      },
-      Task {
-        for await s in changed {
-          guard s.body.count >= 2, let interface = s.body[0].stringValue else { continue }
-          continuation.yield(
-            .propertiesChanged(
-              path: s.path, interface: interface, changed: s.body[1].stringDictValue ?? [:],
-              invalidated: s.body.count > 2 ? (s.body[2].arrayValue?.compactMap(\.stringValue) ?? []) : []))
-        }
-      },
-      Task {
-        for await s in owner {
-          guard s.body.count == 3, let newOwner = s.body[2].stringValue else { continue }
-          continuation.yield(newOwner.isEmpty ? .serviceVanished : .serviceAppeared)
-        }
-      },
-    ]
-    let bus = self.bus
-    Task {
-      await bus.waitUntilDisconnected()
+    let pump = Task {
+      for await signal in signals {
+        for event in BlueZEvent.decode(signal) { continuation.yield(event) }
+      }
       continuation.finish()
     }
-    continuation.onTermination = { _ in for task in tasks { task.cancel() } }
+    continuation.onTermination = { _ in pump.cancel() }
     return stream
   }
 
@@ -150,36 +109,40 @@ public final class BlueZClient: Sendable {
   }
 
   // Adapter1
-  public func setDiscoveryFilter(_ filter: [String: DBusValue]) async throws(CaptureError) {
+  public func setDiscoveryFilter(_ filter: DiscoveryFilter) async throws(CaptureError) {
     _ = try await call(
-      adapterPath, BlueZName.adapter, "SetDiscoveryFilter", [.stringDict(filter)],
+      adapterPath, BlueZName.adapter, BlueZName.Method.setDiscoveryFilter, [.stringDict(filter.dictionary)],
       context: "setting the discovery filter")
   }
   public func startDiscovery() async throws(CaptureError) {
-    _ = try await call(adapterPath, BlueZName.adapter, "StartDiscovery", context: "starting discovery")
+    _ = try await call(
+      adapterPath, BlueZName.adapter, BlueZName.Method.startDiscovery, context: "starting discovery")
   }
   public func stopDiscovery() async throws(CaptureError) {
-    _ = try await call(adapterPath, BlueZName.adapter, "StopDiscovery", context: "stopping discovery")
+    _ = try await call(
+      adapterPath, BlueZName.adapter, BlueZName.Method.stopDiscovery, context: "stopping discovery")
   }
   public func removeDevice(_ devicePath: String) async throws(CaptureError) {
     _ = try await call(
-      adapterPath, BlueZName.adapter, "RemoveDevice", [.objectPath(devicePath)],
+      adapterPath, BlueZName.adapter, BlueZName.Method.removeDevice, [.objectPath(devicePath)],
       context: "removing the device")
   }
 
   // Device1
   public func connect(_ devicePath: String, timeout: Duration) async throws(CaptureError) {
-    _ = try await call(devicePath, BlueZName.device, "Connect", timeout: timeout, context: "connecting")
+    _ = try await call(
+      devicePath, BlueZName.device, BlueZName.Method.connect, timeout: timeout, context: "connecting")
   }
   public func disconnect(_ devicePath: String) async throws(CaptureError) {
-    _ = try await call(devicePath, BlueZName.device, "Disconnect", context: "disconnecting")
+    _ = try await call(devicePath, BlueZName.device, BlueZName.Method.disconnect, context: "disconnecting")
   }
   /// Pairs. A device that is paired already answers `org.bluez.Error.AlreadyExists`
   /// (doc/org.bluez.Device.rst, Pair), which counts as success: the goal is a paired device.
   public func pair(_ devicePath: String, timeout: Duration) async throws(CaptureError) {
     do {
       _ = try await bus.call(
-        destination: BlueZName.service, path: devicePath, interface: BlueZName.device, member: "Pair", [],
+        destination: BlueZName.service, path: devicePath, interface: BlueZName.device,
+        member: BlueZName.Method.pair, [],
         timeout: timeout)
     } catch  where error.name == BlueZName.Error.alreadyExists {
       return
@@ -187,7 +150,15 @@ public final class BlueZClient: Sendable {
       throw BlueZErrorMap.captureError(error, "pairing")
     }
   }
-  public func setDeviceProperty(_ devicePath: String, _ name: String, _ value: DBusValue)
+  /// Device1.Alias: the name shown for the device on this host (doc/org.bluez.Device.rst).
+  public func setAlias(_ devicePath: String, _ alias: String) async throws(CaptureError) {
+    try await setDeviceProperty(devicePath, BlueZName.Property.alias, .string(alias))
+  }
+  /// Device1.Trusted: bluetoothd lets a trusted device reconnect (doc/org.bluez.Device.rst).
+  public func setTrusted(_ devicePath: String, _ trusted: Bool) async throws(CaptureError) {
+    try await setDeviceProperty(devicePath, BlueZName.Property.trusted, .boolean(trusted))
+  }
+  func setDeviceProperty(_ devicePath: String, _ name: String, _ value: DBusValue)
     async throws(CaptureError)
   {
     do {
@@ -204,7 +175,8 @@ public final class BlueZClient: Sendable {
     let value: DBusValue
     do {
       value = try await bus.getProperty(
-        destination: BlueZName.service, path: devicePath, interface: BlueZName.battery, name: "Percentage")
+        destination: BlueZName.service, path: devicePath, interface: BlueZName.battery,
+        name: BlueZName.Property.percentage)
     } catch {
       throw BlueZErrorMap.captureError(error, "reading the battery level")
     }
@@ -217,7 +189,8 @@ public final class BlueZClient: Sendable {
   // GattCharacteristic1
   public func readValue(_ path: String) async throws(CaptureError) -> [UInt8] {
     let reply = try await call(
-      path, BlueZName.gattCharacteristic, "ReadValue", [.stringDict([:])], timeout: .seconds(10),
+      path, BlueZName.gattCharacteristic, BlueZName.Method.readValue, [.stringDict([:])],
+      timeout: .seconds(10),
       context: "GATT read")
     guard let bytes = reply.first?.bytesValue else {
       throw CaptureError(
@@ -226,27 +199,42 @@ public final class BlueZClient: Sendable {
     return bytes
   }
   /// `type`: "request" (with response), "command" (without) or "reliable" (doc/org.bluez.GattCharacteristic.rst).
-  public func writeValue(_ path: String, _ bytes: [UInt8], type: String = "request")
+  public func writeValue(_ path: String, _ bytes: [UInt8], type: String = BlueZName.WriteOption.request)
     async throws(CaptureError)
   {
     _ = try await call(
-      path, BlueZName.gattCharacteristic, "WriteValue",
-      [.bytes(bytes), .stringDict(["type": .string(type)])],
+      path, BlueZName.gattCharacteristic, BlueZName.Method.writeValue,
+      [.bytes(bytes), .stringDict([BlueZName.WriteOption.type: .string(type)])],
       timeout: .seconds(10), context: "GATT write")
   }
+  /// Starts this client's notify session. A client that holds one already gets Failed "Already
+  /// notifying" from bluetoothd 5.66 (its session survived a link loss, or a concurrent call of ours
+  /// won): that counts as success, the goal is a session.
   public func startNotify(_ path: String) async throws(CaptureError) {
-    _ = try await call(path, BlueZName.gattCharacteristic, "StartNotify", context: "GATT start-notify")
+    do {
+      _ = try await bus.call(
+        destination: BlueZName.service, path: path, interface: BlueZName.gattCharacteristic,
+        member: BlueZName.Method.startNotify, [], timeout: .seconds(25))
+    } catch
+      where error.name == BlueZName.Error.failed && error.message == BlueZName.Error.alreadyNotifyingMessage
+    {
+      return
+    } catch {
+      throw BlueZErrorMap.captureError(error, "GATT start-notify")
+    }
   }
   public func stopNotify(_ path: String) async throws(CaptureError) {
-    _ = try await call(path, BlueZName.gattCharacteristic, "StopNotify", context: "GATT stop-notify")
+    _ = try await call(
+      path, BlueZName.gattCharacteristic, BlueZName.Method.stopNotify, context: "GATT stop-notify")
   }
   /// GattCharacteristic1.Notifying: true while any client holds a notify session on the current link,
-  /// i.e. bluetoothd has the device's CCCD on (bluez-testing.md: sessions are per client).
+  /// i.e. bluetoothd has the device's CCCD on (docs/bluez-testing.md: sessions are per client).
   public func isNotifying(_ path: String) async throws(CaptureError) -> Bool {
     let value: DBusValue
     do {
       value = try await bus.getProperty(
-        destination: BlueZName.service, path: path, interface: BlueZName.gattCharacteristic, name: "Notifying"
+        destination: BlueZName.service, path: path, interface: BlueZName.gattCharacteristic,
+        name: BlueZName.Property.notifying
       )
     } catch {
       throw BlueZErrorMap.captureError(error, "reading Notifying")
@@ -262,23 +250,48 @@ public final class BlueZClient: Sendable {
   public func registerAgent() async throws(CaptureError) {
     do {
       try bus.export(path: Self.agentPath) { call in
-        switch call.member {
-        case "Release", "Cancel", "RequestConfirmation", "RequestAuthorization", "AuthorizeService",
-          "DisplayPasskey", "DisplayPinCode":
-          return .values([])
-        default:
-          return .error(
-            DBusError(name: BlueZName.Error.rejected, message: "capture has no way to enter a PIN"))
-        }
+        if BlueZName.Method.agentNoInput.contains(call.member) { return .values([]) }
+        return .error(DBusError(name: BlueZName.Error.rejected, message: "capture has no way to enter a PIN"))
       }
     } catch {
       throw BlueZErrorMap.captureError(error, "exporting the pairing agent")
     }
     _ = try await call(
-      BlueZName.root, BlueZName.agentManager, "RegisterAgent",
-      [.objectPath(Self.agentPath), .string("NoInputNoOutput")], context: "registering the pairing agent")
-    _ = try await call(
-      BlueZName.root, BlueZName.agentManager, "RequestDefaultAgent", [.objectPath(Self.agentPath)],
+      BlueZName.root, BlueZName.agentManager, BlueZName.Method.registerAgent,
+      [.objectPath(Self.agentPath), .string(BlueZName.noInputNoOutput)],
       context: "registering the pairing agent")
+    _ = try await call(
+      BlueZName.root, BlueZName.agentManager, BlueZName.Method.requestDefaultAgent,
+      [.objectPath(Self.agentPath)],
+      context: "registering the pairing agent")
+  }
+}
+
+/// Adapter1.SetDiscoveryFilter's parameters (doc/org.bluez.Adapter.rst). bluetoothd merges the filters of
+/// all its clients for the radio and reports to each only what its own filter lets through.
+public struct DiscoveryFilter: Sendable, Equatable {
+  /// "auto", "le" or "bredr".
+  public var transport: String
+  /// Only devices advertising one of these services (empty: any).
+  public var uuids: [String]
+  /// Report every advertisement, not only changes (more wake-ups; off unless asked).
+  public var duplicateData: Bool?
+  /// Only devices whose address or name starts with this.
+  public var pattern: String?
+
+  public init(transport: String, uuids: [String] = [], duplicateData: Bool? = nil, pattern: String? = nil) {
+    self.transport = transport
+    self.uuids = uuids
+    self.duplicateData = duplicateData
+    self.pattern = pattern
+  }
+
+  var dictionary: [String: DBusValue] {
+    typealias K = BlueZName.DiscoveryFilterKey
+    var d: [String: DBusValue] = [K.transport: .string(transport)]
+    if !uuids.isEmpty { d[K.uuids] = .strings(uuids) }
+    if let duplicateData { d[K.duplicateData] = .boolean(duplicateData) }
+    if let pattern { d[K.pattern] = .string(pattern) }
+    return d
   }
 }

@@ -2,27 +2,27 @@ import CaptureCore
 import DBus
 
 /// The one place D-Bus and BlueZ errors become SKT result codes (bluer's single conversion point).
-/// Names and messages are bluetoothd 5.66's (bluez-testing.md "Errors").
+/// Names and messages are bluetoothd 5.66's (docs/bluez-testing.md, "Errors").
 public enum BlueZErrorMap {
   public static func captureError(_ error: DBusError, _ context: String) -> CaptureError {
     let detail = error.message.isEmpty ? error.name : "\(error.message) (\(error.name))"
     let message = "\(context): \(detail)"
     switch error.name {
-    case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+    case BlueZName.BusError.serviceUnknown, BlueZName.BusError.nameHasNoOwner:
       return CaptureError(
         .notAvailable, "\(context): bluetoothd is not running (no org.bluez on the system bus)")
-    case "org.freedesktop.DBus.Error.AccessDenied", BlueZName.Error.notAuthorized:
+    case BlueZName.BusError.accessDenied, BlueZName.Error.notAuthorized:
       return CaptureError(.bluetoothPermissionMissing, "\(message); is this user allowed to use Bluetooth?")
-    case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
+    case BlueZName.BusError.noReply, BlueZName.BusError.timeout,
       BlueZName.Error.authenticationTimeout:
       return CaptureError(.requestTimedOut, message)
-    case "org.freedesktop.DBus.Error.Disconnected", "org.freedesktop.DBus.Error.NoServer",
-      "org.freedesktop.DBus.Error.FileNotFound":
+    case BlueZName.BusError.disconnected, BlueZName.BusError.noServer,
+      BlueZName.BusError.fileNotFound:
       return CaptureError(.notAvailable, "\(context): the system bus is not available (\(error.message))")
-    case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod",
-      "org.freedesktop.DBus.Error.UnknownInterface", BlueZName.Error.doesNotExist:
+    case BlueZName.BusError.unknownObject, BlueZName.BusError.unknownMethod,
+      BlueZName.BusError.unknownInterface, BlueZName.Error.doesNotExist:
       return CaptureError(.notFound, message)
-    case "org.freedesktop.DBus.Error.InvalidSignature", "org.freedesktop.DBus.Error.InvalidArgs":
+    case BlueZName.BusError.invalidSignature, BlueZName.BusError.invalidArgs:
       return CaptureError(
         .communicationError, "\(context): unexpected reply from bluetoothd (\(error.message))")
     case BlueZName.Error.notReady:
@@ -37,9 +37,9 @@ public enum BlueZErrorMap {
       return CaptureError(.notSupported, message)
     case BlueZName.Error.invalidArguments:
       return CaptureError(.invalidParameter, message)
-    case BlueZName.Error.failed where error.message == "Not connected":
+    case BlueZName.Error.failed where error.message == BlueZName.Error.notConnectedMessage:
       return CaptureError(.deviceNotOpen, message)
-    case BlueZName.Error.failed where error.message.hasPrefix("le-connection-abort"),
+    case BlueZName.Error.failed where error.message.hasPrefix(BlueZName.Error.leConnectionAbortPrefix),
       BlueZName.Error.connectionAttemptFailed:
       // bluetoothd gives this when an LE connection attempt ends without the device answering.
       return CaptureError(.requestTimedOut, "\(context): the device did not answer (out of range or off?)")

@@ -1,4 +1,6 @@
-// Every BlueZ D-Bus name in one place (bluer's rule). BlueZ 5.66, doc/org.bluez.*.rst.
+// Every BlueZ D-Bus name in one place (bluer's rule): interfaces, members, properties, option keys and
+// errors. BlueZ 5.66, doc/org.bluez.*.rst. What a particular device's GATT profile is (its UUIDs) is
+// device knowledge and lives with the drivers, not here.
 public enum BlueZName {
   public static let service = "org.bluez"
   public static let root = "/org/bluez"
@@ -13,6 +15,100 @@ public enum BlueZName {
   public static let objectManager = "org.freedesktop.DBus.ObjectManager"
   public static let properties = "org.freedesktop.DBus.Properties"
   public static let dbus = "org.freedesktop.DBus"
+
+  /// Signals this client subscribes to (D-Bus specification, "Standard Interfaces").
+  public enum Signal {
+    public static let interfacesAdded = "InterfacesAdded"
+    public static let interfacesRemoved = "InterfacesRemoved"
+    public static let propertiesChanged = "PropertiesChanged"
+    public static let nameOwnerChanged = "NameOwnerChanged"
+  }
+
+  /// Methods called on bluetoothd's interfaces (doc/org.bluez.Adapter.rst, Device.rst,
+  /// GattCharacteristic.rst, AgentManager.rst) and those of our exported Agent1 (doc/org.bluez.Agent.rst).
+  public enum Method {
+    public static let setDiscoveryFilter = "SetDiscoveryFilter"
+    public static let startDiscovery = "StartDiscovery"
+    public static let stopDiscovery = "StopDiscovery"
+    public static let removeDevice = "RemoveDevice"
+    public static let connect = "Connect"
+    public static let disconnect = "Disconnect"
+    public static let pair = "Pair"
+    public static let readValue = "ReadValue"
+    public static let writeValue = "WriteValue"
+    public static let startNotify = "StartNotify"
+    public static let stopNotify = "StopNotify"
+    public static let registerAgent = "RegisterAgent"
+    public static let requestDefaultAgent = "RequestDefaultAgent"
+    /// Agent1 methods that need no input from a user: answered with success by a NoInputNoOutput agent.
+    public static let agentNoInput: Set<String> = [
+      "Release", "Cancel", "RequestConfirmation", "RequestAuthorization", "AuthorizeService",
+      "DisplayPasskey",
+      "DisplayPinCode",
+    ]
+  }
+
+  /// Property names, per interface.
+  public enum Property {
+    // Adapter1
+    public static let powered = "Powered"
+    public static let discovering = "Discovering"
+    // Adapter1 and Device1
+    public static let address = "Address"
+    // Device1
+    public static let addressType = "AddressType"
+    public static let name = "Name"
+    public static let alias = "Alias"
+    public static let adapter = "Adapter"
+    public static let rssi = "RSSI"
+    public static let txPower = "TxPower"
+    public static let manufacturerData = "ManufacturerData"
+    public static let serviceData = "ServiceData"
+    public static let advertisingFlags = "AdvertisingFlags"
+    public static let advertisingData = "AdvertisingData"
+    public static let connected = "Connected"
+    public static let paired = "Paired"
+    public static let bonded = "Bonded"
+    public static let trusted = "Trusted"
+    public static let deviceClass = "Class"
+    public static let servicesResolved = "ServicesResolved"
+    public static let uuids = "UUIDs"
+    // GattService1 and GattCharacteristic1
+    public static let uuid = "UUID"
+    // GattCharacteristic1
+    public static let service = "Service"
+    public static let flags = "Flags"
+    public static let value = "Value"
+    public static let notifying = "Notifying"
+    // Battery1
+    public static let percentage = "Percentage"
+
+    /// Device1 properties bluetoothd sets from an advertisement (or inquiry result) it has just heard
+    /// (doc/org.bluez.Device.rst): a change to any of them means the device is in range now.
+    public static let advertised: Set<String> = [
+      rssi, txPower, manufacturerData, serviceData, advertisingFlags, advertisingData,
+    ]
+  }
+
+  /// SetDiscoveryFilter keys (doc/org.bluez.Adapter.rst).
+  public enum DiscoveryFilterKey {
+    public static let uuids = "UUIDs"
+    public static let rssi = "RSSI"
+    public static let transport = "Transport"
+    public static let duplicateData = "DuplicateData"
+    public static let pattern = "Pattern"
+  }
+
+  /// WriteValue option keys and write types (doc/org.bluez.GattCharacteristic.rst).
+  public enum WriteOption {
+    public static let type = "type"
+    public static let request = "request"
+    public static let command = "command"
+    public static let reliable = "reliable"
+  }
+
+  /// The IO capability of capture's agent (doc/org.bluez.AgentManager.rst, RegisterAgent).
+  public static let noInputNoOutput = "NoInputNoOutput"
 
   /// Error names bluetoothd replies with (doc/org.bluez.*.rst "Possible errors").
   public enum Error {
@@ -32,60 +128,35 @@ public enum BlueZName {
     public static let connectionAttemptFailed = "org.bluez.Error.ConnectionAttemptFailed"
     public static let rejected = "org.bluez.Error.Rejected"
     public static let canceled = "org.bluez.Error.Canceled"
+    /// The Failed message StartNotify gives a client that already holds a session.
+    public static let alreadyNotifyingMessage = "Already notifying"
+    /// The Failed message of a GATT call on a link that is down.
+    public static let notConnectedMessage = "Not connected"
+    /// The prefix of the Failed message of an LE connection attempt the device did not answer.
+    public static let leConnectionAbortPrefix = "le-connection-abort"
+  }
+
+  /// D-Bus daemon errors the client maps (D-Bus specification, "Message Bus Messages").
+  public enum BusError {
+    public static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
+    public static let nameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner"
+    public static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
+    public static let noReply = "org.freedesktop.DBus.Error.NoReply"
+    public static let timeout = "org.freedesktop.DBus.Error.Timeout"
+    public static let disconnected = "org.freedesktop.DBus.Error.Disconnected"
+    public static let noServer = "org.freedesktop.DBus.Error.NoServer"
+    public static let fileNotFound = "org.freedesktop.DBus.Error.FileNotFound"
+    public static let unknownObject = "org.freedesktop.DBus.Error.UnknownObject"
+    public static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
+    public static let unknownInterface = "org.freedesktop.DBus.Error.UnknownInterface"
+    public static let invalidSignature = "org.freedesktop.DBus.Error.InvalidSignature"
+    public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
   }
 }
 
-/// GATT and advertised UUIDs of the devices capture knows (device-protocols.md §2.2, §3.1, §3.4),
-/// lower-case 128-bit strings as BlueZ writes them.
-public enum GattUUID {
-  public static func short(_ v: UInt16) -> String {
-    let hex = String(v, radix: 16)
-    return "0000" + String(repeating: "0", count: 4 - hex.count) + hex + "-0000-1000-8000-00805f9b34fb"
-  }
-  public static let battery = short(0x180F)
-  public static let batteryLevel = short(0x2A19)
-  public static let deviceInformation = short(0x180A)
-  public static let manufacturerName = short(0x2A29)
-  public static let modelNumber = short(0x2A24)
-  public static let serialNumber = short(0x2A25)
-  public static let firmwareRevision = short(0x2A26)
-  public static let softwareRevision = short(0x2A28)
-
-  /// D600, pairing-required variant (AXM, SC-AND).
-  public static let d600Service = "6cb501b7-96f6-4eef-acb1-d7535f153cf0"
-  public static let d600ScanData = "ce3e81b8-d871-4613-ba78-5ffc0b1520a6"
-  public static let d600ScanControl = "833a2364-bca0-4647-8113-478e1fc449ba"
-  public static let d600ConfigService = "7a4385c9-f7c7-4e22-9afd-16d68fc588ca"
-  public static let d600ConfigIO = "1254fc72-336e-4bb2-a0a8-71c7d28d73ce"
-  /// D600, no-pairing variant: the same UUIDs with the last two bytes swapped (SC-NET SoMoD600.cs, AXM).
-  public static let d600ServiceNoPairing = "6cb501b7-96f6-4eef-acb1-d7535f15f03c"
-  public static let d600ScanDataNoPairing = "ce3e81b8-d871-4613-ba78-5ffc0b15a620"
-  public static let d600ScanControlNoPairing = "833a2364-bca0-4647-8113-478e1fc4ba49"
-  public static let d600ConfigServiceNoPairing = "7a4385c9-f7c7-4e22-9afd-16d68fc5ca88"
-  public static let d600ConfigIONoPairing = "1254fc72-336e-4bb2-a0a8-71c7d28dce73"
-
-  /// SpringCore Direct (S550 "Smart Reader"), open and bound services (SC-DOC). The open service UUID
-  /// equals the D600 config service: the D600 is told apart by its scanner service.
-  public static let directService = "7a4385c9-f7c7-4e22-9afd-16d68fc588ca"
-  public static let directCommand = "18227ca8-9574-4d92-850c-b55f84c6b577"
-  public static let directResponse = "94382d3f-fd0f-4ee4-998c-046a6cdc67d6"
-  public static let directEvents = "23d33996-e604-4f8b-baf7-547944030552"
-  public static let directServiceBound = "60d4cee8-5e58-4338-876e-d71b48c732dd"
-  public static let directCommandBound = "e19fb276-2114-46a2-ab69-cae47b60ef4c"
-  public static let directResponseBound = "8de3ad7e-8a21-4e03-9e9e-b0098e0638b9"
-  public static let directEventsBound = "2b09ecf6-0be3-4fcb-8e02-1b2917beeac0"
-
-  /// SpringCore CCID services: generic, and the Socket Mobile S320/S370 advertised variants (SC-AND).
-  public static let ccidService = "f91c914f-367c-4108-ac3e-3d30cfdd0a1a"
-  public static let ccidServiceBound = "7f20cdc5-a9fc-4c70-9292-3acf9de71f73"
-  public static let s320Service = "f91c914f-367c-4108-ac3e-3d3030323353"
-  public static let s320ServiceBound = "7f20cdc5-a9fc-4c70-9292-3acf30323353"
-  public static let s370Service = "f91c914f-367c-4108-ac3e-3d3030373353"
-  public static let s370ServiceBound = "7f20cdc5-a9fc-4c70-9292-3acf30373353"
-
-  /// What `discover` filters on unless --all: every Socket Mobile service above.
-  public static let socketMobileAdvertised = [
-    d600Service, d600ServiceNoPairing, directService, directServiceBound, s320Service, s320ServiceBound,
-    s370Service, s370ServiceBound,
-  ]
+/// The 128-bit form of a 16-bit Bluetooth SIG UUID (Core Specification Vol 3 Part B §2.5.1), lower
+/// case as BlueZ writes UUIDs.
+public func bluetoothBaseUUID(_ short: UInt16) -> String {
+  let hex = String(short, radix: 16)
+  return "0000" + String(repeating: "0", count: 4 - hex.count) + hex + "-0000-1000-8000-00805f9b34fb"
 }

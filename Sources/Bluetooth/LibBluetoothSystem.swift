@@ -100,13 +100,20 @@ public struct LibBluetoothSystem: BluetoothSystem {
 
   public func hciDeviceList() throws(Errno) -> [HCIDevice] {
     // HCI_MAX_DEV is 16 (bluetooth/hci.h).
-    var ids = [UInt16](repeating: 0, count: 16)
-    var up = [UInt8](repeating: 0, count: 16)
+    try hciDeviceList(capacity: 16)
+  }
+
+  /// HCIGETDEVLIST into arrays of `capacity` entries (the shim never writes more; 0 is EINVAL).
+  func hciDeviceList(capacity: Int) throws(Errno) -> [HCIDevice] {
+    var ids = [UInt16](repeating: 0, count: capacity)
+    var up = [UInt8](repeating: 0, count: capacity)
     let count = ids.withUnsafeMutableBufferPointer { idp in
-      up.withUnsafeMutableBufferPointer { upp in cbt_hci_device_list(idp.baseAddress, upp.baseAddress, 16) }
+      up.withUnsafeMutableBufferPointer { upp in
+        cbt_hci_device_list(idp.baseAddress, upp.baseAddress, Int32(clamping: capacity))
+      }
     }
     if count < 0 { throw .current }
-    return (0..<Int(count)).map { HCIDevice(id: Int(ids[$0]), isUp: up[$0] != 0) }
+    return (0..<min(Int(count), capacity)).map { HCIDevice(id: Int(ids[$0]), isUp: up[$0] != 0) }
   }
 
   public func adapterAddress(device: Int) throws(Errno) -> BluetoothAddress {
@@ -139,7 +146,14 @@ public struct LibBluetoothSystem: BluetoothSystem {
     -> String
   {
     // A remote name is at most 248 bytes (HCI Remote Name Request Complete), plus the NUL.
-    var name = [CChar](repeating: 0, count: 249)
+    try remoteName(device: device, address: address, timeoutMilliseconds: timeoutMilliseconds, capacity: 249)
+  }
+
+  /// The name request into a buffer of `capacity` bytes (the NUL included; 0 is EINVAL).
+  func remoteName(device: Int, address: BluetoothAddress, timeoutMilliseconds: Int32, capacity: Int)
+    throws(Errno) -> String
+  {
+    var name = [CChar](repeating: 0, count: capacity)
     let result = address.littleEndianBytes.withUnsafeBufferPointer { ap in
       name.withUnsafeMutableBufferPointer { np in
         cbt_hci_remote_name(

@@ -49,7 +49,13 @@ int cbt_rfcomm_accept(int fd, uint8_t peer_le[6], uint8_t *channel) {
 }
 
 int cbt_hci_device_list(uint16_t *ids, uint8_t *is_up, int max) {
-  if (max <= 0 || max > HCI_MAX_DEV) max = HCI_MAX_DEV;
+  // The caller's arrays hold `max` entries: never write more. No room at all is the caller's error,
+  // checked before any socket so it is reported the same on a kernel without Bluetooth.
+  if (ids == NULL || is_up == NULL || max <= 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (max > HCI_MAX_DEV) max = HCI_MAX_DEV;
   int sock = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC, BTPROTO_HCI);
   if (sock < 0) return -1;
   struct hci_dev_list_req *list = calloc(1, sizeof(*list) + (size_t)max * sizeof(struct hci_dev_req));
@@ -66,7 +72,8 @@ int cbt_hci_device_list(uint16_t *ids, uint8_t *is_up, int max) {
     errno = saved;
     return -1;
   }
-  int count = list->dev_num;
+  // HCIGETDEVLIST writes at most dev_num entries and sets dev_num to how many it wrote; clamped anyway.
+  int count = list->dev_num < max ? list->dev_num : max;
   for (int i = 0; i < count; i++) {
     ids[i] = list->dev_req[i].dev_id;
     is_up[i] = hci_test_bit(HCI_UP, &list->dev_req[i].dev_opt) ? 1 : 0;
@@ -84,6 +91,11 @@ int cbt_hci_device_address(int dev_id, uint8_t address_le[6]) {
 }
 
 int cbt_hci_inquiry(int dev_id, int length, int max, uint8_t *addresses_le, uint32_t *classes) {
+  // max 0 would mean "unlimited" to hci_inquiry (up to 255 answers) for arrays that hold none.
+  if (addresses_le == NULL || classes == NULL || max <= 0 || length <= 0) {
+    errno = EINVAL;
+    return -1;
+  }
   inquiry_info *info = NULL;
   int count = hci_inquiry(dev_id, length, max, NULL, &info, IREQ_CACHE_FLUSH);
   if (count < 0) return -1;
@@ -97,6 +109,11 @@ int cbt_hci_inquiry(int dev_id, int length, int max, uint8_t *addresses_le, uint
 }
 
 int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int size, int timeout_ms) {
+  // size - 1 bytes of name and the NUL: size <= 0 would make memset's length huge.
+  if (name == NULL || address_le == NULL || size <= 0) {
+    errno = EINVAL;
+    return -1;
+  }
   int dd = hci_open_dev(dev_id);
   if (dd < 0) return -1;
   bdaddr_t addr;

@@ -195,6 +195,11 @@ int cimageio_decode_jpeg(const uint8_t *data, size_t size, int strict, cimageio_
   uint8_t *volatile pixels = NULL;
   JSAMPLE *volatile row = NULL;
   install_error_handler(&context, strict);
+  // Zeroed before setjmp: jpeg_create_decompress can fail (JERR_BAD_LIBVER, JERR_BAD_STRUCT_SIZE, out of
+  // memory) and longjmp here before it has set anything, and jpeg_destroy_decompress (jcomapi.c
+  // jpeg_destroy) only skips a structure whose `mem` is NULL. setjmp itself must come first, because
+  // create's own errors already end in error_exit's longjmp.
+  memset(&cinfo, 0, sizeof cinfo);
   cinfo.err = &context.base;
   if (setjmp(context.jump)) {
     jpeg_destroy_decompress(&cinfo);
@@ -280,6 +285,8 @@ int cimageio_encode_jpeg_gray(const uint8_t *pixels, int width, int height, int 
   unsigned char *volatile buffer = NULL;
   unsigned long buffer_size = 0;
   install_error_handler(&context, 0);
+  // Zeroed before setjmp, as in cimageio_decode_jpeg: a failing jpeg_create_compress leaves `mem` NULL.
+  memset(&cinfo, 0, sizeof cinfo);
   cinfo.err = &context.base;
   if (setjmp(context.jump)) {
     jpeg_destroy_compress(&cinfo);

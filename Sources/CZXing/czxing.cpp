@@ -3,6 +3,7 @@
 #include "czxing.h"
 
 #include "ReadBarcode.h"
+#include "ZXVersion.h"
 
 #include <algorithm>
 #include <csetjmp>
@@ -93,15 +94,31 @@ int exportResults(const ZXing::Results &found, czx_result **results, size_t *cou
 // --- Surviving zxing-cpp's assertions -----------------------------------------------------------------
 // Debian builds zxing-cpp 1.4.0 with assertions enabled, and 1.4.0 asserts `lineCount() == 1` in
 // Result::operator== whenever two linear results with equal bytes are compared (zxing-cpp issues #516,
-// #740, the latter reported against Debian's 1.4.0-3+b1). ReadBarcodes compares results:
+// #740, the latter reported against Debian's 1.4.0-3+b1); later releases return early for two
+// multi-line results instead. ReadBarcodes compares results:
 //  - across the downscaled pyramid layers (DecodeHints::tryDownscale, images whose smaller side is at
 //    least downscaleThreshold = 500 px): ANY linear code in such an image aborts the process;
 //  - when de-duplicating: two identical linear codes in one image abort the process.
+// Matrix formats (Aztec, DataMatrix, MaxiCode, PDF417, QR, Micro QR) compare by position and never reach
+// the assertion. So the trap below guards exactly the linear formats: Codabar, Code 39, Code 93,
+// Code 128, DataBar, DataBar Expanded, EAN-8, EAN-13, ITF, UPC-A, UPC-E; and BarcodeReader routes those
+// to ZBar, which reads every one of them, whenever ZBar is enabled, so the trap only runs for a
+// reader without ZBar (`BarcodeReader(engines: [.zxing])`).
+//
 // Debian's own ZXingReader dies the same way on such images. assert() ends in abort(), which raises
 // SIGABRT in the calling thread; glibc's abort() (2.36) releases its lock and resets its stage before
 // raise(), so a handler that siglongjmps back out leaves libc usable. Only the zxing-cpp call on this thread
-// is abandoned: its heap objects leak (a few bitmaps), which is the price of not terminating.
+// is abandoned: its frames are not unwound (no destructors run; its heap objects leak, a few bitmaps), which
+// is the price of not terminating, and why the trap exists only for the versions that need it: chosen at
+// build time from ZXVersion.h, for every release before 2.0.
 
+#if ZXING_VERSION_MAJOR < 2
+#define CZX_ABORT_TRAP 1
+#else
+#define CZX_ABORT_TRAP 0
+#endif
+
+#if CZX_ABORT_TRAP
 thread_local sigjmp_buf *tAbortJump = nullptr;
 std::mutex gHandlerMutex;
 struct sigaction gPreviousAbortAction;  // written under gHandlerMutex before our handler is installed
@@ -147,15 +164,26 @@ void ensureAbortHandler() {
   gPreviousAbortAction = current;
   sigaction(SIGABRT, &ours, nullptr);
 }
+#endif
 
-// Runs ReadBarcodes; returns false if it aborted (then `out` is left untouched).
+// Runs ReadBarcodes; returns false if it aborted (then `out` is left untouched). Only linear formats
+// with an asserting zxing-cpp go through the trap; everything else is a plain call.
 bool readTrapped(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, ZXing::Results &out) {
-  ensureAbortHandler();
-  sigjmp_buf jump;
-  if (sigsetjmp(jump, 1) != 0) return false;  // tAbortJump was cleared by the handler
-  tAbortJump = &jump;
+#if CZX_ABORT_TRAP
+  const bool linear = !(hints.formats() & ZXing::BarcodeFormats(BarcodeFormat::LinearCodes)).empty() ||
+                      hints.formats().empty();
+  if (linear) {
+    ensureAbortHandler();
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 1) != 0) return false;  // tAbortJump was cleared by the handler
+    tAbortJump = &jump;
+    ZXing::Results found = ZXing::ReadBarcodes(view, hints);
+    tAbortJump = nullptr;
+    out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+    return true;
+  }
+#endif
   ZXing::Results found = ZXing::ReadBarcodes(view, hints);
-  tAbortJump = nullptr;
   out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   return true;
 }
@@ -267,6 +295,8 @@ struct czx_job {
 };
 
 extern "C" {
+
+int czx_abort_trap(void) { return CZX_ABORT_TRAP; }
 
 void czx_options_init(czx_options *options) {
   if (options == nullptr) return;

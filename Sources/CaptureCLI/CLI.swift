@@ -45,13 +45,36 @@ struct CommandOutcome: Sendable {
 
 /// The command line's entry point: parse → options → run → exit status, with errors rendered once here.
 public enum CaptureCLI {
+  /// What the process needs before it opens any descriptor (the executable calls it first thing):
+  /// fds 0–2 held, SIGPIPE ignored (StandardDescriptors). `main` calls it again, harmlessly.
+  public static func prepareProcess() {
+    StandardDescriptors.reserve()
+    StandardDescriptors.ignoreBrokenPipes()
+  }
+
+  /// Runs the command line and returns the exit status, a failed stdout write included (`settle`).
   public static func main(_ arguments: [String], system: any DeviceSystem) async -> Int32 {
+    await main(rawArguments: arguments.map { Array($0.utf8) }, system: system)
+  }
+
+  /// The entry point for argv as the kernel gave it (`CommandLine.unsafeArgv`): bytes, since a file
+  /// name need not be UTF-8 and `CommandLine.arguments` replaces such bytes with U+FFFD. Returns the
+  /// exit status, a failed stdout write included (`settle`).
+  public static func main(rawArguments: [[UInt8]], system: any DeviceSystem) async -> Int32 {
+    prepareProcess()
+    let status = await dispatch(rawArguments, system: system)
+    return Output(mode: .plain, quiet: false, verbose: false, noColor: true).settle(status)
+  }
+
+  static func dispatch(_ rawArguments: [[UInt8]], system: any DeviceSystem) async -> Int32 {
+    let arguments = rawArguments.map { String(decoding: $0, as: UTF8.self) }
     let parsed: ParsedArguments
     do {
-      parsed = try ArgumentParser.parse(arguments)
+      parsed = try ArgumentParser.parse(raw: rawArguments)
     } catch {
       return usageFailure(
-        error, json: arguments.contains("--json"), noColor: arguments.contains("--no-color"))
+        error, json: arguments.contains("--json"), noColor: arguments.contains("--no-color"),
+        arguments: arguments)
     }
     // --version wins wherever it appears, as --help does.
     if parsed.flag("version") {
@@ -60,7 +83,8 @@ public enum CaptureCLI {
     }
     let globals: GlobalOptions
     do { globals = try globalOptions(parsed) } catch {
-      return usageFailure(error, json: parsed.flag("json"), noColor: parsed.flag("no-color"))
+      return usageFailure(
+        error, json: parsed.flag("json"), noColor: parsed.flag("no-color"), arguments: arguments)
     }
     let output = Output(
       mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: globals.verbose,
@@ -70,7 +94,7 @@ public enum CaptureCLI {
         guard let spec = CommandTree.command(named: operandCommand) else {
           return usageFailure(
             UsageError(message: ArgumentParser.unknownCommandMessage(operandCommand)), json: globals.json,
-            noColor: globals.noColor)
+            noColor: globals.noColor, arguments: arguments)
         }
         output.raw(stdout: Help.command(spec))
         return 0
@@ -102,7 +126,7 @@ public enum CaptureCLI {
       case "list": outcome = .status(try await ListCommand.run(try ListCommand.Options(parsed), context))
       case "trigger": outcome = try await TriggerCommand.run(try TriggerCommand.Options(parsed), context)
       case "get": outcome = try await GetCommand.run(try GetCommand.Options(parsed), context)
-      case "set": outcome = .status(try await SetCommand.run(try SetCommand.Options(parsed), context))
+      case "set": outcome = try await SetCommand.run(try SetCommand.Options(parsed), context)
       case "listen": outcome = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
       case "partnership":
         outcome = .status(try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context))
@@ -110,27 +134,32 @@ public enum CaptureCLI {
       default: throw UsageError(message: ArgumentParser.unknownCommandMessage(command.name))
       }
       for (index, error) in outcome.errors.enumerated() {
-        context.output.error(error, withObject: index == 0 && !outcome.isDocumented)
+        context.output.error(
+          Elision.error(error, arguments: parsed.arguments), withObject: index == 0 && !outcome.isDocumented)
       }
-      return ExitStatus.of(outcome.status)
+      return context.output.settle(ExitStatus.of(outcome.status))
     } catch let error as UsageError {
-      return usageFailure(error, json: context.globals.json, noColor: context.globals.noColor)
+      return usageFailure(
+        error, json: context.globals.json, noColor: context.globals.noColor, arguments: parsed.arguments)
     } catch let error as CaptureError {
-      context.output.error(error)
+      context.output.error(Elision.error(error, arguments: parsed.arguments))
       // An invalid parameter is a usage error wherever it was found: the usage follows the message.
       if error.code == .invalidParameter { context.output.raw(stderr: Help.usage(command) + "\n") }
-      return ExitStatus.of(error.code)
+      return context.output.settle(ExitStatus.of(error.code))
     } catch {
-      let wrapped = CaptureError(.unableToCompleteOperation, "\(error)")
+      let wrapped = Elision.error(
+        CaptureError(.unableToCompleteOperation, "\(error)"), arguments: parsed.arguments)
       context.output.error(wrapped)
-      return ExitStatus.of(wrapped.code)
+      return context.output.settle(ExitStatus.of(wrapped.code))
     }
   }
 
   /// Every usage error: one line, the command's usage, exit 18 (ESKT_INVALIDPARAMETER).
-  static func usageFailure(_ error: UsageError, json: Bool, noColor: Bool = false) -> Int32 {
+  static func usageFailure(_ error: UsageError, json: Bool, noColor: Bool = false, arguments: [String] = [])
+    -> Int32
+  {
     let output = Output(mode: json ? .json : .plain, quiet: false, verbose: false, noColor: noColor)
-    output.error(CaptureError(.invalidParameter, error.message))
+    output.error(CaptureError(.invalidParameter, Elision.message(error.message, arguments: arguments)))
     output.raw(stderr: Help.usage(error.command.flatMap(CommandTree.command(named:))) + "\n")
     return ExitStatus.of(.invalidParameter)
   }

@@ -353,7 +353,8 @@ final class ConnectionCore: @unchecked Sendable {
   // MARK: - Filter (signals)
 
   private struct Subscription {
-    let rule: MatchRule
+    /// A signal matching any of them is delivered once, in the order the bus sent it.
+    let rules: [MatchRule]
     let continuation: AsyncStream<DBusSignal>.Continuation
     /// Whether removal must send RemoveMatch: false once AddMatch is known to have been refused.
     var sendsRemoveMatch = true
@@ -378,12 +379,14 @@ final class ConnectionCore: @unchecked Sendable {
     var firstArgument: String??
     var signal: DBusSignal?
     for subscription in subscriptions.values {
-      let matches = subscription.rule.matches(
-        type: "signal", sender: sender, path: path, interface: interface, member: member,
-        arg0: {
-          if firstArgument == nil { firstArgument = .some(Marshalling.firstStringArgument(of: message)) }
-          return firstArgument!
-        })
+      let matches = subscription.rules.contains { rule in
+        rule.matches(
+          type: "signal", sender: sender, path: path, interface: interface, member: member,
+          arg0: {
+            if firstArgument == nil { firstArgument = .some(Marshalling.firstStringArgument(of: message)) }
+            return firstArgument!
+          })
+      }
       guard matches else { continue }
       if signal == nil {
         // Converted once, on the queue, into Sendable values; the message itself never leaves.
@@ -398,7 +401,7 @@ final class ConnectionCore: @unchecked Sendable {
 
   /// Registers a stream before AddMatch is sent: a matching signal can follow the AddMatch reply in
   /// the same read, and it must find the stream already there.
-  func subscribe(_ rule: MatchRule, _ continuation: AsyncStream<DBusSignal>.Continuation) -> UInt64 {
+  func subscribe(_ rules: [MatchRule], _ continuation: AsyncStream<DBusSignal>.Continuation) -> UInt64 {
     let id = nextSubscriptionID.add(1, ordering: .relaxed).newValue
     continuation.onTermination = { _ in
       self.queue.async { self.unsubscribe(id) }
@@ -408,7 +411,7 @@ final class ConnectionCore: @unchecked Sendable {
         continuation.finish()
         return
       }
-      self.subscriptions[id] = Subscription(rule: rule, continuation: continuation)
+      self.subscriptions[id] = Subscription(rules: rules, continuation: continuation)
     }
     return id
   }
@@ -427,14 +430,17 @@ final class ConnectionCore: @unchecked Sendable {
   private func unsubscribe(_ id: UInt64) {
     guard let subscription = subscriptions.removeValue(forKey: id) else { return }
     guard subscription.sendsRemoveMatch, !disconnected, let connection else { return }
-    // Fire and forget: with NO_REPLY_EXPECTED the bus sends no reply (spec, "Message Format": flags).
-    guard
-      let message = try? Message.methodCall(
-        destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
-        member: "RemoveMatch", body: [.string(subscription.rule.text)])
-    else { return }
-    dbus_message_set_no_reply(message.pointer, 1)
-    _ = dbus_connection_send(connection, message.pointer, nil)
+    for rule in subscription.rules {
+      // Fire and forget: with NO_REPLY_EXPECTED the bus sends no reply (spec, "Message Format": flags),
+      // not even the error for a rule whose AddMatch never reached it.
+      guard
+        let message = try? Message.methodCall(
+          destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
+          member: "RemoveMatch", body: [.string(rule.text)])
+      else { continue }
+      dbus_message_set_no_reply(message.pointer, 1)
+      _ = dbus_connection_send(connection, message.pointer, nil)
+    }
   }
 
   var subscriptionCount: Int { onQueue { subscriptions.count } }

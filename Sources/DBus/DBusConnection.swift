@@ -114,18 +114,46 @@ public final class DBusConnection: Sendable {
   /// (RemoveMatch) and stops delivery. `InvalidArgs` for a rule the bus would refuse or whose type is
   /// not `signal`.
   public func signals(_ rule: MatchRule) async throws(DBusError) -> AsyncStream<DBusSignal> {
-    try rule.validate()
-    // Only signals are routed to streams; any other type would subscribe to nothing.
-    guard rule.type == "signal" else { throw .invalidArgs("signals() needs a rule of type 'signal'") }
+    try await signals(anyOf: [rule])
+  }
+
+  /// Subscribes to signals matching any of `rules` on ONE stream: a signal is delivered once even if
+  /// several rules match it, and signals arrive in the order the bus sent them, which separate
+  /// streams read by separate tasks cannot keep. Every rule is added (AddMatch, awaited) before
+  /// this returns; otherwise as `signals(_:)`.
+  public func signals(anyOf rules: [MatchRule]) async throws(DBusError) -> AsyncStream<DBusSignal> {
+    guard !rules.isEmpty else { throw .invalidArgs("signals(anyOf:) needs at least one rule") }
+    for rule in rules {
+      try rule.validate()
+      // Only signals are routed to streams; any other type would subscribe to nothing.
+      guard rule.type == "signal" else { throw .invalidArgs("signals() needs a rule of type 'signal'") }
+    }
     guard isConnected else { throw .disconnected() }
     let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
-    let id = core.subscribe(rule, continuation)
-    do {
-      _ = try await call(
-        destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
-        member: "AddMatch", [.string(rule.text)])
-    } catch {
-      core.subscriptionFailed(id, ruleMayExist: error.isCancelled || error.isNoReply)
+    let id = core.subscribe(rules, continuation)
+    // The AddMatch calls go out together (the bus answers them in order): one round trip, not one per
+    // rule. The first failure, in rule order, is reported.
+    let results = await withTaskGroup(of: (Int, DBusError?).self) { group in
+      for (index, rule) in rules.enumerated() {
+        group.addTask {
+          do throws(DBusError) {
+            _ = try await self.call(
+              destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
+              member: "AddMatch", [.string(rule.text)])
+            return (index, nil)
+          } catch {
+            return (index, error)
+          }
+        }
+      }
+      var failures: [Int: DBusError] = [:]
+      for await (index, error) in group { if let error { failures[index] = error } }
+      return failures
+    }
+    if let (_, error) = results.min(by: { $0.key < $1.key }) {
+      // Other rules may have been added: they are removed with the subscription.
+      let mayExist = results.count < rules.count || results.values.contains { $0.isCancelled || $0.isNoReply }
+      core.subscriptionFailed(id, ruleMayExist: mayExist)
       throw error
     }
     return stream

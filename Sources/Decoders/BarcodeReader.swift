@@ -1,13 +1,12 @@
 import CZBar
 import CZXing
-import Glibc
+import Synchronization
 
 /// Decodes barcodes with ZBar and zxing-cpp and merges their findings.
 ///
 /// Thread-safe: zxing-cpp is stateless per call, and ZBar scanners (configured once, reused) are lent from a
-/// small pool so concurrent `decode` calls never share one. `@unchecked Sendable` because the pool is
-/// guarded by a pthread mutex rather than something the compiler can check.
-public final class BarcodeReader: @unchecked Sendable {
+/// small pool behind a `Mutex` so concurrent `decode` calls never share one.
+public final class BarcodeReader: Sendable {
   public let formats: Set<BarcodeFormat>
   public let engines: Set<DecoderEngine>
   /// Run zxing-cpp on a second thread while ZBar scans on the calling one (the two are independent and
@@ -16,9 +15,13 @@ public final class BarcodeReader: @unchecked Sendable {
 
   private let zbarSymbologies: [zbar_symbol_type_t]
   private let zxing: ZXingScanner
-  private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-  private var pool: [ZBarScanner] = []  // guarded by mutex
-  private var aborts = 0  // guarded by mutex
+  private let shared: Mutex<Shared>
+
+  private struct Shared {
+    /// Idle scanners; a decode takes one out and puts it back.
+    var pool: [ZBarScanner] = []
+    var aborts = 0
+  }
 
   public init(
     formats: Set<BarcodeFormat> = Set(BarcodeFormat.allCases), engines: Set<DecoderEngine> = [.zbar, .zxing],
@@ -28,27 +31,24 @@ public final class BarcodeReader: @unchecked Sendable {
     self.engines = engines
     self.concurrentEngines = concurrentEngines
     zbarSymbologies = engines.contains(.zbar) ? ZBarScanner.symbologies(for: formats) : []
-    zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: formats) : 0)
-    pthread_mutex_init(mutex, nil)
+    // With an asserting zxing-cpp (ZXingScanner.trapsAssertions) the linear formats go to ZBar alone when
+    // it is enabled, so zxing-cpp reads matrix codes only and its SIGABRT trap never runs.
+    var zxingFormats = formats
+    if ZXingScanner.trapsAssertions && engines.contains(.zbar) {
+      zxingFormats.subtract(ZXingScanner.routedToZBar)
+    }
+    zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: zxingFormats) : 0)
+    var first = Shared()
     // Create the first scanner now so the first decode does not pay for it.
     if !zbarSymbologies.isEmpty, let scanner = ZBarScanner(symbologies: zbarSymbologies) {
-      pool.append(scanner)
+      first.pool.append(scanner)
     }
+    shared = Mutex(first)
   }
 
   /// How many failed zxing-cpp assertions were caught and survived so far (Debian's zxing-cpp 1.4.0 asserts
   /// on ordinary images; czxing.h). Each printed an "Assertion … failed" line to stderr.
-  public var zxingAssertionsCaught: Int {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    return aborts
-  }
-
-  deinit {
-    pool.removeAll()
-    pthread_mutex_destroy(mutex)
-    mutex.deallocate()
-  }
+  public var zxingAssertionsCaught: Int { shared.withLock { $0.aborts } }
 
   /// Decodes every symbol in the image. Results are normalized (see Normalizer), limited to `formats`, merged
   /// across decoders (same format and bytes, centres no farther apart than half the larger symbol's size:
@@ -93,9 +93,7 @@ public final class BarcodeReader: @unchecked Sendable {
 
   private func countAborts(_ count: Int) {
     guard count > 0 else { return }
-    pthread_mutex_lock(mutex)
-    aborts += count
-    pthread_mutex_unlock(mutex)
+    shared.withLock { $0.aborts += count }
   }
 
   private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
@@ -105,17 +103,13 @@ public final class BarcodeReader: @unchecked Sendable {
   }
 
   private func borrowScanner() -> ZBarScanner? {
-    pthread_mutex_lock(mutex)
-    let scanner = pool.popLast()
-    pthread_mutex_unlock(mutex)
+    let scanner = shared.withLock { $0.pool.popLast() }
     // Pool empty: another thread is scanning. A second scanner beats waiting for it.
     return scanner ?? ZBarScanner(symbologies: zbarSymbologies)
   }
 
   private func returnScanner(_ scanner: ZBarScanner) {
-    pthread_mutex_lock(mutex)
-    pool.append(scanner)
-    pthread_mutex_unlock(mutex)
+    shared.withLock { $0.pool.append(scanner) }
   }
 }
 

@@ -12,7 +12,10 @@ struct RawSymbol {
 
 /// One ZBar image scanner (zbar.h "mid-level image scanner interface"), configured once. Not thread-safe:
 /// ZBar keeps per-scan state in the scanner, so BarcodeReader lends each instance to one caller at a time.
-final class ZBarScanner {
+/// `@unchecked Sendable` only so that lending compiles: an instance moves between threads through
+/// BarcodeReader's Mutex-guarded pool, taken out before a scan and put back after it, and the compiler
+/// cannot follow that hand-over (Mutex.withLock's body is not `sending`). Never share one.
+final class ZBarScanner: @unchecked Sendable {
   private let scanner: OpaquePointer
 
   /// ZBar's symbology for each format we enable in it. The EAN/UPC family is always enabled as a whole

@@ -5,6 +5,16 @@ import CZXing
 struct ZXingScanner: Sendable {
   let mask: Int32
 
+  /// True when this build of zxing-cpp is one whose assertions fire on ordinary images with linear
+  /// codes (before 2.0; czx_abort_trap), so its linear reads run under the shim's SIGABRT trap.
+  static let trapsAssertions = czx_abort_trap() != 0
+
+  /// The formats that trap guards, every one of which ZBar also reads: with ZBar enabled and an
+  /// asserting zxing-cpp, BarcodeReader gives these to ZBar alone and zxing-cpp never needs the trap.
+  static let routedToZBar: Set<BarcodeFormat> = GTIN.family.union([
+    .ean8, .itf, .dataBar, .dataBarExpanded, .codabar, .code39, .code93, .code128,
+  ])
+
   /// zxing-cpp bits for the formats; the EAN/UPC family is enabled as a whole, as in ZBarScanner, and
   /// narrowed by GTIN normalization. zxing-cpp 1.4.0 has no ISBN, DataBar Limited, MicroPDF417 or composite.
   static func mask(for formats: Set<BarcodeFormat>) -> Int32 {

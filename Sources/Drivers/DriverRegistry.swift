@@ -12,7 +12,7 @@ public struct DriverRegistry: DeviceOpener {
     case .socketCam:
       return try SocketCam(request: request, store: state)
     case .name(let name):
-      let remembered = try state.load().devices.first { $0.alias == name || $0.name == name || $0.id == name }
+      let remembered = try state.load().device(named: name)
       guard let remembered else {
         throw CaptureError(.notFound, "no remembered device is called '\(name)' (see capture list)")
       }

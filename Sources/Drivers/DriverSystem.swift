@@ -25,9 +25,9 @@ public struct DriverSystem: DeviceSystem {
   }
 
   public func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
-    throws(CaptureError) -> [DiscoveredDeviceInfo]
+    async throws(CaptureError) -> [DiscoveredDeviceInfo]
   {
-    try ClassicDiscovery.inquiry(adapter: adapter, seconds: seconds, all: all, note: note).map {
+    try await ClassicDiscovery.inquiry(adapter: adapter, seconds: seconds, all: all, note: note).map {
       Self.info(DiscoveredDevice(inquiry: $0))
     }
   }

@@ -4,6 +4,8 @@ import Synchronization
 /// Where a stream driver's blocking reader runs (serial, Bluetooth Classic, keyboard wedge): one serial
 /// Dispatch queue, because the loop blocks in poll(2) and must stay off the Swift concurrency pool, and
 /// the stop flag it looks at between reads (every poll lasts at most the driver's poll interval).
+/// The other half of the one policy for blocking work (see `BlockingExecutor`): a loop that lasts as
+/// long as the device runs here; a blocking call that ends runs on the `BlockingExecutor`.
 final class ReaderThread: Sendable {
   let queue: DispatchQueue
   private let stopRequested = Atomic<Bool>(false)

@@ -5,6 +5,17 @@ import Drivers
   import Glibc
 #endif
 
+// Before anything opens a descriptor: fds 0–2 are held (a closed one is /dev/null), so no internal
+// descriptor can take the place of stdin, stdout or stderr; and SIGPIPE is ignored, so a reader that
+// goes away is an EPIPE the output writer handles.
+CaptureCLI.prepareProcess()
+
 // The composition root: which drivers exist is decided here, so CaptureCLI (and every other front
 // end) sees only CaptureCore's protocols (docs/architecture.md §2).
-exit(await CaptureCLI.main(Array(CommandLine.arguments.dropFirst()), system: DriverSystem()))
+// argv as bytes: CommandLine.arguments decodes each argument lossily, and a file name need not be UTF-8.
+let rawArguments = (1..<Int(CommandLine.argc)).map { index in
+  CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))) }.map {
+    $0.map { UInt8(bitPattern: $0) }
+  } ?? []
+}
+exit(await CaptureCLI.main(rawArguments: rawArguments, system: DriverSystem()))

@@ -129,6 +129,29 @@ struct BLEDeviceTests {
     }
   }
 
+  @Test(
+    "a BLE device outside the SDK's type table reports its Device Information model number (0x2A24): plain get device-type prints it, JSON adds model"
+  )
+  func genericModel() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", generic, "Thermometer", "generic", "--", "-70", "true")
+      let plain = try await sandbox.capture(["get", generic, "device-type"])
+      #expect(plain.status == 0, "\(plain)")
+      #expect(plain.outLines == ["Generic"], "\(plain)")
+      let json = try await sandbox.capture(["--json", "get", generic, "device-type"])
+      #expect(json.status == 0, "\(json)")
+      let document = try parseJSON(json.out)
+      #expect(document["device"]?["model"]?.string == "Generic", "\(json)")
+      #expect(document["device"]?["typeName"]?.string == "BleUnknown", "\(json)")
+      #expect(document["properties"]?.array?.first?["model"]?.string == "Generic", "\(json)")
+      // A family in the SDK's table reads no model: its device object has no model key.
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      let d600JSON = try await sandbox.capture(["--json", "get", d600, "device-type"])
+      #expect(d600JSON.status == 0, "\(d600JSON)")
+      #expect(try parseJSON(d600JSON.out)["device"]?["model"] == nil, "\(d600JSON)")
+    }
+  }
+
   @Test("a device out of range: get exits 42 saying it did not answer; bluetoothd gone: exit 32")
   func vanished() async throws {
     try await withRig { rig, sandbox in

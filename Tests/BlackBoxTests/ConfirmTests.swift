@@ -1,6 +1,7 @@
 // listen --confirm: the host acknowledges each code (the SDK's App confirmation mode).
 
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -56,6 +57,22 @@ struct ConfirmTests {
     #expect(outcome.elapsed < 10)
     let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
     #expect(decoded.first?["confirmation"]?.string == "bad")
+  }
+
+  @Test("SIGINT while a command runs: it is killed, its code is bad, listen exits 0 without waiting it out")
+  func interruptedWhileRunning() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    var interaction = Interaction()
+    interaction.signal = (SIGINT, 2)
+    let outcome = try await sandbox.capture(
+      [
+        "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 60", "--confirm-timeout", "60s",
+      ], timeLimit: 30, interaction: interaction)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.elapsed < 15)
+    let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
+    #expect(decoded.map { $0["confirmation"]?.string } == ["bad"])
   }
 
   @Test("a command that crashes (killed by a signal) is a bad verdict; listen goes on to the next code")
@@ -123,6 +140,33 @@ struct ConfirmTests {
     #expect(FileManager.default.fileExists(atPath: done))
   }
 
+  @Test(
+    "the command inherits stdin, stdout and stderr only: not the signal self-pipe nor any other descriptor")
+  func inheritsOnlyStandardDescriptors() async throws {
+    let sandbox = try Sandbox()
+    let images = try Images.get()
+    // capture is started with 0, 1 and 2 only (a python3 exec wrapper closes the rest), so anything
+    // else the command holds came from capture. No redirection in the command: a shell that redirects
+    // keeps a copy of the old descriptor. Its stdout is capture's stderr; `ls` is exec'd in place of the
+    // shell, so $$ is the command itself.
+    let closeAndExec = "import os, sys; os.closerange(3, 65536); os.execv(sys.argv[1], sys.argv[1:])"
+    let outcome = try await Runner.run(
+      "/usr/bin/python3",
+      [
+        "-c", closeAndExec, try Product.path(), "listen", "--image", images.qr.path, "--confirm",
+        "ls -l /proc/$$/fd",
+      ], environment: sandbox.environment, directory: sandbox.root)
+    #expect(outcome.status == 0, "\(outcome)")
+    let text = outcome.err
+    let entries = text.split(separator: "\n").filter { $0.contains(" -> ") }
+    let numbers = entries.compactMap { line -> Int? in
+      let words = line.split(separator: " ")
+      guard let arrow = words.firstIndex(of: "->"), arrow > 0 else { return nil }
+      return Int(words[arrow - 1])
+    }
+    #expect(numbers.sorted() == [0, 1, 2], "capture passed more than stdin, stdout and stderr:\n\(text)")
+  }
+
   @Test("--confirm-timeout without --confirm is a usage error")
   func usage() async throws {
     let sandbox = try Sandbox()
@@ -134,10 +178,12 @@ struct ConfirmTests {
 /// The host side of `listen --confirm-stdin`: records every question capture writes on stdout and
 /// answers it on capture's stdin as `reply` says (by question number from 0 and text; nil closes
 /// capture's stdin).
-final class CoProcessHost: @unchecked Sendable {
-  // Only the runner's thread touches these while capture runs; the test reads them after it ended.
-  private(set) var questions: [String] = []
+final class CoProcessHost: Sendable {
+  private let asked = Mutex<[String]>([])
   private let reply: @Sendable (Int, String) -> String?
+
+  /// Every question so far, in order.
+  var questions: [String] { asked.withLock { $0 } }
 
   init(_ reply: @escaping @Sendable (Int, String) -> String?) { self.reply = reply }
 
@@ -148,8 +194,11 @@ final class CoProcessHost: @unchecked Sendable {
 
   var interaction: Interaction {
     Interaction(answer: { line in
-      self.questions.append(line)
-      return self.reply(self.questions.count - 1, line)
+      let index = self.asked.withLock { asked in
+        asked.append(line)
+        return asked.count - 1
+      }
+      return self.reply(index, line)
     })
   }
 }
@@ -227,7 +276,7 @@ struct ConfirmStdinTests {
     #expect(host.questions.count == 3)
   }
 
-  @Test("a code holding a line break is still one plain question line (\\, CR, LF escaped)")
+  @Test("a code holding a line break is still one plain question line (C-style escapes)")
   func escapedQuestion() async throws {
     let sandbox = try Sandbox()
     let images = try Images.get()
@@ -236,10 +285,12 @@ struct ConfirmStdinTests {
       ["listen", "--image", images.binaryQR.path, "--confirm-stdin", "--output", "codes.txt"],
       interaction: host.interaction)
     #expect(outcome.status == 0, "\(outcome)")
-    #expect(host.questions == ["\u{0}\\\\xFF\u{1}\\\\x80binary\\\\xFE\\n\u{7F}"])
+    // The plain line of every code: control characters and bytes that are not UTF-8 as \xHH, LF as \n.
+    let line = "\\x00\\xFF\\x01\\x80binary\\xFE\\n\\x7F"
+    #expect(host.questions == [line])
     // The --output file carries the code as plain listen prints it.
     let file = String(decoding: try sandbox.read(sandbox.path("codes.txt")), as: UTF8.self)
-    #expect(file == images.binaryQR.text + "\n")
+    #expect(file == line + "\n")
   }
 
   @Test("an answer that is neither good nor bad: a warning naming it, and the code is bad")
@@ -375,16 +426,15 @@ struct ConfirmStdinTests {
 }
 
 /// A one-way signal between a runner callback (any thread) and a test task.
-final class Flag: @unchecked Sendable {
-  private let lock = NSLock()
-  private var isSet = false
+final class Flag: Sendable {
+  private let isSet = Mutex(false)
 
-  func set() { lock.withLock { isSet = true } }
+  func set() { isSet.withLock { $0 = true } }
 
   func wait(seconds: Double) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-      if lock.withLock({ isSet }) { return true }
+      if isSet.withLock({ $0 }) { return true }
       try? await Task.sleep(for: .milliseconds(20))
     }
     return false

@@ -65,7 +65,8 @@ private final class FakeSystem: DeviceSystem, Sendable {
     return 1
   }
   func bluetoothdReachable(adapter: String?) async -> Bool { true }
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void) throws(CaptureError)
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    async throws(CaptureError)
     -> [DiscoveredDeviceInfo]
   { [] }
   func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)

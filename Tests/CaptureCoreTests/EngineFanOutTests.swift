@@ -55,7 +55,8 @@ private final class TableSystem: DeviceSystem, Sendable {
     async throws(CaptureError) -> Int
   { throw CaptureError(.notAvailable, "no bluetoothd here") }
   func bluetoothdReachable(adapter: String?) async -> Bool { false }
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void) throws(CaptureError)
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    async throws(CaptureError)
     -> [DiscoveredDeviceInfo]
   { throw CaptureError(.notAvailable, "no adapter") }
   func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)

@@ -1,8 +1,10 @@
-import Bluetooth
+import CBluetooth
 import CaptureCore
 import Drivers
 import Synchronization
 import Testing
+
+@testable import Bluetooth
 
 #if canImport(Glibc)
   import Glibc
@@ -437,7 +439,7 @@ func decodedTexts(_ events: [Event]) -> [String] {
     #expect(ClassicDiscovery.isSocketMobileName(name) == expected)
   }
 
-  @Test func inquiryWithNames() throws {
+  @Test func inquiryWithNames() async throws {
     let socket = BluetoothAddress("00:06:66:0A:1B:2C")!
     let other = BluetoothAddress("11:22:33:44:55:66")!
     let silent = BluetoothAddress("11:22:33:44:55:77")!
@@ -450,18 +452,18 @@ func decodedTexts(_ events: [Event]) -> [String] {
       ])
       s.names = [socket: "Socket 7Xi [0A1B2C]", other: "Headphones"]
     }
-    let mine = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
+    let mine = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
     #expect(mine.map(\.address) == [socket])
     #expect(mine.first?.classOfDevice == 0x001F00)
-    let all = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
+    let all = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
     #expect(all.map(\.name) == ["Socket 7Xi [0A1B2C]", "Headphones", nil])
   }
 
-  @Test func inquiryWithoutBluetooth() {
+  @Test func inquiryWithoutBluetooth() async {
     let fake = FakeBluetoothSystem()
     fake.script { $0.hciDevices = .failure(Errno(EAFNOSUPPORT)) }
     do {
-      _ = try ClassicDiscovery.inquiry(adapter: nil, seconds: 1, all: true, system: fake)
+      _ = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 1, all: true, system: fake)
       Issue.record("no HCI here")
     } catch {
       #expect(error.code == .notAvailable)
@@ -551,9 +553,9 @@ func decodedTexts(_ events: [Event]) -> [String] {
     #expect(UUID128("A1220169-E854-473E-9CB5-873ACBDF1F1G") == nil)
   }
 
-  @Test func recognisedByServiceClassWithoutASocketName() throws {
+  @Test func recognisedByServiceClassWithoutASocketName() async throws {
     let fake = fake([unnamed: [.success(true)]])
-    let found = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
+    let found = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake)
     #expect(found.map(\.address) == [named, unnamed])
     #expect(found.map(\.recognition) == [.name, .serviceClass])
     // The name already says Socket: no SDP search for it; one search each for the other two.
@@ -562,24 +564,25 @@ func decodedTexts(_ events: [Event]) -> [String] {
       fake.state.withLock { $0.searchedUUIDs }.allSatisfy { $0 == ClassicDiscovery.scannerServiceClass })
   }
 
-  @Test func othersOnlyWithAll() throws {
+  @Test func othersOnlyWithAll() async throws {
     let fake = fake([:])
     #expect(
-      try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake).map(\.address) == [
-        named
-      ])
-    let all = try ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
+      try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: false, system: fake).map(\.address)
+        == [
+          named
+        ])
+    let all = try await ClassicDiscovery.inquiry(adapter: nil, seconds: 5, all: true, system: fake)
     #expect(all.map(\.address) == [named, unnamed, headset])
     #expect(all.map(\.recognition) == [.name, nil, nil])
     #expect(all.map(\.isSocketMobile) == [true, false, false])
   }
 
-  @Test func sdpFailureSkipsTheDeviceAndSaysWhy() throws {
+  @Test func sdpFailureSkipsTheDeviceAndSaysWhy() async throws {
     let fake = fake([
       unnamed: [.failure(Errno(EHOSTDOWN))], headset: [.failure(Errno(EINTR)), .success(true)],
     ])
     let notes = Mutex<[String]>([])
-    let found = try ClassicDiscovery.inquiry(
+    let found = try await ClassicDiscovery.inquiry(
       adapter: nil, seconds: 5, all: false, system: fake, note: { note in notes.withLock { $0.append(note) } }
     )
     // EINTR is retried (the headset answers the second time); EHOSTDOWN leaves the device unrecognised.
@@ -678,6 +681,92 @@ func decodedTexts(_ events: [Event]) -> [String] {
       #expect(error.code == .notAvailable)
       #expect(
         error.message.hasPrefix("--pair with --classic pairs through bluetoothd, which is not reachable: "))
+    }
+  }
+}
+
+@Suite struct ClassicBlockingTests {
+  static let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+
+  @Test("HCI inquiries block the blocking executor, not the cooperative pool: a concurrent task runs at once")
+  func inquiryLeavesThePoolFree() async throws {
+    let fake = FakeBluetoothSystem()
+    fake.script { $0.inquiryBlocks = .seconds(8) }
+    let inquiries = Self.cores + 2
+    try await withThrowingTaskGroup(of: Int.self) { group in
+      for _ in 0..<inquiries {
+        group.addTask {
+          try await ClassicDiscovery.inquiry(adapter: nil, seconds: 1, all: true, system: fake).count
+        }
+      }
+      // A pool whose threads the blocking work held would wake this task late, by seconds.
+      let asleep = ContinuousClock.now
+      try await Task.sleep(for: .milliseconds(400))
+      // Generous: other suites in this process load the pool too; a blocked pool makes this 8 s and more.
+      let late = ContinuousClock.now - asleep - .milliseconds(400)
+      #expect(late < .seconds(5), "the sleeping task woke \(late) late")
+      let probe = ContinuousClock.now
+      await Task.detached { _ = 1 + 1 }.value
+      let latency = ContinuousClock.now - probe
+      #expect(latency < .seconds(5), "a pool task waited \(latency) behind \(inquiries) inquiries")
+      for try await count in group { #expect(count == 0) }
+    }
+    #expect(fake.count("inquiry") == inquiries)
+    #expect(fake.state.withLock { $0.inquiryOnWorker } == Array(repeating: true, count: inquiries))
+  }
+}
+
+/// The C shim's argument checks, through the Swift seam where it has one. They come before any socket,
+/// so they answer EINVAL the same on this kernel without AF_BLUETOOTH.
+@Suite struct CBluetoothArgumentTests {
+  @Test("a device list with room for no entry is EINVAL, never a write of 16 into it")
+  func deviceListWithoutRoom() {
+    #expect(throws: Errno(EINVAL)) { try LibBluetoothSystem().hciDeviceList(capacity: 0) }
+    var id: UInt16 = 0xBEEF
+    var up: UInt8 = 0xAA
+    errno = 0
+    #expect(cbt_hci_device_list(&id, &up, 0) == -1)
+    #expect(errno == EINVAL)
+    #expect(cbt_hci_device_list(&id, &up, -5) == -1)
+    #expect(errno == EINVAL)
+    #expect(id == 0xBEEF && up == 0xAA)
+  }
+
+  @Test("a remote name into a buffer of size <= 0 is EINVAL, not a memset underflow")
+  func remoteNameWithoutRoom() {
+    let address = BluetoothAddress("00:06:66:0A:1B:2C")!
+    #expect(throws: Errno(EINVAL)) {
+      try LibBluetoothSystem().remoteName(device: 0, address: address, timeoutMilliseconds: 10, capacity: 0)
+    }
+    var name: [CChar] = [65, 66]
+    for size: Int32 in [0, -1, Int32.min] {
+      errno = 0
+      let rc = address.littleEndianBytes.withUnsafeBufferPointer {
+        cbt_hci_remote_name(0, $0.baseAddress, &name, size, 10)
+      }
+      #expect(rc == -1)
+      #expect(errno == EINVAL)
+    }
+    #expect(name == [65, 66])
+  }
+
+  @Test("an inquiry with room for no answer is EINVAL (hci_inquiry would take max 0 as 255)")
+  func inquiryWithoutRoom() {
+    var addresses = [UInt8](repeating: 0, count: 6)
+    var classes: [UInt32] = [0]
+    errno = 0
+    #expect(cbt_hci_inquiry(0, 1, 0, &addresses, &classes) == -1)
+    #expect(errno == EINVAL)
+    #expect(cbt_hci_inquiry(0, 0, 1, &addresses, &classes) == -1)
+    #expect(errno == EINVAL)
+  }
+
+  @Test("with room, the checks pass and the call reaches the kernel (here: no Bluetooth, not EINVAL)")
+  func deviceListWithRoomReachesTheKernel() {
+    do {
+      _ = try LibBluetoothSystem().hciDeviceList(capacity: 1)
+    } catch {
+      #expect(error.code != EINVAL)
     }
   }
 }

@@ -22,6 +22,10 @@ final class FakeBluetoothSystem: BluetoothSystem {
     var hciDevices: Result<[HCIDevice], Errno> = .success([HCIDevice(id: 0, isUp: true)])
     var adapterAddress: Result<BluetoothAddress, Errno> = .success(BluetoothAddress("00:1A:7D:DA:71:13")!)
     var inquiry: Result<[InquiryResult], Errno> = .success([])
+    /// How long an inquiry blocks its thread, as the real one does for length × 1.28 s.
+    var inquiryBlocks: Duration = .zero
+    /// Per inquiry: whether it ran on a BlockingExecutor thread.
+    var inquiryOnWorker: [Bool] = []
     var names: [BluetoothAddress: String] = [:]
     /// SDP service-class searches: the answer per device (a device not listed has no such record);
     /// an Errno entry fails once with it, then the next entry (or "no record") answers.
@@ -109,10 +113,16 @@ final class FakeBluetoothSystem: BluetoothSystem {
   }
 
   func inquiry(device: Int, length: Int, maxResponses: Int) throws(Errno) -> [InquiryResult] {
-    try state.withLock { s in
+    let (result, blocks) = state.withLock { s in
       s.log.append("inquiry")
-      return s.inquiry
-    }.get()
+      s.inquiryOnWorker.append(BlockingExecutor.isWorkerThread)
+      return (s.inquiry, s.inquiryBlocks)
+    }
+    if blocks > .zero {
+      let (seconds, attoseconds) = blocks.components
+      usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+    }
+    return try result.get()
   }
 
   func remoteName(device: Int, address: BluetoothAddress, timeoutMilliseconds: Int32) throws(Errno) -> String

@@ -165,7 +165,10 @@ struct DataManReaderTests {
     ) {
       _ = try await open(silent, timeout: .milliseconds(300))
     }
-    #expect(ContinuousClock.now - start < .seconds(2))
+    // The handshake waits on the blocking executor, and the open resumes on the cooperative pool, which
+    // other suites in this process may keep busy for a few seconds: under DataManReader.defaultTimeout
+    // (5 s) is what proves the 300 ms applied.
+    #expect(ContinuousClock.now - start < DataManReader.defaultTimeout - .milliseconds(500))
 
     let refusedPort = try Self.closedPort()
     var request = OpenRequest(selector: .tcp(host: "127.0.0.1", port: refusedPort))

@@ -17,6 +17,9 @@ struct SymbolCase: CustomTestStringConvertible, Sendable {
 
 let both: Set<String> = ["zbar", "zxing"]
 let zxingOnly: Set<String> = ["zxing"]
+/// Who reads a linear code with both engines on: ZBar alone when this zxing-cpp asserts on linear codes
+/// (ZXingScanner.trapsAssertions: BarcodeReader routes them away from it), else both.
+let linear: Set<String> = ZXingScanner.trapsAssertions ? ["zbar"] : both
 
 /// Expected payloads follow each symbology's transmitted data: check digits of EAN/UPC included, Code 93's
 /// two check characters not, Codabar with start/stop characters, GS1 data as element strings with GS
@@ -39,32 +42,35 @@ let symbolCases: [SymbolCase] = [
     zintType: "MICROQR", data: "MICRO1", format: .microQRCode, expected: bytes("MICRO1"), decoders: zxingOnly),
   SymbolCase(
     zintType: "CODE128", data: "Code128-Test", format: .code128, expected: bytes("Code128-Test"),
-    decoders: both),
+    decoders: linear),
   SymbolCase(
     zintType: "GS1_128", data: "[01]98898765432106[10]ABC[15]991231", format: .code128,
-    expected: bytes("019889876543210610ABC") + [0x1D] + bytes("15991231"), decoders: both),
+    expected: bytes("019889876543210610ABC") + [0x1D] + bytes("15991231"), decoders: linear),
   SymbolCase(
-    zintType: "CODE39", data: "CODE39 TEST", format: .code39, expected: bytes("CODE39 TEST"), decoders: both),
-  SymbolCase(zintType: "CODE93", data: "CODE93", format: .code93, expected: bytes("CODE93"), decoders: both),
+    zintType: "CODE39", data: "CODE39 TEST", format: .code39, expected: bytes("CODE39 TEST"), decoders: linear
+  ),
   SymbolCase(
-    zintType: "EANX", data: "400638133393", format: .ean13, expected: bytes("4006381333931"), decoders: both),
-  SymbolCase(zintType: "EANX", data: "9638507", format: .ean8, expected: bytes("96385074"), decoders: both),
+    zintType: "CODE93", data: "CODE93", format: .code93, expected: bytes("CODE93"), decoders: linear),
   SymbolCase(
-    zintType: "UPCA", data: "03600029145", format: .upcA, expected: bytes("036000291452"), decoders: both),
-  SymbolCase(zintType: "UPCE", data: "0123456", format: .upcE, expected: bytes("01234565"), decoders: both),
+    zintType: "EANX", data: "400638133393", format: .ean13, expected: bytes("4006381333931"), decoders: linear
+  ),
+  SymbolCase(zintType: "EANX", data: "9638507", format: .ean8, expected: bytes("96385074"), decoders: linear),
+  SymbolCase(
+    zintType: "UPCA", data: "03600029145", format: .upcA, expected: bytes("036000291452"), decoders: linear),
+  SymbolCase(zintType: "UPCE", data: "0123456", format: .upcE, expected: bytes("01234565"), decoders: linear),
   SymbolCase(
     zintType: "ISBNX", data: "9780306406157", format: .isbn13, expected: bytes("9780306406157"),
-    decoders: both),
+    decoders: linear),
   SymbolCase(
-    zintType: "C25INTER", data: "1234567890", format: .itf, expected: bytes("1234567890"), decoders: both),
+    zintType: "C25INTER", data: "1234567890", format: .itf, expected: bytes("1234567890"), decoders: linear),
   SymbolCase(
-    zintType: "CODABAR", data: "A40156B", format: .codabar, expected: bytes("A40156B"), decoders: both),
+    zintType: "CODABAR", data: "A40156B", format: .codabar, expected: bytes("A40156B"), decoders: linear),
   SymbolCase(
     zintType: "DBAR_OMN", data: "0950110153001", format: .dataBar, expected: bytes("0109501101530010"),
-    decoders: both),
+    decoders: linear),
   SymbolCase(
     zintType: "DBAR_EXP", data: "[01]98898765432106[3202]012345[15]991231", format: .dataBarExpanded,
-    expected: bytes("0198898765432106320201234515991231"), decoders: both),
+    expected: bytes("0198898765432106320201234515991231"), decoders: linear),
 ]
 
 @Suite struct SymbologyTests {

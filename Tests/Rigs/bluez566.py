@@ -683,6 +683,21 @@ class Manager(Obj):
         return dbus.Array([dbus.Double(t) for t in W.peer(device).connect_calls], signature='d')
 
     @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
+    def GetDiscovery(self, adapter):
+        '''GetDiscovery(o adapter) -> a{sv}: Discovering (b), Sessions (u: clients with a discovery
+        session), Patterns (as: the Pattern filter of each session's client, '' for none, sorted) and
+        Now (d: CLOCK_MONOTONIC, the clock of GetConnectCalls) — whether and how a client watches for
+        devices.'''
+        a = W.adapters.get(str(adapter).rsplit('/', 1)[-1])
+        if a is None or a.path != str(adapter):
+            raise mock_error('no adapter %s' % adapter)
+        patterns = sorted(a.filters.get(c, {}).get('Pattern', '') for c in a.sessions)
+        return dbus.Dictionary({'Discovering': dbus.Boolean(a.discovering),
+                                'Sessions': dbus.UInt32(len(a.sessions)),
+                                'Patterns': dbus.Array(patterns, signature='s'),
+                                'Now': dbus.Double(time.monotonic())}, signature='sv')
+
+    @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
     def GetState(self, device):
         '''GetState(o device) -> a{sv}: InRange, Exported, Connected, Paired, Bonded, Trusted,
         Battery, Mode (D600 operating mode set by config AE, 0xFF = never set), Registers (a{yay}),

@@ -206,6 +206,31 @@ class DiscoveryTest(RigTest):
         self.c.pump(lambda: not self.c.call(ADAPTER, PROPS, 'Get', 'ss', 'org.bluez.Adapter1', 'Discovering'))
 
 
+    def test_pattern_filtered_watch_sees_a_remembered_device_come_back(self):
+        dev = self.add(D600_ADDR, 'Socket D600 [7EF619]', 'd600', -50, True)
+        c = self.c
+        c.mock('SetInRange', 'ob', dev, False)
+        watcher = self.client()
+        watcher.call(ADAPTER, 'org.bluez.Adapter1', 'SetDiscoveryFilter', 'a{sv}',
+                     opts(Transport='le', Pattern=D600_ADDR))
+        watcher.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
+        state = c.mock('GetDiscovery', 'o', ADAPTER)
+        self.assertIs(bool(state['Discovering']), True)
+        self.assertEqual(int(state['Sessions']), 1)
+        self.assertEqual([str(p) for p in state['Patterns']], [D600_ADDR])
+        self.assertIsInstance(state['Now'], dbus.Double)
+        watcher.pump(timeout=0.1)
+        self.assertEqual([e for e in watcher.signals('PropertiesChanged', D600) if 'RSSI' in e[4][1]], [])
+        c.mock('SetInRange', 'ob', dev, True)
+        # back in range: the remembered device's RSSI is set as its advertisement is heard
+        watcher.pump(lambda: any('RSSI' in e[4][1] for e in watcher.signals('PropertiesChanged', D600)))
+        watcher.call(ADAPTER, 'org.bluez.Adapter1', 'StopDiscovery')
+        state = c.mock('GetDiscovery', 'o', ADAPTER)
+        self.assertIs(bool(state['Discovering']), False)
+        self.assertEqual(int(state['Sessions']), 0)
+        self.assertDBusError('org.bluez.Mock.Error', None, c.mock, 'GetDiscovery', 'o', '/org/bluez/hci9')
+
+
 class ConnectTest(RigTest):
     def test_connect_sequence_and_objects(self):
         self.add(D600_ADDR, 'Socket D600 [7EF619]', 'd600', known=True)

@@ -28,6 +28,15 @@ NO_BUS = "unix:path=/nonexistent/system_bus_socket"
 # SKT result codes as exit statuses (ARCHITECTURE.md: exit status = |SKT code|).
 EXIT_NOT_FOUND = 17
 CODE128 = {"id": 15, "name": "Code 128"}
+# The D600 model on hci1 (d600.py; docs/device-protocols.md §2): its advertised service, its SDK type
+# (ScannerD600, 0x50015), the battery level it starts with, and a tag read whose frame ("4F" + text +
+# 00, 30 bytes) spans two 20-byte notifications. 4F (NFC Forum) is the SDK's TagTypeNFCForum.
+D600_SERVICE = "6cb501b7-96f6-4eef-acb1-d7535f153cf0"
+D600_TYPE = {"type": 0x50015, "typeName": "ScannerD600"}
+D600_BATTERY = 73
+TAG_TEXT = "tags.springcard.com/vm-tier"
+TAG_TEXT_2 = "st.com/nfc-rfid after the link came back"
+NFC_FORUM = {"id": 266, "name": "NFC Forum"}
 
 
 class Failure(Exception):
@@ -42,6 +51,7 @@ class Context:
         self.host = None
         self.scanner = None
         self.state = None
+        self.d600_name = None
         self.background = []
 
     # Commands
@@ -106,9 +116,68 @@ class Context:
             time.sleep(0.2)
         raise Failure("the scanner emulation was not ready in 60 s")
 
+    def d600(self):
+        """The D600 model on hci1 (d600.py), registered and advertising; its name from the address.
+        (d600.py makes hci1 LE-only first, as a D600 is.)"""
+        model = D600Model(self)
+        self.background.append(("d600", model.process, model.out))
+        line = model.wait_for("ready ", 60, "the D600 model ready")
+        self.d600_name = line.split(" ", 2)[2]
+        return model
+
     def devices_file(self):
         with open(os.path.join(self.state, "capture", "devices.json")) as f:
             return json.load(f)
+
+
+class D600Model:
+    """d600.py in the background: commands on its stdin, what it did on its stdout (kept in a file that
+    the scenario log gets)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.out = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(
+            ["python3", os.path.join(ctx.share, "d600.py"), "--adapter", "hci1", "--battery", str(D600_BATTERY)],
+            stdin=subprocess.PIPE, stdout=self.out, stderr=subprocess.STDOUT, text=True)
+
+    def lines(self):
+        self.out.seek(0)
+        return self.out.read().splitlines()
+
+    def send(self, command):
+        self.ctx.log(f"  d600 <- {command}")
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+
+    def wait_for(self, prefix, seconds, what, after=0):
+        """The first output line from line `after` on that starts with `prefix`."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for line in self.lines()[after:]:
+                if line.startswith(prefix):
+                    return line
+            if self.process.poll() is not None:
+                raise Failure(f"the D600 model exited ({self.process.returncode}) before {what}")
+            time.sleep(0.1)
+        raise Failure(f"{what}: not seen in {seconds} s")
+
+    def read(self, text, family="4F"):
+        """A tag read; returns the model's line saying how it went (sent in N notifications, or why not)."""
+        mark = len(self.lines())
+        self.send(f"read {family} {text}")
+        return self.wait_for("read ", 10, "the model's answer to the read", after=mark)
+
+
+def wait_output(file, condition, seconds, what):
+    """Polls a background capture's stdout (a file) until `condition(text)`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        file.seek(0)
+        if condition(file.read()):
+            return
+        time.sleep(0.1)
+    raise Failure(f"{what}: not in capture's output after {seconds} s")
 
 
 def check(condition, message):
@@ -318,6 +387,237 @@ def pair(ctx):
     ctx.run(["connect", ctx.scanner, "--classic", "--pair", "--adapter", "hci0"])
 
 
+# BLE: capture as the central on hci0, the D600 model (d600.py) as a GATT peripheral on hci1.
+
+
+def d600_device(ctx, device, what):
+    """An event's device object: the D600's address, its advertised name and its SDK type."""
+    expected = {"id": ctx.scanner, "name": ctx.d600_name, **D600_TYPE}
+    equal({k: device.get(k) for k in expected}, expected, what)
+    extra = set(device) - set(expected) - {"model"}
+    equal(extra, set(), f"{what}: other keys")
+
+
+def ble_discover(ctx):
+    """discover --le finds the D600 model by its advertised scanner service: one deviceDiscovered with
+    its address, name, type and UUIDs, then discoveryEnd; the plain form prints the same device."""
+    ctx.d600()
+    done = ctx.run(["discover", "--le", "--json", "--timeout", "5s"])
+    equal(done.stderr, "", "stderr")
+    events = json_lines(done.stdout)
+    equal([e.get("event") for e in events], ["deviceDiscovered", "discoveryEnd"], "events")
+    event = events[0]
+    equal(event.get("address"), ctx.scanner, "address")
+    equal(event.get("addressType"), "public", "addressType")
+    equal(event.get("uuids"), [D600_SERVICE], "uuids (the advertised scanner service)")
+    check(isinstance(event.get("rssi"), int), f"rssi is a number: {event.get('rssi')!r}")
+    d600_device(ctx, event.get("device", {}), "discovered device")
+    equal(events[1].get("count"), 1, "discoveryEnd count")
+    done = ctx.run(["discover", "--le", "--timeout", "3s"])
+    fields = [line.split("\t") for line in done.stdout.splitlines()]
+    equal([f[:3] for f in fields], [[ctx.scanner, ctx.d600_name, "ScannerD600"]], "plain discover")
+
+
+def paired_d600(ctx):
+    """The D600 model up and `connect ADDR --pair --json` done: bluetoothd finds it (an LE discovery),
+    connects, resolves its GATT services, pairs (NoInputNoOutput on both sides: just works) and trusts
+    it; one deviceArrival naming it; paired and trusted on hci0, and the bond on hci1's side too."""
+    d600 = ctx.d600()
+    done = ctx.run(["connect", ctx.scanner, "--pair", "--json"])
+    events = json_lines(done.stdout)
+    equal([e.get("event") for e in events], ["deviceArrival"], "events")
+    d600_device(ctx, events[0].get("device", {}), "arrival device")
+    properties = device_properties(ctx.scanner)
+    equal(bool(properties.get("Paired")), True, "Device1.Paired on hci0")
+    equal(bool(properties.get("Trusted")), True, "Device1.Trusted on hci0")
+    equal(str(properties.get("AddressType")), "public", "Device1.AddressType")
+    # The other side of the bond: bluetoothd on hci1 paired with hci0 too.
+    wait(lambda: bool(bluez_objects().get(f"/org/bluez/hci1/dev_{ctx.host.replace(':', '_')}", {})
+                      .get("org.bluez.Device1", {}).get("Paired")), 10, "hci0 paired on the D600's side (hci1)")
+    return d600
+
+
+def ble_connect(ctx):
+    """connect ADDR --pair (paired_d600), then: remembered with transport ble; list shows it connected;
+    partnership status says paired, bonded, trusted, connected, pairing-required (its scanner service is
+    the pairing-required form, docs/device-protocols.md §2.1)."""
+    paired_d600(ctx)
+    devices = ctx.devices_file().get("devices", [])
+    equal([(d.get("id"), d.get("transport")) for d in devices], [(ctx.scanner, "ble")], "remembered devices")
+    listed = json.loads(ctx.run(["list", "--json"]).stdout)
+    mine = [d for d in listed.get("devices", []) if d.get("id") == ctx.scanner]
+    equal([(d.get("transport"), d.get("state")) for d in mine], [("ble", "connected")], "list")
+    status = json.loads(ctx.run(["partnership", "status", ctx.scanner, "--json"]).stdout)
+    equal({k: status.get(k) for k in ["paired", "bonded", "trusted", "connected", "variant"]},
+          {"paired": True, "bonded": True, "trusted": True, "connected": True, "variant": "pairing-required"},
+          "partnership status")
+
+
+def ble_get(ctx):
+    """get battery-level friendly-name device-type version --json on the paired D600: the battery level
+    its 0x2A19 holds (through bluetoothd's Battery1; ScanAPI packing: max 100 << 24 | min 0 << 16 |
+    current << 8, valueName N%), the name bluetoothd has for it (its GAP name), ScannerD600, the
+    firmware revision; a new battery level the device notifies is what the next get reads."""
+    d600 = paired_d600(ctx)
+    # bluetoothd's battery plugin claims 0x180F and shows the level as Battery1 (doc/org.bluez.Battery.rst).
+    path = f"/org/bluez/hci0/dev_{ctx.scanner.replace(':', '_')}"
+    wait(lambda: "org.bluez.Battery1" in bluez_objects().get(path, {}), 10, "Battery1 on hci0's device")
+    equal(int(bluez_objects()[path]["org.bluez.Battery1"].get("Percentage")), D600_BATTERY, "Battery1.Percentage")
+    done = ctx.run(["get", ctx.scanner, "battery-level", "friendly-name", "device-type", "version", "--json"])
+    values = {p.get("name"): p for p in json.loads(done.stdout).get("properties", [])}
+    equal(sorted(values), ["battery-level", "device-type", "friendly-name", "version"], "properties")
+    equal(values["battery-level"].get("value"), (100 << 24) | (D600_BATTERY << 8), "battery-level value")
+    equal(values["battery-level"].get("valueName"), f"{D600_BATTERY}%", "battery-level valueName")
+    equal(values["friendly-name"].get("value"), ctx.d600_name, "friendly-name value")
+    equal(values["device-type"].get("value"), D600_TYPE["type"], "device-type value")
+    # Firmware revision 0x2A26 "1.50" (Device Information, exported by bluetoothd as GATT).
+    version = values["version"].get("value", {})
+    equal((version.get("major"), version.get("middle"), version.get("minor"), version.get("build")), (1, 50, 0, 0),
+          "version from the firmware revision")
+    d600.send("battery 41")
+    d600.wait_for("battery 41", 10, "the new battery level")
+    deadline = time.monotonic() + 15
+    while True:
+        done = ctx.run(["get", ctx.scanner, "battery-level", "--json"])
+        value = json.loads(done.stdout)["properties"][0].get("value")
+        if value == (100 << 24) | (41 << 8) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    equal(value, (100 << 24) | (41 << 8), "battery-level after the device notified 41%")
+
+
+def ble_set_trigger(ctx):
+    """set ADDR friendly-name renames the D600 on this host (Device1.Alias; get reads it back, and the
+    D600's own name is unchanged); trigger ADDR start brings it up (config 02 AE 07) and writes scan
+    control A1 as a 20-byte buffer (docs/device-protocols.md §2.5: TS writes 20 bytes, byte 0 the
+    command)."""
+    d600 = paired_d600(ctx)
+    ctx.run(["set", ctx.scanner, "friendly-name", "Dock 4"])
+    done = ctx.run(["get", ctx.scanner, "friendly-name", "--json"])
+    equal([p.get("value") for p in json.loads(done.stdout).get("properties", [])], ["Dock 4"], "friendly-name")
+    equal(str(device_properties(ctx.scanner).get("Alias")), "Dock 4", "Device1.Alias on hci0")
+    equal(str(device_properties(ctx.scanner).get("Name")), ctx.d600_name, "Device1.Name (the D600's own)")
+    mark = len(d600.lines())
+    ctx.run(["trigger", ctx.scanner, "start"])
+    d600.wait_for("scan control a1", 10, "scan control A1", after=mark)
+    writes = [line.split(" ", 2)[2] for line in d600.lines()[mark:] if line.startswith("write ")]
+    equal(writes, ["02 ae 07", "a1" + " 00" * 19], "writes: config AE 07, then scan control A1")
+
+
+def kinds(events):
+    return [e.get("event") for e in events]
+
+
+def ble_listen(ctx):
+    """listen ADDR --count 1 on the paired D600: capture subscribes and switches it to scanner mode
+    (config 02 AE 07, answered 01 00) before it prints deviceArrival, so a tag read made as soon as the
+    arrival is out is delivered: its frame spans two notifications and is exactly one decodedData with
+    the whole text, NFC Forum; exit 0."""
+    d600 = paired_d600(ctx)
+    mark = len(d600.lines())
+    process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "1", "--json"])
+    wait_output(out, lambda text: '"deviceArrival"' in text, 30, "deviceArrival")
+    sent = d600.read(TAG_TEXT)
+    equal(sent, "read sent in 2 notifications", "the D600 model's read")
+    status, stdout, stderr = finish(ctx, process, out, err, 30)
+    equal(status, 0, "listen exit status")
+    equal(stderr, "", "listen stderr")
+    events = json_lines(stdout)
+    equal(kinds(events), ["deviceArrival", "decodedData", "deviceRemoval"], "events")
+    decoded = events[1]
+    equal(decoded.get("text"), TAG_TEXT, "decoded text")
+    equal(decoded.get("dataSource"), NFC_FORUM, "dataSource (tag family 4F)")
+    for event in events:
+        d600_device(ctx, event.get("device", {}), f"{event.get('event')} device")
+    config = [line for line in d600.lines()[mark:] if line.startswith("config ")]
+    equal(config, ["config command ae 07", "config answer 01 00"], "the config exchange")
+    check(any(line == "write 1254fc72-336e-4bb2-a0a8-71c7d28d73ce 02 ae 07" for line in d600.lines()[mark:]),
+          "scanner mode written as one block 02 AE 07 (docs/device-protocols.md §2.6, TS/SC-NET)")
+
+
+def finish(ctx, process, out, err, seconds):
+    """Waits for a background capture (killed after `seconds`); logs and returns its outcome."""
+    try:
+        status = process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        status = None
+    out.seek(0)
+    err.seek(0)
+    stdout, stderr = out.read(), err.read()
+    ctx.log(f"  exit {status}")
+    for line in stdout.splitlines():
+        ctx.log(f"  out: {line}")
+    for line in stderr.splitlines():
+        ctx.log(f"  err: {line}")
+    return status, stdout, stderr
+
+
+def ble_reconnect(ctx):
+    """Link loss: listen ADDR --count 2 gets one read; the D600 cuts the link and stops advertising for
+    3 s; listen prints deviceRemoval, reconnects when it advertises again (deviceArrival once it is
+    back in scanner mode), and receives the next read; exit 0."""
+    d600 = paired_d600(ctx)
+    mark = len(d600.lines())
+    process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "2", "--json"])
+    d600.wait_for("config answer 01 00", 30, "scanner mode (config AE 07) answered", after=mark)
+    equal(d600.read(TAG_TEXT), "read sent in 2 notifications", "the first read")
+    wait_output(out, lambda text: '"decodedData"' in text, 15, "the first decodedData")
+    mark = len(d600.lines())
+    d600.send("drop 3")
+    d600.wait_for("dropped ", 10, "the link cut", after=mark)
+    wait_output(out, lambda text: text.count('"deviceArrival"') == 2, 60, "the second deviceArrival")
+    d600.wait_for("config answer 01 00", 10, "scanner mode again after reconnecting", after=mark)
+    equal(d600.read(TAG_TEXT_2), "read sent in 3 notifications", "the read after reconnecting")
+    status, stdout, stderr = finish(ctx, process, out, err, 30)
+    equal(status, 0, "listen exit status")
+    events = json_lines(stdout)
+    equal(kinds(events), ["deviceArrival", "decodedData", "deviceRemoval", "deviceArrival", "decodedData",
+                          "deviceRemoval"], "events")
+    equal([e.get("text") for e in events if e.get("event") == "decodedData"], [TAG_TEXT, TAG_TEXT_2],
+          "decoded texts")
+    ctx.log(f"  (stderr: {stderr!r})")
+
+
+def ble_controller_loss(ctx):
+    """The controllers go away and come back (btvirt stopped and started again; bluetoothd stays):
+    listen ADDR --count 2 prints deviceRemoval when bluetoothd drops the device with its adapter and
+    deviceArrival once bluetoothd has the bonded device again (from its storage) and capture has
+    reconnected and brought it up, then receives the next read; exit 0."""
+    d600 = paired_d600(ctx)
+    process, out, err = ctx.start_capture(["listen", ctx.scanner, "--count", "2", "--json"])
+    wait_output(out, lambda text: '"deviceArrival"' in text, 30, "the first deviceArrival")
+    equal(d600.read(TAG_TEXT), "read sent in 2 notifications", "the first read")
+    wait_output(out, lambda text: '"decodedData"' in text, 15, "the first decodedData")
+    mark = len(d600.lines())
+    restart_controllers(ctx)
+    d600.wait_for("ready again", 60, "the D600 model registered on the new hci1", after=mark)
+    wait_output(out, lambda text: text.count('"deviceArrival"') == 2, 60, "the second deviceArrival")
+    equal(d600.read(TAG_TEXT_2), "read sent in 3 notifications", "the read after the controllers came back")
+    status, stdout, stderr = finish(ctx, process, out, err, 30)
+    equal(status, 0, "listen exit status")
+    events = json_lines(stdout)
+    equal(kinds(events), ["deviceArrival", "decodedData", "deviceRemoval", "deviceArrival", "decodedData",
+                          "deviceRemoval"], "events")
+    equal([e.get("text") for e in events if e.get("event") == "decodedData"], [TAG_TEXT, TAG_TEXT_2],
+          "decoded texts")
+
+
+def ble_remove(ctx):
+    """remove ADDR --json on the paired, connected D600: one deviceRemoval; bluetoothd forgets it (no
+    Device1 on hci0, so no pairing) and capture forgets it; a second remove exits 17."""
+    paired_d600(ctx)
+    done = ctx.run(["remove", ctx.scanner, "--json"])
+    events = json_lines(done.stdout)
+    equal(kinds(events), ["deviceRemoval"], "events")
+    d600_device(ctx, events[0].get("device", {}), "removal device")
+    equal(device_properties(ctx.scanner), {}, "Device1 on hci0 after remove")
+    equal(ctx.devices_file().get("devices"), [], "remembered devices")
+    again = ctx.run(["remove", ctx.scanner], expect=EXIT_NOT_FOUND)
+    check(again.stderr.startswith("capture: ESKT_NOTFOUND (-17): "), f"second remove: {again.stderr!r}")
+
+
 SCENARIOS = {
     "pairing-code": pairing_code,
     "discover-hci": discover_hci,
@@ -327,6 +627,14 @@ SCENARIOS = {
     "listen": listen,
     "accept": accept,
     "pair": pair,
+    "ble-discover": ble_discover,
+    "ble-connect": ble_connect,
+    "ble-get": ble_get,
+    "ble-set-trigger": ble_set_trigger,
+    "ble-listen": ble_listen,
+    "ble-reconnect": ble_reconnect,
+    "ble-controller-loss": ble_controller_loss,
+    "ble-remove": ble_remove,
 }
 
 
@@ -405,6 +713,36 @@ def start_stack(share):
     objects = bluez_objects()
     return (str(objects["/org/bluez/hci0"]["org.bluez.Adapter1"]["Address"]),
             str(objects["/org/bluez/hci1"]["org.bluez.Adapter1"]["Address"]))
+
+
+def restart_controllers(ctx):
+    """btvirt stopped and started again with bluetoothd running: both controllers go (bluetoothd drops
+    their adapters and devices) and come back with the same addresses; bluetoothd loads the bonds it
+    stored. hci0 is powered again for capture."""
+    import dbus
+    started = time.monotonic()
+    old = STACK["btvirt"]
+    old.terminate()
+    try:
+        old.wait(10)
+    except subprocess.TimeoutExpired:
+        old.kill()
+        old.wait()
+    wait(lambda: not any(os.path.exists(f"/sys/class/bluetooth/hci{i}") for i in (0, 1)), 30,
+         "the old controllers gone")
+    btvirt_log = open(os.path.join(ctx.share, "logs", "btvirt.log"), "a")
+    STACK["btvirt"] = subprocess.Popen(["btvirt", "-l2"], stdout=btvirt_log, stderr=subprocess.STDOUT)
+
+    def adapters():
+        try:
+            objects = bluez_objects()
+        except dbus.DBusException:
+            return False
+        return all(f"/org/bluez/hci{i}" in objects for i in (0, 1))
+
+    wait(adapters, 60, "bluetoothd's adapters again")
+    set_adapter("hci0", Alias=dbus.String(HOST_NAME), Powered=dbus.Boolean(True), Pairable=dbus.Boolean(True))
+    ctx.log(f"  (controllers restarted in {time.monotonic() - started:.1f} s)")
 
 
 def setup(share, log):

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""End-to-end tests of capture's Bluetooth Classic code against a real kernel Bluetooth stack.
+"""End-to-end tests of capture's Bluetooth Classic and LE code against a real kernel Bluetooth stack.
 
 The host kernel has no AF_BLUETOOTH, so this boots the stock Debian kernel under qemu (software
 emulation: /dev/kvm here only runs PVM guests) with an initramfs holding a Debian root file system
-(mmdebstrap), BlueZ and btvirt. btvirt makes two virtual BR/EDR controllers: hci0 for capture, hci1
-for the scanner emulation (scanner.py). The capture binary and the scenarios come in over a 9p share;
-each scenario's result and log come back through it (see README.md).
+(mmdebstrap), BlueZ and btvirt. btvirt makes two virtual controllers: hci0 for capture, hci1 for the
+device emulations (scanner.py: a Classic SPP scanner; d600.py: a D600 as a BLE GATT peripheral). The
+capture binary and the scenarios come in over a 9p share; each scenario's result and log come back
+through it (see README.md).
 
     vm.py [--binary PATH] [--keep DIR] [--rebuild] [SCENARIO ...]
 
@@ -24,8 +25,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# What the image holds besides the essential set: the tools the guest needs, BlueZ with btvirt,
-# python for the scanner emulation, and the shared libraries the capture binary links.
+# What the image holds besides the essential set: the tools the guest needs, BlueZ with btvirt (and
+# btmgmt, in bluez), python with dbus and GLib for the device emulations (bluetoothd's Profile1,
+# GattManager1 and LEAdvertisingManager1 APIs call back into them), and the shared libraries the
+# capture binary links.
 GUEST_PACKAGES = [
     "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
     "libzbar0", "libzxing2", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
@@ -42,9 +45,11 @@ GUEST_MODULES = [
 SUITE = "bookworm"
 IMAGE_VERSION = "1"
 DEFAULT_CACHE = "/tmp/capture-vm-image"
-# A whole run (boot ~15 s, 8 scenarios) takes ~80 s on a quiet host; a busy one is several times
-# slower. 10 minutes keeps a hung guest from eating the CI budget (make test stays under 20 min).
+# A whole run (boot ~15 s, 15 scenarios) takes ~150 s on a quiet host; a busy one is several times
+# slower. 10 minutes keeps a hung guest from eating the CI budget (make test stays under 20 min);
+# --repeat runs get 40 s a scenario when that is more.
 BOOT_TIMEOUT = 600
+SCENARIO_TIMEOUT = 40
 
 
 def log(message):
@@ -154,7 +159,7 @@ def build_image(cache, rebuild=False):
 def run(kernel, initrd, binary, scenarios, share):
     """Boots the VM once; the guest runs the scenarios in order. Returns the results (or None)."""
     os.makedirs(share, exist_ok=True)
-    for name in ["guest.sh", "scenarios.py", "scanner.py"]:
+    for name in ["guest.sh", "scenarios.py", "scanner.py", "d600.py"]:
         shutil.copy2(os.path.join(HERE, name), share)
     os.chmod(os.path.join(share, "guest.sh"), 0o755)
     shutil.copy2(binary, os.path.join(share, "capture"))
@@ -173,10 +178,11 @@ def run(kernel, initrd, binary, scenarios, share):
         "-virtfs", f"local,path={share},mount_tag=host,security_model=none,id=host",
     ]
     started = time.monotonic()
+    limit = max(BOOT_TIMEOUT, SCENARIO_TIMEOUT * len(scenarios))
     try:
-        subprocess.run(command, check=False, timeout=BOOT_TIMEOUT, stdin=subprocess.DEVNULL)
+        subprocess.run(command, check=False, timeout=limit, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        log(f"the VM did not finish in {BOOT_TIMEOUT} s")
+        log(f"the VM did not finish in {limit} s")
     log(f"VM ran {time.monotonic() - started:.0f} s")
     try:
         with open(os.path.join(share, "results.json")) as f:

@@ -20,15 +20,18 @@ int cbt_rfcomm_bind(int fd, const uint8_t local_le[6], uint8_t channel);
 /// accept4(2) with SOCK_CLOEXEC; fills the peer's address and channel.
 int cbt_rfcomm_accept(int fd, uint8_t peer_le[6], uint8_t *channel);
 
-/// HCIGETDEVLIST on a raw HCI socket: up to `max` device ids; `is_up` gets HCI_UP of each. Returns the
-/// number of devices.
+/// HCIGETDEVLIST on a raw HCI socket: up to `max` device ids (at most HCI_MAX_DEV, 16); `is_up` gets
+/// HCI_UP of each. Both arrays hold `max` entries. Returns the number of devices; -1 with errno EINVAL
+/// when `max` <= 0 or an array is NULL.
 int cbt_hci_device_list(uint16_t *ids, uint8_t *is_up, int max);
 /// The BD address of HCI device `dev_id` (hci_devba).
 int cbt_hci_device_address(int dev_id, uint8_t address_le[6]);
 /// hci_inquiry for `length` × 1.28 s, flushing the cache, at most `max` answers: addresses (6 bytes
-/// each) and 24-bit classes of device. Returns the number of answers.
+/// each) and 24-bit classes of device. Returns the number of answers; -1 with errno EINVAL when `max`
+/// or `length` <= 0 or an array is NULL.
 int cbt_hci_inquiry(int dev_id, int length, int max, uint8_t *addresses_le, uint32_t *classes);
-/// hci_read_remote_name on device `dev_id`: a NUL-terminated name in `name` (`size` bytes).
+/// hci_read_remote_name on device `dev_id`: a NUL-terminated name in `name` (`size` bytes); -1 with
+/// errno EINVAL when `size` <= 0 or a pointer is NULL.
 int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int size, int timeout_ms);
 /// SDP search (from local adapter `local_le`, zeros = any) of `address_le` for the Serial Port service class (0x1101): its RFCOMM channel (1-30),
 /// or -1 with errno ENOENT when the device has no such service, or -1 with the connection's errno.

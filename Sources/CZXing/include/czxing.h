@@ -76,6 +76,11 @@ typedef struct czx_result {
   char symbology[8];        // Result::symbologyIdentifier(), e.g. "]Q1", NUL-terminated
 } czx_result;
 
+// 1 when this build of the shim traps zxing-cpp's assertion failures on linear formats (zxing-cpp before
+// 2.0, whose Result::operator== asserts on ordinary images; see czxing.cpp), 0 when it calls
+// ReadBarcodes plainly. Decided at build time from ZXVersion.h.
+int czx_abort_trap(void);
+
 // Fills `*options` with the defaults this project uses (all formats, try harder/rotate/downscale on).
 void czx_options_init(czx_options *options);
 
@@ -85,9 +90,9 @@ void czx_options_init(czx_options *options);
 //
 // Debian's zxing-cpp 1.4.0 is built with assertions, and some of them fire on ordinary images (any linear
 // code in an image >= 500 px in both directions, two identical linear codes): see czxing.cpp. This call
-// therefore reads matrix and linear formats separately, linear ones without downscaling, and catches a
-// failed assertion (SIGABRT from abort()) in zxing-cpp on the calling thread, retrying with safer
-// settings. *aborts (if not NULL) receives how many assertions were caught; each leaks that attempt's
+// therefore reads matrix and linear formats separately, linear ones without downscaling, and, when built
+// against zxing-cpp before 2.0 (czx_abort_trap), catches a failed assertion (SIGABRT from abort()) in a
+// read that includes linear formats, on the calling thread, retrying with safer settings. *aborts (if not NULL) receives how many assertions were caught; each leaks that attempt's
 // memory and libc has already printed the assertion message to stderr. To do this, the first call installs
 // a process-wide SIGABRT handler that forwards every other SIGABRT to the previously installed action.
 int czx_read(const uint8_t *lum, int width, int height, int row_stride, const czx_options *options,

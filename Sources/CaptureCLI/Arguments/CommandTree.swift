@@ -9,7 +9,9 @@ enum CommandTree {
     OptionSpec(long: "verbose", short: "v", help: "Also print progress and non-data events on stderr."),
     OptionSpec(
       long: "timeout", valueName: "DUR", kind: .duration,
-      help: "Give up after DUR (e.g. 500ms, 10s, 2m); exit 42 when it runs out."),
+      help:
+        "Give up after DUR (e.g. 500ms, 10s, 2m); exit 42 when it runs out (discover searches for DUR and exits 0)."
+    ),
     OptionSpec(
       long: "adapter", valueName: "hciN", kind: .adapter, help: "Use this Bluetooth adapter (default: hci0)."),
     OptionSpec(
@@ -47,7 +49,7 @@ enum CommandTree {
   static let deviceOperand = OperandSpec(
     name: "DEVICE", kind: .device,
     help:
-      "socketcam, a Bluetooth address, a remembered alias or friendly name, tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN[?keymap=de&timeout=100ms] (hid:auto finds a scanner)."
+      "socketcam, a Bluetooth address, a remembered device's id, alias or friendly name (looked up in that order), tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN[?keymap=de&timeout=100ms] (hid:auto finds a scanner)."
   )
 
   /// get and set also reach the device manager (capture-sdk.md §2.2 scope DeviceManager), home of the
@@ -61,13 +63,17 @@ enum CommandTree {
     name: "discover", abstract: "Discover nearby scanners and readers (a stream of devices found).",
     synopsis: ["[--le | --classic] [--name GLOB] [--timeout DUR] [--all]"],
     discussion:
-      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out. Only Socket Mobile devices are shown unless --all is given. A Bluetooth Classic scanner is recognised by its name (Socket MODEL [xxxxxx]) or by the SDP service class A1220169-E854-473E-9CB5-873ACBDF1F13 (from bluetoothd, or an SDP search per device without it); its event says which in recognizedBy.",
+      "Streams one deviceDiscovered event per device as it is found and a discoveryEnd event when the timeout (default 10s) runs out; a search that ran its whole window succeeded, so it exits 0, whether or not a device was found. Only Socket Mobile devices are shown unless --all is given. A Bluetooth Classic scanner is recognised by its name (Socket MODEL [xxxxxx]) or by the SDP service class A1220169-E854-473E-9CB5-873ACBDF1F13 (from bluetoothd, or an SDP search per device without it); its event says which in recognizedBy.",
     options: [
       OptionSpec(long: "le", help: "Bluetooth Low Energy devices only."),
       OptionSpec(long: "classic", help: "Bluetooth Classic devices only."),
       OptionSpec(
         long: "name", valueName: "GLOB", help: "Only devices whose name matches the shell pattern GLOB."),
-      timeoutOption,
+      OptionSpec(
+        long: "timeout", valueName: "DUR", kind: .duration,
+        help:
+          "Search for DUR (default 10s). The end of the search is its normal end: discoveryEnd, exit 0, whether or not a device was found."
+      ),
       OptionSpec(long: "all", help: "Show every device found, not only Socket Mobile ones."),
     ],
     examples: [("capture discover --le --timeout 5s", "List BLE scanners found within five seconds.")])
@@ -80,7 +86,11 @@ enum CommandTree {
     operands: [deviceOperand],
     options: [
       OptionSpec(long: "pair", help: "Pair (bond) with the device before connecting."),
-      OptionSpec(long: "alias", valueName: "NAME", help: "Remember the device under NAME."),
+      OptionSpec(
+        long: "alias", valueName: "NAME",
+        help:
+          "Remember the device under NAME. An alias names one device: one equal to another remembered device's id, alias or friendly name is refused (18)."
+      ),
       OptionSpec(
         long: "classic",
         help:
@@ -123,7 +133,7 @@ enum CommandTree {
     name: "trigger", abstract: "Start or stop a read, or enable or disable the trigger.",
     synopsis: ["DEVICE start|stop|continuous|enable|disable [--wait] [SOURCE]"],
     discussion:
-      "For socketcam, start decodes every frame of SOURCE and prints every code found, one per line (JSON: one decodedData object per line). It exits 17 when no code was found, 34 or 63 for an unreadable or missing image (naming the file) after going on with the rest of the batch.",
+      "For socketcam, start decodes every frame of SOURCE and prints every code found, one per line (JSON: one decodedData object per line). A code's plain line is its text with line feed, carriage return, tab and the backslash written \\n, \\r, \\t and \\\\, and any other control character or byte that is not UTF-8 as \\xHH, so one code is always exactly one line; --json keeps the exact text and bytes. It exits 17 when no code was found, 34 or 63 for an unreadable or missing image (naming the file) after going on with the rest of the batch.",
     operands: [
       deviceOperand,
       OperandSpec(
@@ -168,7 +178,7 @@ enum CommandTree {
     name: "set", abstract: "Write device properties.",
     synopsis: ["DEVICE PROPERTY VALUE...", "DEVICE --from FILE [--dry-run]"],
     discussion:
-      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes NAME STATUS pairs up to the next property name, applied in order (the last pair naming a source wins; each source is written once): NAME is a data source or a group of those the device supports, STATUS enable or disable. The groups: all (every symbology and NFC tag type), 1d (linear: the EAN/UPC family, Bookland EAN, Code 11, 39, 93, 128, GS1-128, Codabar, the 2 of 5 codes, GS1 DataBar, ISBT 128, MSI, Plessey, Telepen, TLC 39), 2d (Aztec, Codablock, DataMatrix, Direct Part Marking, Dot Code, Han Xin, MaxiCode, PDF417, MicroPDF417, QR Code, Micro QR Code, GS1 composites), nfc (the NFC/RFID tag types); postal codes and Digimarc are in all only. An unknown name is a usage error before anything is written. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ. set manager favorite VALUE sets the device manager's auto-connect favourites (the CaptureSDK Favorite property): \"*\" connects any Socket Mobile device found, a list of Bluetooth addresses or tcp://, serial: or hid: devices separated by ; connects those, and \"\" turns auto-connect off; the setting is kept in the state file.",
+      "Values are typed by the property: numbers, names of enum values, strings, comma lists of flags. data-source takes NAME STATUS pairs up to the next property name, applied in order (the last pair naming a source wins; each source is written once): NAME is a data source or a group of those the device supports, STATUS enable or disable. The groups: all (every symbology and NFC tag type), 1d (linear: the EAN/UPC family, Bookland EAN, Code 11, 39, 93, 128, GS1-128, Codabar, the 2 of 5 codes, GS1 DataBar, ISBT 128, MSI, Plessey, Telepen, TLC 39), 2d (Aztec, Codablock, DataMatrix, Direct Part Marking, Dot Code, Han Xin, MaxiCode, PDF417, MicroPDF417, QR Code, Micro QR Code, GS1 composites), nfc (the NFC/RFID tag types); postal codes and Digimarc are in all only. An unknown name is a usage error before anything is written. On a Cognex DataMan, dmcc:PARAM.NAME VALUE sets any DMCC parameter. --from applies a profile written by `capture --json get DEVICE --all`, writing only the properties that differ. The whole profile is validated first, with --dry-run as without: each entry's property and value (a friendly-name is 1 to 31 UTF-8 bytes without control characters), then the device (it can write the property, the current value reads); any problem rejects the profile with nothing written. set manager favorite VALUE sets the device manager's auto-connect favourites (the CaptureSDK Favorite property): \"*\" connects any Socket Mobile device found, a list of Bluetooth addresses or tcp://, serial: or hid: devices separated by ; connects those, and \"\" turns auto-connect off; the setting is kept in the state file.",
     operands: [
       propertyDeviceOperand,
       OperandSpec(
@@ -192,7 +202,7 @@ enum CommandTree {
     name: "listen", abstract: "Stream events: decoded data, arrivals, removals, battery.",
     synopsis: ["[DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"],
     discussion:
-      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). Bytes a serial or Bluetooth SPP scanner sent that were not a barcode (line noise) are an undecodedData event (their bytes in base64, at most 4096 per event) and one stderr line with the byte count and the first bytes; they do not change the exit status. A SOURCE without DEVICE means socketcam. Without DEVICE, listen runs as a service over every remembered device and the favorites (set manager favorite): a device that is absent or cannot be opened is tried again in the background (0.25 s doubling to 5 s, one warning per outage) and arrives when it comes; one that can never open (a bad entry, permission denied) is reported once and skipped; favorite * connects and remembers any Socket Mobile device Bluetooth discovery finds; SIGHUP re-reads the state file, starting new devices and removing forgotten ones. The batteryLevel, power and buttons events need the device's notifications setting: listen reads it and sets it only when a wanted bit is off (BLE: battery notifications on 0x2A19, no write when another client already has them on). A device that cannot report an event kind asked for with --events gets a warning; when no device can report any of them, listen exits 15. With --output FILE the same lines are appended to FILE instead, one write per event, and FILE is opened again when it was renamed or removed (logrotate create or nocreate; copytruncate works too); a FILE that cannot be opened exits 63 or 64, and a failed write (a full disk) stops listen with exit 33. With --confirm-stdin capture is the host's co-process: each decoded code goes to stdout as one line (its text with \\, CR and LF written as \\\\, \\r and \\n; its JSON event with --json) and capture reads one line back on stdin, good or bad (any case, spaces ignored). Anything else is bad with a warning, no answer within --confirm-timeout is bad, and the end of stdin makes that code and every later one bad. The next code waits for the verdict on the previous one. Nothing else goes to stdout then (with --json, apart from a final error object): the event stream, each code with its verdict (JSON: confirmation and confirmed; plain: good codes only), goes to --output FILE when one is given. Exit status: 0 after SIGINT/SIGTERM, whatever came before; otherwise the code of the first error any device reported or the stream met (a failed write, a device the service cannot open and gave up on while it went on listening to the others); otherwise 0 when --count was reached or a finite SOURCE ended (17 when it held no barcode), and 42 when --timeout ran out first. Serial line noise is reported but is not an error and does not change the status.",
+      "Prints each decoded barcode as its text alone on a line (JSON Lines with --json, flushed per event). A code's plain line is its text with line feed, carriage return, tab and the backslash written \\n, \\r, \\t and \\\\, and any other control character or byte that is not UTF-8 as \\xHH, so one code is always exactly one line; --json keeps the exact text and bytes. Stops after --count decoded codes, when --timeout runs out (exit 42), when a finite SOURCE is exhausted (exit 0, or 17 if it held no barcode), or on SIGINT/SIGTERM (exit 0 after flushing). Bytes a serial or Bluetooth SPP scanner sent that were not a barcode (line noise) are an undecodedData event (their bytes in base64, at most 4096 per event) and one stderr line with the byte count and the first bytes; they do not change the exit status. A SOURCE without DEVICE means socketcam. Without DEVICE, listen runs as a service over every remembered device and the favorites (set manager favorite): a device that is absent or cannot be opened is tried again in the background (0.25 s doubling to 5 s, one warning per outage) and arrives when it comes; one that can never open (a bad entry, permission denied) is reported once and skipped; favorite * connects and remembers any Socket Mobile device Bluetooth discovery finds; SIGHUP re-reads the state file, starting new devices and removing forgotten ones. The batteryLevel, power and buttons events need the device's notifications setting: listen reads it and sets it only when a wanted bit is off (BLE: battery notifications on 0x2A19, no write when another client already has them on). A device that cannot report an event kind asked for with --events gets a warning; when no device can report any of them, listen exits 15. With --output FILE the same lines are appended to FILE instead, one write per event, and FILE is opened again when it was renamed or removed (logrotate create or nocreate; copytruncate works too); a FILE that cannot be opened exits 63 or 64, and a failed write (a full disk) stops listen with exit 33. With --confirm-stdin capture is the host's co-process: each decoded code goes to stdout as one line (its plain line; its JSON event with --json) and capture reads one line back on stdin, good or bad (any case, spaces ignored). Anything else is bad with a warning, no answer within --confirm-timeout is bad, and the end of stdin makes that code and every later one bad. The next code waits for the verdict on the previous one. Nothing else goes to stdout then (with --json, apart from a final error object): the event stream, each code with its verdict (JSON: confirmation and confirmed; plain: good codes only), goes to --output FILE when one is given. Exit status: 0 after SIGINT/SIGTERM, whatever came before; otherwise the code of the first error any device reported or the stream met (a failed write, a device the service cannot open and gave up on while it went on listening to the others); otherwise 0 when --count was reached or a finite SOURCE ended (17 when it held no barcode), and 42 when --timeout ran out first. Serial line noise is reported but is not an error and does not change the status.",
     operands: [
       OperandSpec(
         name: "DEVICE", kind: .device, help: "Devices to listen to.", isOptional: true, isRepeating: true)

@@ -2,6 +2,8 @@
 // here or in a command's options builder, before any device is touched (ARCHITECTURE.md §4).
 
 /// A usage error: exit 18 (ESKT_INVALIDPARAMETER) with a one-line message and the command's usage.
+import CaptureCore
+
 struct UsageError: Error, Equatable {
   var message: String
   /// The command whose usage to print; nil for the top level.
@@ -22,54 +24,86 @@ struct ParsedArguments: Sendable {
   var operands: [String] = []
   /// Every option value in command-line order (SocketCam sources are processed in the order given).
   var ordered: [(option: String, value: String)] = []
+  /// Every argument as given, for `Elision` of error messages.
+  var arguments: [String] = []
+  /// The values of file and directory options as bytes, by long name, in command-line order: a path
+  /// need not be UTF-8 (`FilePath`). `values` holds their escaped text, for messages only.
+  var paths: [String: [FilePath]] = [:]
+  /// For each entry of `ordered`, its bytes when the option takes a path.
+  var orderedPaths: [FilePath?] = []
 
   func flag(_ long: String) -> Bool { flags.contains(long) }
   func value(_ long: String) -> String? { values[long]?.last }
   func allValues(_ long: String) -> [String] { values[long] ?? [] }
+  /// A file or directory option's value as bytes.
+  func path(_ long: String) -> FilePath? { paths[long]?.last }
+  /// A path option for a reader that still opens a `String`: its text, or a usage error naming the
+  /// option when the name is not UTF-8 (rather than opening the U+FFFD spelling, another file).
+  func textPath(_ long: String) throws(UsageError) -> String? {
+    guard let path = path(long) else { return nil }
+    guard let text = path.string else {
+      throw UsageError(
+        message: "--\(long): the file name '\(path)' is not UTF-8, which --\(long) cannot open yet",
+        command: command?.name)
+    }
+    return text
+  }
   var wantsHelp: Bool { flag("help") }
 }
 
 enum ArgumentParser {
   static func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
+    try parse(raw: arguments.map { Array($0.utf8) })
+  }
+
+  /// Parses argv as the kernel gave it, bytes. A file or directory option keeps its value's bytes
+  /// (`ParsedArguments.paths`); any other value, operand or command word must be UTF-8 text, and one
+  /// that is not is a usage error, never text with U+FFFD in place of the bytes.
+  static func parse(raw: [[UInt8]]) throws(UsageError) -> ParsedArguments {
+    let arguments = raw.map { String(validating: $0, as: UTF8.self) ?? FilePath(bytes: $0).description }
     var result = ParsedArguments()
+    result.arguments = arguments
     var index = 0
     var onlyOperands = false
 
     func options() -> [OptionSpec] { CommandTree.globalOptions + (result.command?.options ?? []) }
+    func text(_ at: Int) throws(UsageError) -> String {
+      if let valid = String(validating: raw[at], as: UTF8.self) { return valid }
+      throw UsageError(
+        message: "'\(arguments[at])' is not valid UTF-8 text (only a file name may hold other bytes)",
+        command: result.command?.name)
+    }
 
     while index < arguments.count {
       let arg = arguments[index]
       index += 1
       if onlyOperands || arg == "-" || !arg.hasPrefix("-") || isNumber(arg) {
+        let word = try text(index - 1)
         if result.command == nil && !onlyOperands {
-          guard let command = CommandTree.command(named: arg) else {
-            if arg == "help" { result.flags.insert("help"); continue }
-            throw UsageError(message: unknownCommandMessage(arg), command: nil)
+          guard let command = CommandTree.command(named: word) else {
+            if word == "help" { result.flags.insert("help"); continue }
+            throw UsageError(message: unknownCommandMessage(word), command: nil)
           }
           result.command = command
         } else {
-          result.operands.append(arg)
+          result.operands.append(word)
         }
         continue
       }
       if arg == "--" { onlyOperands = true; continue }
 
       if arg.hasPrefix("--") {
-        let body = arg.dropFirst(2)
-        let name: String
-        var inlineValue: String?
-        if let eq = body.firstIndex(of: "=") {
-          name = String(body[..<eq])
-          inlineValue = String(body[body.index(after: eq)...])
-        } else {
-          name = String(body)
-        }
+        // The name is ASCII up to the first "=", so the bytes after it are the inline value's.
+        let bytes = raw[index - 1]
+        let equals = bytes.firstIndex(of: UInt8(ascii: "="))
+        let name = String(decoding: bytes[2..<(equals ?? bytes.count)], as: UTF8.self)
+        let inlineValue = equals.map { Array(bytes[($0 + 1)...]) }
         guard let spec = options().first(where: { $0.long == name }) else {
           throw UsageError(
             message: unknownOptionMessage("--" + name, among: options()), command: result.command?.name)
         }
         if spec.takesValue {
-          let value: String
+          let value: [UInt8]
           if let inlineValue {
             value = inlineValue
           } else {
@@ -77,7 +111,7 @@ enum ArgumentParser {
               throw UsageError(
                 message: "--\(name) needs a value (\(spec.valueName!))", command: result.command?.name)
             }
-            value = arguments[index]
+            value = raw[index]
             index += 1
           }
           try store(value, for: spec, in: &result)
@@ -104,14 +138,30 @@ enum ArgumentParser {
     return result
   }
 
-  private static func store(_ value: String, for spec: OptionSpec, in result: inout ParsedArguments)
+  private static func store(_ bytes: [UInt8], for spec: OptionSpec, in result: inout ParsedArguments)
     throws(UsageError)
   {
     if !spec.isRepeatable, let previous = result.values[spec.long], !previous.isEmpty {
       throw UsageError(message: "--\(spec.long) given more than once", command: result.command?.name)
     }
+    let value: String
+    var path: FilePath?
+    switch spec.kind {
+    case .file, .directory:
+      path = FilePath(bytes: bytes)
+      value = String(validating: bytes, as: UTF8.self) ?? path!.description
+      result.paths[spec.long, default: []].append(path!)
+    default:
+      guard let text = String(validating: bytes, as: UTF8.self) else {
+        throw UsageError(
+          message: "--\(spec.long): '\(FilePath(bytes: bytes))' is not valid UTF-8 text",
+          command: result.command?.name)
+      }
+      value = text
+    }
     result.values[spec.long, default: []].append(value)
     result.ordered.append((spec.long, value))
+    result.orderedPaths.append(path)
   }
 
   /// `-5`, `-2147418111` are operands (negative property ids), not options.
@@ -137,7 +187,12 @@ enum ArgumentParser {
 
   /// The candidate within edit distance 2 (or sharing a 3+ letter prefix), for "did you mean".
   static func closest(to word: String, in candidates: [String]) -> String? {
-    let scored = candidates.map { ($0, editDistance(word.lowercased(), $0.lowercased())) }
+    // The distance is at least the difference in length, so only candidates within 2 characters of
+    // the word's length can be near: a 100 KB argument costs nothing here.
+    let length = word.count
+    let scored = candidates.filter { abs($0.count - length) <= 2 }.map {
+      ($0, editDistance(word.lowercased(), $0.lowercased()))
+    }
     if let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(1, min(2, word.count / 3)) {
       return best.0
     }
@@ -163,5 +218,30 @@ enum ArgumentParser {
       }
     }
     return d[a.count][b.count]
+  }
+}
+
+/// Error messages quote what the user typed; an argument of 100 KB would make a 100 KB message. Every
+/// message the command line prints passes through here once (`CaptureCLI`), and each argument longer
+/// than `limit` characters is shown as its first `limit` characters and an ellipsis.
+enum Elision {
+  static let limit = 80
+
+  static func shown(_ text: String) -> String {
+    text.count > limit ? String(text.prefix(limit)) + "…" : text
+  }
+
+  static func message(_ message: String, arguments: [String]) -> String {
+    var result = message
+    // Longest first, so an argument containing a shorter long one is elided whole.
+    for argument in Set(arguments.filter { $0.count > limit }).sorted(by: { $0.count > $1.count })
+    where result.contains(argument) {
+      result = result.replacing(argument, with: shown(argument))
+    }
+    return result
+  }
+
+  static func error(_ error: CaptureError, arguments: [String]) -> CaptureError {
+    CaptureError(error.code, message(error.message, arguments: arguments))
   }
 }

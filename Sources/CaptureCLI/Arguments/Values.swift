@@ -70,7 +70,14 @@ enum Values {
   static func frameSources(_ parsed: ParsedArguments) throws(UsageError) -> [FrameSourceItem] {
     var items: [FrameSourceItem] = []
     var stdinUsed = false
-    for (option, value) in parsed.ordered {
+    for ((option, value), path) in zip(parsed.ordered, parsed.orderedPaths) {
+      // SocketCam opens its sources by String: a name that is not UTF-8 is refused here, never
+      // opened under its U+FFFD spelling (`path` has the exact bytes).
+      if ["image", "dir", "camera"].contains(option), let path, path.string == nil {
+        throw UsageError(
+          message: "--\(option): the file name '\(path)' is not UTF-8, which SocketCam cannot open yet",
+          command: parsed.command?.name)
+      }
       switch option {
       case "image":
         if value == "-" {

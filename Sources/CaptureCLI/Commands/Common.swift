@@ -51,7 +51,7 @@ extension Context {
   /// A remembered alias or friendly name → the selector it was remembered under (17 when unknown).
   func resolve(_ selector: DeviceSelector) async throws(CaptureError) -> DeviceSelector {
     guard case .name(let name) = selector else { return selector }
-    let remembered = try state.load().devices.first { $0.alias == name || $0.name == name || $0.id == name }
+    let remembered = try state.load().device(named: name)
     guard let remembered else {
       throw CaptureError(.notFound, "no remembered device is called '\(name)' (see capture list)")
     }
@@ -69,10 +69,13 @@ struct DrainResult {
 
 /// SIGINT/SIGTERM → a flag and a callback, so streams stop cleanly and flush (listen exits 0); SIGHUP →
 /// another callback where a command asks for one (listen without DEVICE re-reads the state file).
-final class Interruption: @unchecked Sendable {
+/// A namespace of process-wide state: the signal handlers can only reach globals.
+enum Interruption {
   nonisolated(unsafe) static var handler: (@Sendable () -> Void)?
   nonisolated(unsafe) static var hangUpHandler: (@Sendable () -> Void)?
   nonisolated(unsafe) static var fired: sig_atomic_t = 0
+  /// The write end of the self-pipe (-1 until `watch`).
+  nonisolated(unsafe) static var pipeWrite: Int32 = -1
 
   /// What the signal handlers write into the self-pipe (as literals): which callback the reader calls.
   static let interruptByte: UInt8 = 1
@@ -85,9 +88,18 @@ final class Interruption: @unchecked Sendable {
     hangUpHandler = onHangUp
     signal(SIGPIPE, SIG_IGN)
     // A self-pipe: the async-signal-safe handler writes one byte; a thread reads it and calls back.
-    var fds: [Int32] = [0, 0]
-    guard pipe(&fds) == 0 else { return }
+    // A socket pair rather than pipe(2), for SOCK_CLOEXEC: both ends are close-on-exec from the call
+    // that makes them (Glibc's Swift module does not export pipe2), so no `--confirm` child, or any
+    // other program capture starts, inherits them.
+    var fds: [Int32] = [-1, -1]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+      return
+    }
+    // Non-blocking write end: a burst of signals that fills the buffer drops bytes, never hangs a handler.
+    _ = fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK)
     pipeWrite = fds[1]
+    // Touched here, so the handler's first access never runs a static's lazy initialisation.
+    fired = 0
     let readFD = fds[0]
     signal(SIGINT, interruptionHandler)
     signal(SIGTERM, interruptionHandler)
@@ -121,20 +133,26 @@ final class Interruption: @unchecked Sendable {
     let fd: Int32
     init(fd: Int32) { self.fd = fd }
   }
-  nonisolated(unsafe) static var pipeWrite: Int32 = -1
 }
 
+/// Saves errno and restores it on return: a handler runs between any two instructions of the thread it
+/// interrupts, which may be about to read the errno of its own failed call (POSIX signal concepts,
+/// "the value of errno" must be preserved by handlers that change it; write(2) may).
 private func interruptionHandler(_ signal: Int32) {
+  let saved = errno
   Interruption.fired = 1
   // A literal, not Interruption.interruptByte: a static's first access may run its lazy initializer,
   // which is not async-signal-safe.
   var byte: UInt8 = 1
   _ = write(Interruption.pipeWrite, &byte, 1)
+  errno = saved
 }
 
 private func hangUpSignalHandler(_ signal: Int32) {
+  let saved = errno
   var byte: UInt8 = 2  // Interruption.hangUpByte
   _ = write(Interruption.pipeWrite, &byte, 1)
+  errno = saved
 }
 
 /// Runs `onExpiry` once when `timeout` passes, unless cancelled first. A nil timeout never expires.

@@ -1,4 +1,5 @@
 import CaptureCore
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -25,18 +26,46 @@ struct ConfirmCommand: HostJudge {
   typealias Verdict = HostVerdict
   let command: String
   let timeLimit: Duration
+  /// The commands running now, so `stop` can end them.
+  private let running = RunningCommands()
 
-  func verdict(_ event: Event, _ data: DecodedData) async -> HostVerdict {
-    run(data: data.bytes, eventJSON: Render.event(event).serialized)
+  init(command: String, timeLimit: Duration) {
+    self.command = command
+    self.timeLimit = timeLimit
   }
 
-  /// A running command is bounded by its time limit; nothing to interrupt early.
-  func stop() {}
+  func verdict(_ event: Event, _ data: DecodedData) async -> HostVerdict {
+    await run(data: data.bytes, eventJSON: Render.event(event).serialized)
+  }
 
-  /// Runs the command; its stdout goes to our stderr so it can never corrupt the event stream.
-  func run(data: [UInt8], eventJSON: String) -> Verdict {
+  /// listen is stopping: a running command is killed (its code is bad) rather than waited out, and
+  /// none is started after.
+  func stop() { running.stop() }
+
+  /// Runs the command; its stdout goes to our stderr so it can never corrupt the event stream. The
+  /// wait for it blocks in waitid(2) on the blocking executor, never on the cooperative pool; a timer
+  /// task kills its process group when the time limit passes, which ends that wait.
+  func run(data: [UInt8], eventJSON: String) async -> Verdict {
+    guard !running.isStopped, let child = spawn(data: data, eventJSON: eventJSON) else { return .bad }
+    // A stop that came between the check and the spawn kills it at once.
+    running.add(child)
+    let limit = timeLimit
+    let timer = Task {
+      do { try await Task.sleep(for: limit) } catch { return }
+      child.kill()
+    }
+    let status = await BlockingExecutor.shared.run { _ in child.wait() }
+    timer.cancel()
+    running.remove(child)
+    guard let status, !child.wasKilled else { return .bad }
+    // WIFEXITED / WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
+    return (status & 0x7F) == 0 && ((status >> 8) & 0xFF) == 0 ? .good : .bad
+  }
+
+  /// Starts `/bin/sh -c COMMAND` with the data on its stdin; nil when it cannot be started.
+  private func spawn(data: [UInt8], eventJSON: String) -> ConfirmChild? {
     var input: [Int32] = [-1, -1]
-    guard pipe(&input) == 0 else { return .bad }
+    guard pipe(&input) == 0 else { return nil }
     // Close-on-exec on both ends: the child gets its stdin through dup2 only, and a command spawned
     // concurrently never holds our pipe open.
     for fd in input { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -82,28 +111,78 @@ struct ConfirmCommand: HostJudge {
     close(input[0])
     guard spawned == 0 else {
       close(input[1])
-      return .bad
+      return nil
     }
     // A command that does not read its stdin must not block us: write what fits, then close.
     _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
     _ = data.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
     close(input[1])
+    return ConfirmChild(pid: pid)
+  }
+}
 
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeLimit
-    var status: Int32 = 0
-    while true {
-      let r = waitpid(pid, &status, WNOHANG)
-      if r == pid { break }
-      if r < 0 && errno != EINTR { return .bad }
-      if clock.now >= deadline {
-        kill(-pid, SIGKILL)
-        _ = waitpid(pid, &status, 0)
-        return .bad
-      }
-      usleep(2000)
+/// The `--confirm` commands running now (one at a time in practice; a set so nothing assumes it).
+final class RunningCommands: Sendable {
+  private let state = Mutex((children: [pid_t: ConfirmChild](), stopped: false))
+
+  var isStopped: Bool { state.withLock { $0.stopped } }
+
+  /// Registers a started command; one started after `stop` is killed at once.
+  func add(_ child: ConfirmChild) {
+    let late = state.withLock { s in
+      if !s.stopped { s.children[child.pid] = child }
+      return s.stopped
     }
-    // WIFEXITED / WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
-    return (status & 0x7F) == 0 && ((status >> 8) & 0xFF) == 0 ? .good : .bad
+    if late { child.kill() }
+  }
+
+  func remove(_ child: ConfirmChild) { _ = state.withLock { $0.children.removeValue(forKey: child.pid) } }
+
+  /// Kills every running command and refuses new ones.
+  func stop() {
+    let children = state.withLock { s in
+      s.stopped = true
+      return Array(s.children.values)
+    }
+    for child in children { child.kill() }
+  }
+}
+
+/// A spawned `--confirm` command, leader of its own process group. The exit is waited for without
+/// reaping (waitid WNOWAIT), then reaped under the same lock `kill` takes: until it is reaped its pid,
+/// and so its process group id, cannot be given to another process, so a late timer never kills a
+/// stranger's group.
+final class ConfirmChild: Sendable {
+  let pid: pid_t
+  private let state = Mutex((reaped: false, killed: false))
+
+  init(pid: pid_t) { self.pid = pid }
+
+  /// True when `kill` reached the command before it was reaped (it ran past its time limit).
+  var wasKilled: Bool { state.withLock { $0.killed } }
+
+  /// SIGKILL to the command's process group, everything it started with it; nothing once reaped.
+  func kill() {
+    state.withLock { s in
+      guard !s.reaped else { return }
+      s.killed = true
+      _ = Glibc.kill(-pid, SIGKILL)
+    }
+  }
+
+  /// Blocks until the command has exited and returns its wait status; nil when it cannot be waited
+  /// for (ECHILD). Blocking: call it on the `BlockingExecutor`.
+  func wait() -> Int32? {
+    var info = siginfo_t()
+    while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 {
+      if errno != EINTR { return nil }
+    }
+    return state.withLock { s in
+      var status: Int32 = 0
+      var reaped: pid_t
+      repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR
+      s.reaped = true
+      return reaped == pid ? status : nil
+    }
   }
 }

@@ -44,6 +44,12 @@ enum ConnectCommand {
       return try await showPairingCode(context)
     }
     let selector = try await context.resolve(given)
+    // An alias that would make a word name two devices is refused before anything is connected.
+    if let alias = options.alias,
+      let reason = try context.state.load().aliasConflict(alias, for: selector.description)
+    {
+      throw .aliasTaken(reason)
+    }
     if options.classic {
       return try await connectClassic(selector, options, context)
     }
@@ -76,6 +82,10 @@ enum ConnectCommand {
           transport: selector.transportKey, lastSeen: Timestamp.now().iso8601))
       printArrivals([info], context)
       return .noError
+    case .hid:
+      throw .notSupported(
+        "\(selector): a keyboard-wedge scanner is used where it is plugged in (capture listen \(selector)); there is nothing to connect or remember"
+      )
     default:
       throw .transportMissing(selector)
     }
@@ -210,6 +220,9 @@ enum RemoveCommand {
         context.output.line("\(id)\t\(info.name)\t\(info.type.typeName)\tremoved")
       }
       return .noError
+    case .hid:
+      throw .notSupported(
+        "\(selector): a keyboard-wedge scanner is never remembered, so there is nothing to remove")
     default:
       throw .transportMissing(selector)
     }
@@ -320,7 +333,7 @@ enum DiscoverCommand {
     let output = context.output
     // BlueZ is preferred whenever bluetoothd runs (issue 4); without it, --classic asks HCI directly.
     if options.classic, await !context.system.bluetoothdReachable(adapter: context.globals.adapter) {
-      return try classicInquiry(options, context)
+      return try await classicInquiry(options, context)
     }
     let request = DiscoveryRequest(
       adapter: context.globals.adapter, transport: transport, all: options.all, namePattern: options.name,
@@ -370,10 +383,11 @@ extension DiscoverCommand {
   }
 
   /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
-  static func classicInquiry(_ options: Options, _ context: Context) throws(CaptureError) -> ResultCode {
+  static func classicInquiry(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode
+  {
     let seconds = (options.timeout ?? context.globals.timeout ?? defaultTimeout) / .seconds(1)
     let output = context.output
-    var found = try context.system.inquire(
+    var found = try await context.system.inquire(
       adapter: context.globals.adapter, seconds: seconds, all: options.all, note: { output.info($0) })
     if let pattern = options.name {
       found.removeAll { fnmatch(pattern, $0.name ?? "", 0) != 0 }
@@ -409,7 +423,8 @@ enum PartnershipCommand {
       if selector == .socketCam {
         throw .notSupported("SocketCam is built in; it has no Bluetooth partnership")
       }
-      throw .transportMissing(selector)
+      throw .notSupported(
+        "\(selector): partnership is for Bluetooth devices; a \(selector.transportName) device has none")
     }
     let adapter = context.globals.adapter
     switch options.action {

@@ -16,8 +16,10 @@ final class EventSink: Sendable {
   let limit: Int?
   /// Called after each decoded code with the running total (listen --count).
   let onDecoded: @Sendable (Int) -> Void
-  /// listen --confirm / --confirm-stdin: the host's verdict on a code, and whether the device was told.
-  typealias Confirm = @Sendable (Event, DecodedData) async -> (HostVerdict, Bool)
+  /// listen --confirm / --confirm-stdin: the host's verdict on a code, and how to tell the device
+  /// (nil when it cannot take one). Telling comes after the code's line is written (handleConfirmed).
+  typealias Tell = @Sendable (HostVerdict) async -> Bool
+  typealias Confirm = @Sendable (Event, DecodedData) async -> (HostVerdict, Tell?)
   let confirm: Confirm?
 
   init(
@@ -66,8 +68,12 @@ final class EventSink: Sendable {
   /// Writes one event line. A failed write is never silent: the first one is the command's error
   /// (stderr, and the JSON error object) and stops listen; any later one (events still arriving while
   /// the devices close) is a warning naming what was lost.
-  private func emit(_ line: @autoclosure () -> String, kind: EventKind) {
-    do throws(CaptureError) { try stream.line(line()) } catch {
+  @discardableResult
+  private func emit(_ line: @autoclosure () -> String, kind: EventKind) -> Bool {
+    do throws(CaptureError) {
+      try stream.line(line())
+      return true
+    } catch {
       let first = streamBroken.withLock { broken in
         defer { broken = true }
         return !broken
@@ -78,6 +84,7 @@ final class EventSink: Sendable {
       } else {
         output.warn("\(kind.rawValue) event not written: \(error.message)")
       }
+      return false
     }
   }
 
@@ -103,7 +110,10 @@ final class EventSink: Sendable {
 
   /// With --confirm (or --confirm-stdin), a code is printed only after its verdict: JSON events carry
   /// `confirmation` ("good"/"bad") and `confirmed` (the device was told); plain output passes good
-  /// codes only, so the host gates what reaches the pipeline.
+  /// codes only, so the host gates what reaches the pipeline. The device hears the verdict only
+  /// after the line was written: its good beep tells the operator the code is recorded, so a code
+  /// whose line could not be written (a full disk, a closed stdout) is told bad, never good.
+  /// `confirmed` says the device takes a verdict and was sent one; if sending it fails, a warning.
   func handleConfirmed(_ event: Event, _ data: DecodedData, _ confirm: Confirm) async {
     let count = tally.withLock { state -> Int? in
       if let limit, state.decoded >= limit { return nil }
@@ -111,20 +121,27 @@ final class EventSink: Sendable {
       return state.decoded
     }
     guard let count else { return }
-    let (verdict, told) = await confirm(event, data)
+    let (verdict, tell) = await confirm(event, data)
+    var written = true
     if printed?.contains(.decodedData) ?? true {
       if output.isJSON {
         var json = Render.event(event)
         if case .object(var members) = json {
           members["confirmation"] = .string(verdict.rawValue)
-          members["confirmed"] = .bool(told)
+          members["confirmed"] = .bool(tell != nil)
           json = .object(members)
         }
-        emit(json.serialized, kind: event.kind)
+        written = emit(json.serialized, kind: event.kind)
       } else if verdict == .good {
-        emit(data.text, kind: event.kind)
+        written = emit(data.plainLine, kind: event.kind)
       } else {
-        output.info("\(event.device.name): host rejected \(data.text)")
+        output.info("\(event.device.name): host rejected \(data.plainLine)")
+      }
+    }
+    if let tell {
+      let told: HostVerdict = written ? verdict : .bad
+      if !(await tell(told)) {
+        output.warn("\(event.device.name): could not tell the device \(told.rawValue) for \(data.plainLine)")
       }
     }
     onDecoded(count)

@@ -70,7 +70,9 @@ enum GetCommand {
           continue
         }
         let property = try PropertyArguments.property(words[i], parsed)
-        guard property.isReadable else {
+        // An id no table knows goes to the device, which is the judge (it answers NOTSUPPORTED);
+        // only a known property is refused here for its access.
+        guard property.isReadable || !PropertyID.known.contains(property) else {
           throw parsed.usage("\(property.cliName) cannot be read (it is write-only)")
         }
         // `data-source` last or before another property lists every source; before a group, its members.

@@ -71,7 +71,7 @@ enum ListenCommand {
       if parsed.value("confirm-timeout") != nil && confirm == nil && !confirmStdin {
         throw parsed.usage("--confirm-timeout works with --confirm CMD or --confirm-stdin")
       }
-      output = parsed.value("output")
+      output = try parsed.textPath("output")
       if output == "" { throw parsed.usage("--output needs a file name") }
       if output == "-" { output = nil }
     }
@@ -271,15 +271,21 @@ extension ListenCommand {
       let verdict = await judge.verdict(event, data)
       guard let device = device(event.device.id), device.capabilities.canWrite(.dataConfirmationDevice)
       else {
-        return (verdict, false)
+        return (verdict, nil)
       }
-      let packed = (verdict == .good ? DataConfirmation.good : DataConfirmation.bad).packed
-      do {
-        try await device.set(.dataConfirmationDevice, .ulong(packed))
-        return (verdict, true)
-      } catch {
-        return (verdict, false)
-      }
+      // Called by the sink once the code's line is written (or with bad when it could not be).
+      return (
+        verdict,
+        { told in
+          let packed = (told == .good ? DataConfirmation.good : DataConfirmation.bad).packed
+          do {
+            try await device.set(.dataConfirmationDevice, .ulong(packed))
+            return true
+          } catch {
+            return false
+          }
+        }
+      )
     }
   }
 }

@@ -14,14 +14,20 @@ enum ProfileApplier {
     var label: String
   }
 
-  static func run(path: String, dryRun: Bool, _ selector: DeviceSelector, _ context: Context)
+  /// One validation, then the writes. Every entry is checked before the device is opened (its
+  /// property, its value's type and range, the rules of `PropertyRules`) and again against the device
+  /// (the device can write it, its current value reads), for `--dry-run` and a real run alike; any
+  /// problem rejects the whole profile with nothing written. Only then are the entries that differ
+  /// written, each read back to verify.
+  static func run(path: FilePath, dryRun: Bool, _ selector: DeviceSelector, _ context: Context)
     async throws(CaptureError)
-    -> ResultCode
+    -> CommandOutcome
   {
-    let entries = try parse(try readProfile(path), path: path)
+    let entries = try parse(try await readProfile(path, timeout: context.globals.timeout), path: path)
     let device = try await context.open(selector, wantsEvents: false)
-    var rows: [(label: String, status: String, error: CaptureError?)] = []
-    for entry in entries.sorted(by: { order($0.property) < order($1.property) }) {
+    var current: [(entry: Entry, argument: PropertyValue, differs: Bool)] = []
+    var problems: [CaptureError] = []
+    for (index, entry) in entries.enumerated() {
       let argument: PropertyValue
       if case .dataSource(let d) = entry.value {
         argument = .dataSource(DataSourceValue(id: d.id, status: .defaultStatus))
@@ -29,15 +35,33 @@ enum ProfileApplier {
         argument = .none
       }
       do throws(CaptureError) {
-        let current = try await device.get(entry.property, argument: argument)
-        if same(current, entry.value) {
-          rows.append((entry.label, "unchanged", nil))
-          continue
-        }
-        if dryRun {
-          rows.append((entry.label, "would change", nil))
-          continue
-        }
+        guard device.capabilities.canWrite(entry.property) else { throw device.unsupported(entry.property) }
+        let value = try await device.get(entry.property, argument: argument)
+        current.append((entry, argument, !same(value, entry.value)))
+      } catch {
+        problems.append(CaptureError(error.code, "entry \(index + 1) (\(entry.label)): \(error.message)"))
+      }
+    }
+    if let first = problems.first {
+      await device.close()
+      throw CaptureError(
+        first.code,
+        "profile '\(path)' rejected, nothing written: " + problems.map(\.message).joined(separator: "; "))
+    }
+
+    var rows: [(label: String, status: String, error: CaptureError?)] = []
+    for (entry, argument, differs) in current.sorted(by: {
+      order($0.entry.property) < order($1.entry.property)
+    }) {
+      guard differs else {
+        rows.append((entry.label, "unchanged", nil))
+        continue
+      }
+      if dryRun {
+        rows.append((entry.label, "would change", nil))
+        continue
+      }
+      do throws(CaptureError) {
         try await device.set(entry.property, entry.value)
         let after = try await device.get(entry.property, argument: argument)
         guard same(after, entry.value) else {
@@ -50,18 +74,21 @@ enum ProfileApplier {
     }
     await device.close()
 
+    let errors = rows.compactMap(\.error)
     let output = context.output
     if output.isJSON {
-      output.json(
-        .object([
-          "device": Render.device(device.info), "dryRun": .bool(dryRun),
-          "results": .array(
-            rows.map { row in
-              var m: [String: JSON] = ["property": .string(row.label), "status": .string(row.status)]
-              if let e = row.error { m["error"] = Render.error(e)["error"] }
-              return .object(m)
-            }),
-        ]))
+      var document: [String: JSON] = [
+        "device": Render.device(device.info), "dryRun": .bool(dryRun),
+        "results": .array(
+          rows.map { row in
+            var m: [String: JSON] = ["property": .string(row.label), "status": .string(row.status)]
+            if let e = row.error { m["error"] = Render.error(e)["error"] }
+            return .object(m)
+          }),
+      ]
+      // The first failed write is also the document's top-level error, as get's is.
+      if let first = errors.first { document["error"] = Render.error(first)["error"] }
+      output.json(.object(document))
     } else {
       output.table(
         rows.map { row in
@@ -69,8 +96,7 @@ enum ProfileApplier {
             + (row.error.map { ["\($0.code.name) (\($0.code.rawValue)): \($0.message)"] } ?? [])
         })
     }
-    if let failed = rows.first(where: { $0.error != nil })?.error { return failed.code }
-    return .noError
+    return .failures(errors, documented: true)
   }
 
   /// Settings that can drop the link go last.
@@ -89,21 +115,26 @@ enum ProfileApplier {
     return a == b
   }
 
-  static func readProfile(_ path: String) throws(CaptureError) -> [UInt8] {
-    do throws(Errno) {
-      guard let bytes = path == "-" ? try SystemFile.readAll(fd: 0) : try SystemFile.read(path: path) else {
-        throw Errno(ENOENT)
-      }
-      return bytes
+  /// The most a profile may hold: `get --all` writes a few kilobytes, so this leaves room for any
+  /// hand-written one while /dev/zero or a huge file is refused after this many bytes.
+  static let maximumProfileSize = 1 << 20
+
+  /// The profile's bytes: a file, a FIFO or `<(…)`, or standard input for "-". A writer that never
+  /// writes ends at --timeout (42) or a signal, never a hang (BoundedInput).
+  static func readProfile(_ path: FilePath, timeout: Duration? = nil) async throws(CaptureError) -> [UInt8] {
+    do {
+      return try await BoundedInput.contents(
+        of: path, dashIsStandardInput: true, accepting: .regularFilesAndStreams, limit: maximumProfileSize,
+        timeout: timeout)
     } catch {
       throw CaptureError(error, "cannot open profile '\(path)'", other: .unableReadFile)
     }
   }
 
   /// Validates the whole profile first and lists every problem, so nothing is written from a bad file.
-  static func parse(_ bytes: [UInt8], path: String) throws(CaptureError) -> [Entry] {
-    let document: JSON
-    do { document = try JSONDecoder().decode(JSON.self, from: Data(bytes)) } catch {
+  static func parse(_ bytes: [UInt8], path: FilePath) throws(CaptureError) -> [Entry] {
+    let document: ProfileJSON
+    do { document = try JSONDecoder().decode(ProfileJSON.self, from: Data(bytes)) } catch {
       throw CaptureError(.invalidFormat, "profile '\(path)' is not valid JSON")
     }
     guard case .array(let items)? = document["properties"] else {
@@ -119,6 +150,10 @@ enum ProfileApplier {
       case (.number(let id)?, _) where Int32(exactly: id) != nil: property = PropertyID(Int32(id))
       case (_, .string(let name)?): property = PropertyID.parse(name)
       default: property = nil
+      }
+      if case .fraction(let id)? = item["id"] {
+        problems.append("entry \(index + 1): property id \(id) is out of range (a 32-bit whole number)")
+        continue
       }
       guard let property, PropertyID.known.contains(property) else {
         let given: String
@@ -136,7 +171,7 @@ enum ProfileApplier {
         problems.append("entry \(index + 1) (\(property.cliName)): no value")
         continue
       }
-      switch value(json, for: property) {
+      switch value(json, for: property).flatMap(rules(property)) {
       case .success(let v):
         var label = property.cliName
         if case .dataSource(let d) = v { label += " \(d.id.cliName)" }
@@ -153,7 +188,19 @@ enum ProfileApplier {
 
   struct Problem: Error { var message: String }
 
-  static func value(_ json: JSON, for p: PropertyID) -> Result<PropertyValue, Problem> {
+  /// The model's rules for a parsed value (a friendly name's length and characters, ...).
+  static func rules(_ p: PropertyID) -> (PropertyValue) -> Result<PropertyValue, Problem> {
+    { value in
+      do throws(CaptureError) {
+        try PropertyRules.check(p, value)
+        return .success(value)
+      } catch {
+        return .failure(Problem(message: error.message))
+      }
+    }
+  }
+
+  static func value(_ json: ProfileJSON, for p: PropertyID) -> Result<PropertyValue, Problem> {
     switch (p.setType, json) {
     case (.byte?, .number(let i)) where (0...255).contains(i): return .success(.byte(UInt8(i)))
     case (.ulong?, .number(let i)) where (0...Int64(UInt32.max)).contains(i):
@@ -166,6 +213,9 @@ enum ProfileApplier {
       return bytes.count == a.count
         ? .success(.array(bytes)) : .failure(Problem(message: "array values must be bytes 0-255"))
     case (.dataSource?, .object):
+      if case .fraction(let id)? = json["id"] {
+        return .failure(Problem(message: "data source id \(id) is out of range (a whole number)"))
+      }
       guard case .number(let id)? = json["id"], let source = DataSource.parse(String(id)) else {
         return .failure(Problem(message: "data source value needs a known \"id\""))
       }
@@ -178,9 +228,50 @@ enum ProfileApplier {
       }
       return .success(.dataSource(DataSourceValue(id: source, status: status)))
     case (.none?, _): return .success(.none)
+    case (.byte?, .fraction(let number)), (.ulong?, .fraction(let number)):
+      return .failure(
+        Problem(
+          message:
+            "value \(number) is out of range for \(p.setType?.name ?? "this property") (a whole number)"))
     default:
       return .failure(
         Problem(message: "value of the wrong type or out of range for \(p.setType?.name ?? "this property")"))
     }
+  }
+}
+
+/// A profile document as read: JSON whose numbers are whole numbers (`number`) or not (`fraction`,
+/// any number with a fraction or exponent, or beyond 64 bits), so `1.5` or `1e300` is a value out of
+/// range for its property rather than a file that is "not valid JSON".
+enum ProfileJSON: Decodable, Sendable {
+  case null
+  case bool(Bool)
+  case number(Int64)
+  case fraction(Double)
+  case string(String)
+  case array([ProfileJSON])
+  case object([String: ProfileJSON])
+
+  init(from decoder: any Decoder) throws {
+    let c = try decoder.singleValueContainer()
+    if c.decodeNil() {
+      self = .null
+    } else if let b = try? c.decode(Bool.self) {
+      self = .bool(b)
+    } else if let i = try? c.decode(Int64.self) {
+      self = .number(i)
+    } else if let d = try? c.decode(Double.self) {
+      self = .fraction(d)
+    } else if let s = try? c.decode(String.self) {
+      self = .string(s)
+    } else if let a = try? c.decode([ProfileJSON].self) {
+      self = .array(a)
+    } else {
+      self = .object(try c.decode([String: ProfileJSON].self))
+    }
+  }
+
+  subscript(key: String) -> ProfileJSON? {
+    if case .object(let members) = self { members[key] } else { nil }
   }
 }

@@ -19,13 +19,13 @@ enum SetCommand {
   struct Options: Sendable {
     var selector: DeviceSelector
     var assignments: [Assignment] = []
-    var profilePath: String?
+    var profilePath: FilePath?
     var dryRun: Bool
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
       guard let first = parsed.operands.first else { throw parsed.usage("missing DEVICE") }
       selector = try Values.device(first, command: parsed.commandName)
-      profilePath = parsed.value("from")
+      profilePath = parsed.path("from")
       dryRun = parsed.flag("dry-run")
       let words = Array(parsed.operands.dropFirst())
       if profilePath != nil {
@@ -55,6 +55,11 @@ enum SetCommand {
           continue
         }
         let arity = PropertyValueCodec.setArity(property)
+        // An action (abort, reset) takes no value: a word after it that names no property is a value
+        // given by mistake, not a second property.
+        if arity == 0, i + 1 < words.count, !PropertyArguments.isProperty(words[i + 1]) {
+          throw parsed.usage("\(property.cliName) takes no value; unexpected '\(words[i + 1])'")
+        }
         guard i + arity < words.count + (arity == 0 ? 1 : 0) else {
           throw parsed.usage(
             "\(property.cliName) needs \(arity == 2 ? "a data source and enable or disable" : "a value")")
@@ -126,16 +131,17 @@ enum SetCommand {
         throw parsed.usage("\(p.cliName) is read-only")
       }
       do {
+        let value = try PropertyValueCodec.parse(p, args)
+        try PropertyRules.check(p, value)
         return Assignment(
-          property: p, value: try PropertyValueCodec.parse(p, args),
-          label: ([p.cliName] + args.prefix(1)).joined(separator: " "))
+          property: p, value: value, label: ([p.cliName] + args.prefix(1)).joined(separator: " "))
       } catch {
         throw parsed.usage(error.message)
       }
     }
   }
 
-  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
+  static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
     if let path = options.profilePath {
       return try await ProfileApplier.run(path: path, dryRun: options.dryRun, options.selector, context)
     }
@@ -178,7 +184,7 @@ enum SetCommand {
             }),
         ]))
     }
-    return firstError?.code ?? .noError
+    return .status(firstError?.code ?? .noError)
   }
 }
 
@@ -224,24 +230,5 @@ extension SetCommand {
       }
     }
     return resolved
-  }
-}
-
-extension JSON: Decodable {
-  init(from decoder: any Decoder) throws {
-    let c = try decoder.singleValueContainer()
-    if c.decodeNil() {
-      self = .null
-    } else if let b = try? c.decode(Bool.self) {
-      self = .bool(b)
-    } else if let i = try? c.decode(Int64.self) {
-      self = .number(i)
-    } else if let s = try? c.decode(String.self) {
-      self = .string(s)
-    } else if let a = try? c.decode([JSON].self) {
-      self = .array(a)
-    } else {
-      self = .object(try c.decode([String: JSON].self))
-    }
   }
 }

@@ -49,27 +49,18 @@ final class StdinConfirmation: HostJudge {
 
   func stop() { state.withLock { $0.stopped = true } }
 
-  /// The question as stdout carries it. Plain: the text with `\`, CR and LF escaped (`\\`, `\r`,
-  /// `\n`), so a code holding a line break is still one line and the co-process never answers twice.
+  /// The question as stdout carries it. Plain: the code's plain line (`DecodedData.plainLine`, the
+  /// escape every plain code line uses), so a code holding a line break is still one line and the
+  /// co-process never answers twice.
   func question(_ event: Event, _ data: DecodedData) -> String {
-    if output.isJSON { return Render.event(event).serialized }
-    var line = ""
-    for scalar in data.text.unicodeScalars {
-      switch scalar {
-      case "\\": line += "\\\\"
-      case "\n": line += "\\n"
-      case "\r": line += "\\r"
-      default: line.unicodeScalars.append(scalar)
-      }
-    }
-    return line
+    output.isJSON ? Render.event(event).serialized : data.plainLine
   }
 
   private func ask(_ event: Event, _ data: DecodedData) -> HostVerdict {
     discardLateAnswers()
     // The question goes out even when no answer can come (end of file, stopping): a code that reached
-    // the host is shown exactly once.
-    output.line(question(event, data))
+    // the host is shown exactly once. One that could not be written reached nobody: it is bad.
+    guard output.line(question(event, data)) else { return .bad }
     let clock = ContinuousClock()
     let deadline = clock.now + timeLimit
     while true {

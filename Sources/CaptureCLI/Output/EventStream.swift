@@ -12,9 +12,11 @@ struct EventStream: Sendable {
   func line(_ text: String) throws(CaptureError) { try write(text) }
   func json(_ value: JSON) throws(CaptureError) { try write(value.serialized) }
 
-  /// stdout through `output` (a reader that went away is not an error there: EPIPE ends nothing).
+  /// stdout through `output`: a reader that went away (EPIPE) is not an error there and the lines
+  /// are dropped quietly; any other failed write (a full disk, a closed stdout) stops the stream
+  /// with UNABLEWRITEFILE, as a failed `--output FILE` does.
   static func standardOutput(_ output: Output) -> EventStream {
-    EventStream(file: nil) { text in output.line(text) }
+    EventStream(file: nil) { (text: String) throws(CaptureError) in try output.streamLine(text) }
   }
 
   static let discarded = EventStream(file: nil) { _ in }

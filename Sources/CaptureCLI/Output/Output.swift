@@ -7,18 +7,21 @@ import Synchronization
 
 /// Where everything the user sees goes. stdout gets results only, written with write(2) per line so
 /// each event reaches a pipe as soon as it happens; stderr gets diagnostics.
+///
+/// Every write of every command goes through `OutputChannel`, the one place that decides what a
+/// failed write means: a reader that went away (EPIPE) ends the output quietly and the command keeps
+/// its own status; any other failure (ENOSPC on /dev/full, EBADF on a closed stdout, EIO) is the
+/// command's failure, UNABLEWRITEFILE (exit 33) with one line on stderr (`settle`).
 final class Output: @unchecked Sendable {
   enum Mode: Sendable { case plain, json }
 
   let mode: Mode
   let isQuiet: Bool
   let isVerbose: Bool
-  private let stdoutFD: Int32
-  private let stderrFD: Int32
+  private let stdout: OutputChannel
+  private let stderr: OutputChannel
   /// Colour and aligned columns, on a terminal only (Terminal.swift).
   let terminal: Terminal
-  /// Guards the two fds: events may be printed from more than one task.
-  private let lock = Mutex(())
 
   init(
     mode: Mode, quiet: Bool, verbose: Bool, noColor: Bool = false, stdoutFD: Int32 = 1, stderrFD: Int32 = 2,
@@ -27,15 +30,34 @@ final class Output: @unchecked Sendable {
     self.mode = mode
     self.isQuiet = quiet
     self.isVerbose = verbose && !quiet
-    self.stdoutFD = stdoutFD
-    self.stderrFD = stderrFD
+    self.stdout = OutputChannel.for(stdoutFD)
+    self.stderr = OutputChannel.for(stderrFD)
     self.terminal = terminal ?? .detect(stdoutFD: stdoutFD, stderrFD: stderrFD, noColor: noColor)
   }
 
   var isJSON: Bool { mode == .json }
 
-  func line(_ text: String) { write(stdoutFD, text + "\n") }
+  /// One line on stdout; false when it could not be written (EPIPE included): nobody saw it.
+  @discardableResult
+  func line(_ text: String) -> Bool { stdout.write(text + "\n") == nil && !stdout.isReaderGone }
   func json(_ value: JSON) { line(value.serialized) }
+
+  /// A line of an event stream on stdout (listen, trigger): a write that failed other than by EPIPE
+  /// is thrown, so the stream stops and shows it as its error (the caller now owns the message).
+  func streamLine(_ text: String) throws(CaptureError) {
+    if let failure = stdout.write(text + "\n", claiming: true) { throw failure }
+  }
+
+  /// The command's exit status after its output: a failed stdout write not yet shown gets its one
+  /// stderr line here, and a command that would have exited 0 exits 33 (UNABLEWRITEFILE), since what
+  /// it printed is lost. A command that failed on its own keeps its status (its error came first).
+  func settle(_ status: Int32) -> Int32 {
+    guard let failure = stdout.failure else { return status }
+    if stdout.claimForReport() {
+      stderr.write(Self.errorLine(failure, prefix: terminal.prefix(.error)))
+    }
+    return status == 0 ? ExitStatus.of(failure.code) : status
+  }
 
   /// Rows of plain tabular output: aligned on a terminal, else joined with `separator` (Terminal.table).
   func table(_ rows: [[String]], separator: String = "\t") {
@@ -44,20 +66,20 @@ final class Output: @unchecked Sendable {
 
   /// A diagnostic on stderr, prefixed with the program name.
   func warn(_ text: String) {
-    if !isQuiet { write(stderrFD, terminal.prefix(.warning) + "\(text)\n") }
+    if !isQuiet { stderr.write(terminal.prefix(.warning) + "\(text)\n") }
   }
 
   func info(_ text: String) {
-    if isVerbose { write(stderrFD, "capture: \(text)\n") }
+    if isVerbose { stderr.write("capture: \(text)\n") }
   }
 
-  func raw(stderr text: String) { write(stderrFD, text) }
-  func raw(stdout text: String) { write(stdoutFD, text) }
+  func raw(stderr text: String) { stderr.write(text) }
+  func raw(stdout text: String) { stdout.write(text) }
 
   /// `capture: NAME (code): message` on stderr; with --json (and `withObject`) also
   /// `{"error":{...}}` on stdout.
   func error(_ error: CaptureError, withObject: Bool = true) {
-    write(stderrFD, Self.errorLine(error, prefix: terminal.prefix(.error)))
+    stderr.write(Self.errorLine(error, prefix: terminal.prefix(.error)))
     if isJSON && withObject { json(Self.errorDocument(error)) }
   }
 
@@ -78,11 +100,84 @@ final class Output: @unchecked Sendable {
   /// `{"error":{...}}`, the document a failed command writes with --json.
   static func errorDocument(_ error: CaptureError) -> JSON { .object(["error": errorObject(error)]) }
 
-  private func write(_ fd: Int32, _ text: String) {
-    lock.withLock { _ in
+}
+
+/// One output descriptor and what became of its writes. stdout and stderr are one channel each for
+/// the whole process (every Output shares them, so a failure seen by one is seen by all and reported
+/// once); another descriptor (a test's pipe) gets a channel of its own.
+final class OutputChannel: Sendable {
+  let fd: Int32
+
+  private struct State {
+    /// EPIPE: nobody reads any more; later writes are dropped without a word.
+    var readerGone = false
+    /// The first failure other than EPIPE; later writes are dropped (each would fail the same way).
+    var failure: CaptureError?
+    /// The failure's message was shown (by the stream that met it, or by `settle`).
+    var isReported = false
+  }
+  /// Also what keeps lines whole: events may be printed from more than one task.
+  private let state = Mutex(State())
+
+  private init(fd: Int32) { self.fd = fd }
+
+  static let standardOutput = OutputChannel(fd: 1)
+  static let standardError = OutputChannel(fd: 2)
+
+  static func `for`(_ fd: Int32) -> OutputChannel {
+    switch fd {
+    case 1: standardOutput
+    case 2: standardError
+    default: OutputChannel(fd: fd)
+    }
+  }
+
+  var failure: CaptureError? { state.withLock { $0.failure } }
+  var isReaderGone: Bool { state.withLock { $0.readerGone } }
+
+  /// Marks the failure as shown; true for the one caller that should show it.
+  func claimForReport() -> Bool {
+    state.withLock { state in
+      defer { state.isReported = true }
+      return state.failure != nil && !state.isReported
+    }
+  }
+
+  /// Writes all of `text`, or records why it could not be: nil when written or dropped after EPIPE,
+  /// else the failure (the first one, or the one recorded before). With `claiming`, the caller takes
+  /// on showing a failure not shown yet.
+  @discardableResult
+  func write(_ text: String, claiming: Bool = false) -> CaptureError? {
+    state.withLock { state in
+      if state.readerGone { return nil }
+      if let failure = state.failure {
+        if claiming && !state.isReported {
+          state.isReported = true
+          return failure
+        }
+        return claiming ? nil : failure
+      }
       var text = text
-      // EPIPE and friends: the reader went away; nothing useful is left to do with this line.
-      text.withUTF8 { buffer in try? SystemFile.writeAll(fd: fd, UnsafeRawBufferPointer(buffer)) }
+      let result = text.withUTF8 { buffer in
+        Result { () throws(Errno) in try SystemFile.writeAll(fd: fd, UnsafeRawBufferPointer(buffer)) }
+      }
+      guard case .failure(let errno) = result else { return nil }
+      if errno.code == EPIPE {
+        state.readerGone = true
+        return nil
+      }
+      let failure = CaptureError(.unableWriteFile, "cannot write \(Self.name(fd)): \(errno.message)")
+      state.failure = failure
+      state.isReported = claiming
+      return failure
+    }
+  }
+
+  static func name(_ fd: Int32) -> String {
+    switch fd {
+    case 1: "standard output"
+    case 2: "standard error"
+    default: "descriptor \(fd)"
     }
   }
 }

@@ -153,9 +153,10 @@ enum Render {
   }
 
   /// Plain text of an event for stdout, or nil when it belongs on stderr (only decoded data is a result
-  /// in plain mode, so `capture listen | while read code` sees nothing else).
+  /// in plain mode, so `capture listen | while read code` sees nothing else). The text is escaped as
+  /// `DecodedData.plainLine` says, so one code is always exactly one line.
   static func plain(_ event: Event) -> String? {
-    if case .decodedData(let data) = event.payload { return data.text }
+    if case .decodedData(let data) = event.payload { return data.plainLine }
     return nil
   }
 
@@ -234,7 +235,10 @@ enum Render {
   static func plainDeviceType(_ v: PropertyValue, _ device: DeviceInfo) -> String {
     guard case .ulong(let raw) = v else { return plainValue(.deviceType, v) }
     let type = DeviceType(raw)
-    if let model = device.model, type == .none || type.sdkName == nil { return model }
+    // BtUnknown and BleUnknown are the SDK's words for "a type this SDK does not know" (docs/capture-sdk.md
+    // §5.2): the device's own model says more.
+    let isPlaceholder = type == .none || type == .btUnknown || type == .bleUnknown || type.sdkName == nil
+    if let model = device.model, isPlaceholder { return model }
     return type.sdkName ?? plainValue(.deviceType, v)
   }
 

@@ -72,6 +72,8 @@ extension Device {
 extension Device {
   /// The SDK's answer for anything outside the capability table.
   public func unsupported(_ property: PropertyID) -> CaptureError {
-    .notSupported("\(info.name) does not support \(property.cliName) (\(property.hex))")
+    // An id no table names is shown once, as its hex form.
+    let shown = property.cliName == property.hex ? property.hex : "\(property.cliName) (\(property.hex))"
+    return .notSupported("\(info.name) does not support \(shown)")
   }
 }

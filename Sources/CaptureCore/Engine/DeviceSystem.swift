@@ -12,7 +12,8 @@ public protocol DeviceManagement: Sendable {
   func bluetoothdReachable(adapter: String?) async -> Bool
   /// `discover --classic` without bluetoothd: an HCI inquiry of about `seconds`, with names; Socket
   /// Mobile devices only unless `all`. `note` hears why a device was left unrecognised.
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void) throws(CaptureError)
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    async throws(CaptureError)
     -> [DiscoveredDeviceInfo]
   /// Connects a BLE device, waits for its GATT services, pairs when its profile needs a bond (or when
   /// `pair`), and marks it trusted so it may reconnect (BlueZ doc/org.bluez.Device1.rst "Trusted").

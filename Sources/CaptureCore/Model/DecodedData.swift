@@ -52,6 +52,47 @@ public struct DecodedData: Sendable, Hashable {
     return out
   }
 
+  /// The data as one line of plain output: valid UTF-8 as it is, except that line feed, carriage
+  /// return and tab are `\n`, `\r` and `\t`, the backslash is `\\`, and every other control character
+  /// (C0, DEL, and the C1 range U+0080…U+009F) and every byte that is not valid UTF-8 is `\xHH` per
+  /// byte. The escape is reversible, and a code holding a line break is still exactly one line, which
+  /// `capture listen | while read -r code` relies on; `bytes` (JSON) keeps the exact data.
+  public var plainLine: String { Self.plainEscaped(bytes) }
+
+  /// The C-style escape of `plainLine`, for any bytes.
+  public static func plainEscaped(_ bytes: [UInt8]) -> String {
+    var out = ""
+    out.reserveCapacity(bytes.count)
+    var i = 0
+    while i < bytes.count {
+      let length = utf8SequenceLength(bytes, at: i)
+      switch length {
+      case 0:
+        out += "\\x" + hex2(bytes[i])
+        i += 1
+      case 1:
+        switch bytes[i] {
+        case 0x0A: out += "\\n"
+        case 0x0D: out += "\\r"
+        case 0x09: out += "\\t"
+        case 0x5C: out += "\\\\"
+        case 0x00..<0x20, 0x7F: out += "\\x" + hex2(bytes[i])
+        default: out.unicodeScalars.append(Unicode.Scalar(bytes[i]))
+        }
+        i += 1
+      default:
+        // C1 controls are U+0080…U+009F, encoded C2 80…C2 9F.
+        if length == 2 && bytes[i] == 0xC2 && bytes[i + 1] < 0xA0 {
+          out += "\\x" + hex2(bytes[i]) + "\\x" + hex2(bytes[i + 1])
+        } else {
+          out += String(decoding: bytes[i..<(i + length)], as: UTF8.self)
+        }
+        i += length
+      }
+    }
+    return out
+  }
+
   /// Length of the valid UTF-8 scalar starting at `i`, or 0 if the byte there does not start one.
   static func utf8SequenceLength(_ b: [UInt8], at i: Int) -> Int {
     let lead = b[i]

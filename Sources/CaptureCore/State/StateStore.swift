@@ -70,19 +70,32 @@ public struct StateFile: Codable, Sendable, Hashable {
 /// (temp file, fsync, rename, fsync of the directory) under an advisory `flock` on a lock file, so two
 /// `capture` processes never interleave and a kill at any instant leaves either the old or the new file.
 public struct StateStore: Sendable {
-  public let directory: String
-  public var path: String { directory + "/devices.json" }
-  var lockPath: String { directory + "/devices.lock" }
+  /// The state directory's bytes: `$XDG_STATE_HOME` need not be UTF-8, and every open uses these.
+  public let location: FilePath
+  /// The directory and the state file as text, for messages (escaped where not UTF-8).
+  public var directory: String { location.string ?? location.description }
+  public var path: String { file.string ?? file.description }
+  var file: FilePath { location + "/devices.json" }
+  var lockFile: FilePath { location + "/devices.lock" }
+  var lockPath: String { lockFile.description }
 
-  public init(directory: String) { self.directory = directory }
+  public init(directory: String) { location = FilePath(directory) }
+  public init(location: FilePath) { self.location = location }
 
   /// The default location from the environment (XDG Base Directory specification).
   public static func fromEnvironment() -> StateStore {
-    if let xdg = getenv("XDG_STATE_HOME").map({ String(cString: $0) }), xdg.hasPrefix("/") {
-      return StateStore(directory: xdg + "/capture")
+    // Bytes, not String(cString:): a directory name that is not UTF-8 must not become U+FFFD.
+    if let value: UnsafeMutablePointer<CChar> = getenv("XDG_STATE_HOME") {
+      let xdg = FilePath(cString: value)
+      if xdg.isAbsolute { return StateStore(location: xdg + "/capture") }
     }
-    let home = getenv("HOME").map { String(cString: $0) } ?? "/"
-    return StateStore(directory: home + "/.local/state/capture")
+    let home: FilePath
+    if let value: UnsafeMutablePointer<CChar> = getenv("HOME") {
+      home = FilePath(cString: value)
+    } else {
+      home = "/"
+    }
+    return StateStore(location: home + "/.local/state/capture")
   }
 
   /// Reads the state; a missing file is the empty state. A newer-schema file (86) or an unreadable one
@@ -129,7 +142,7 @@ public struct StateStore: Sendable {
 
   /// Opens the lock file and takes the exclusive lock; closing the returned descriptor releases it.
   func acquireLock() throws(CaptureError) -> Int32 {
-    let lockFD = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    let lockFD = lockFile.open(O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     guard lockFD >= 0 else {
       throw CaptureError(Errno.current, "cannot open lock file \(lockPath)", other: .unableWriteFile)
     }
@@ -158,8 +171,20 @@ public struct StateStore: Sendable {
     }
   }
 
+  /// The most a state file may hold. Each remembered device is a few hundred bytes, so this is tens
+  /// of thousands of devices; a larger file is not one capture wrote, and it is refused from its size
+  /// (fstat) before a byte of it is read.
+  public static let maximumSize = 8 << 20
+
+  /// The state file's bytes, nil when there is none. Only a regular file is a state file: a FIFO,
+  /// a device (a link to /dev/zero) or a socket put in its place is refused at once (UNABLEREADFILE,
+  /// left as it is), so no command and no SIGHUP reload ever waits on one (BoundedInput).
   func readBytes() throws(CaptureError) -> [UInt8]? {
-    do { return try SystemFile.read(path: path) } catch {
+    do {
+      return try BoundedInput.contents(of: file, accepting: .regularFiles, limit: Self.maximumSize)
+    } catch .system(let errno) where errno.code == ENOENT {
+      return nil
+    } catch {
       throw CaptureError(error, "cannot read \(path)", other: .unableReadFile)
     }
   }
@@ -169,27 +194,27 @@ public struct StateStore: Sendable {
   /// the unlink that follows only drops the old name, and a kill between the two leaves both names on
   /// the same bytes. Called with the lock held.
   func quarantine(at time: Timestamp = .now()) throws(CaptureError) -> String {
-    let base = "\(path).corrupt-\(Self.fileStamp(time))"
+    let base = file + ".corrupt-\(Self.fileStamp(time))"
     for attempt in 0..<1000 {
-      let candidate = attempt == 0 ? base : "\(base).\(attempt)"
-      if link(path, candidate) == 0 {
-        guard unlink(path) == 0 || errno == ENOENT else {
+      let candidate = attempt == 0 ? base : base + ".\(attempt)"
+      if file.link(to: candidate) == 0 {
+        guard file.unlink() == 0 || errno == ENOENT else {
           throw CaptureError(Errno.current, "cannot remove \(path)", other: .unableWriteFile)
         }
         syncDirectory()
-        return candidate
+        return candidate.description
       }
       switch errno {
       case EEXIST: continue
       case EPERM, ENOTSUP, EXDEV, EMLINK:
         // A file system without hard links: under the lock no capture creates names here, so
         // checking first and renaming cannot race with another capture.
-        if access(candidate, F_OK) == 0 { continue }
-        guard rename(path, candidate) == 0 else {
+        if candidate.withCString({ access($0, F_OK) }) == 0 { continue }
+        guard file.rename(to: candidate) == 0 else {
           throw CaptureError(Errno.current, "cannot rename \(path)", other: .unableWriteFile)
         }
         syncDirectory()
-        return candidate
+        return candidate.description
       default:
         throw CaptureError(Errno.current, "cannot move \(path) aside", other: .unableWriteFile)
       }
@@ -204,19 +229,19 @@ public struct StateStore: Sendable {
   /// A writer killed between creating its temp file and renaming it leaves `devices.json.tmp.PID`.
   /// Nothing ever reads one as the state; holding the lock, no writer is using one, so they go.
   func removeStaleTemporaries() {
-    guard let dir = opendir(directory) else { return }
+    guard let dir = location.opendir() else { return }
     defer { closedir(dir) }
-    let prefix = "devices.json.tmp."
+    let prefix = Array("devices.json.tmp.".utf8)
     while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+      if name.starts(with: prefix) {
+        _ = FilePath(bytes: location.bytes + [UInt8(ascii: "/")] + name).unlink()
       }
-      if name.hasPrefix(prefix) { unlink(directory + "/" + name) }
     }
   }
 
   func syncDirectory() {
-    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    let dirFD = location.open(O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     if dirFD >= 0 {
       fsync(dirFD)
       close(dirFD)
@@ -229,6 +254,11 @@ public struct StateStore: Sendable {
   public func remember(_ device: RememberedDevice, keepingAlias: Bool = false) throws(CaptureError) {
     try update { (state: inout StateFile) throws(CaptureError) in
       var device = device
+      // A new alias must name one device; one kept from before is not checked again, so a state
+      // written before this rule still reconnects.
+      if let alias = device.alias, let reason = state.aliasConflict(alias, for: device.id) {
+        throw .aliasTaken(reason)
+      }
       if keepingAlias && device.alias == nil {
         device.alias = state.devices.first { $0.id == device.id }?.alias
       }
@@ -264,7 +294,8 @@ public struct StateStore: Sendable {
     } catch let DecodingError.keyNotFound(key, context) {
       throw CaptureError(
         .invalidFormat,
-        "state file \(path) is corrupt (\(Self.describe(context)) lacks \"\(key.stringValue)\")")
+        "state file \(path) is corrupt (\(Self.location(context) ?? "the top level") lacks \"\(key.stringValue)\")"
+      )
     } catch {
       throw CaptureError(.invalidFormat, "state file \(path) is corrupt")
     }
@@ -272,6 +303,11 @@ public struct StateStore: Sendable {
 
   /// "devices[0].type has the wrong type", from a decoding error's path.
   static func describe(_ context: DecodingError.Context) -> String {
+    location(context).map { "\($0) has the wrong type" } ?? "wrong structure"
+  }
+
+  /// "devices[0].type", the decoding error's path; nil at the top level.
+  static func location(_ context: DecodingError.Context) -> String? {
     var path = ""
     for key in context.codingPath {
       if let i = key.intValue {
@@ -280,7 +316,7 @@ public struct StateStore: Sendable {
         path += (path.isEmpty ? "" : ".") + key.stringValue
       }
     }
-    return path.isEmpty ? "wrong structure" : "\(path) has the wrong type"
+    return path.isEmpty ? nil : path
   }
 
   func write(_ state: StateFile) throws(CaptureError) {
@@ -291,17 +327,17 @@ public struct StateStore: Sendable {
       throw CaptureError(.unableWriteFile, "cannot encode state: \(error)")
     }
     do {
-      try SystemFile.replace(path: path, directory: directory, with: Array(data), mode: 0o600)
+      try SystemFile.replace(path: file, directory: location, with: Array(data), mode: 0o600)
     } catch {
       throw CaptureError(error, "cannot write \(path)", other: .unableWriteFile)
     }
   }
 
   func makeDirectory() throws(CaptureError) {
-    var prefix = ""
-    for component in directory.split(separator: "/") {
-      prefix += "/" + component
-      if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+    var prefix = FilePath(bytes: [])
+    for component in location.bytes.split(separator: UInt8(ascii: "/")) {
+      prefix = FilePath(bytes: prefix.bytes + [UInt8(ascii: "/")] + component)
+      if prefix.mkdir(0o700) != 0 && errno != EEXIST {
         throw CaptureError(Errno.current, "cannot create directory \(prefix)", other: .unableCreateDirectory)
       }
     }

@@ -27,8 +27,9 @@ public final class AppendFile: Sendable {
   /// The descriptor and the identity of the file it refers to (fstat at open; it never changes).
   private let state: Mutex<Open>
 
-  /// Opens (creating when missing) `path` for appending. A missing directory is FILENOTFOUND (-63), a
-  /// refused one FILEACCESSDENIED (-64), anything else UNABLEWRITEFILE (-33).
+  /// Opens (creating when missing) `path` for appending. A missing directory, an over-long path or a
+  /// FIFO nobody reads is FILENOTFOUND (-63), a refused path or a directory FILEACCESSDENIED (-64),
+  /// anything else UNABLEWRITEFILE (-33).
   public init(path: String, mode: mode_t = 0o600) throws(CaptureError) {
     self.path = path
     self.mode = mode
@@ -71,10 +72,19 @@ public final class AppendFile: Sendable {
   private static func open(_ path: String, mode: mode_t, context: String) throws(CaptureError) -> Open {
     let fd: Int32
     do throws(Errno) {
-      fd = try Errno.retryingInterrupts { Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode) }
+      // O_NONBLOCK for the open only: a FIFO that no process reads fails with ENXIO (open(2)) instead
+      // of waiting for a reader past --timeout and signals; it is cleared at once so the writes block
+      // and complete as on any file.
+      fd = try Errno.retryingInterrupts {
+        Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode)
+      }
     } catch {
-      throw CaptureError(error, context, other: .unableWriteFile)
+      throw CaptureError(
+        error, error.code == ENXIO ? "\(context): no process is reading it" : context, other: .unableWriteFile
+      )
     }
+    let flags = fcntl(fd, F_GETFL)
+    if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
     var info = stat()
     guard fstat(fd, &info) == 0 else {
       let failure = Errno.current

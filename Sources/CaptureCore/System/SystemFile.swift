@@ -12,13 +12,16 @@ public struct Errno: Error, Sendable, Equatable {
 }
 
 extension CaptureError {
-  /// The one mapping from errno to SKT codes for file work: a missing file is `missing`
-  /// (FILENOTFOUND unless the caller knows better), a refused one FILEACCESSDENIED, anything else
-  /// `other` (UNABLEREADFILE or UNABLEWRITEFILE).
+  /// The one mapping from errno to SKT codes for file work: a path that names no usable file is
+  /// `missing` (FILENOTFOUND unless the caller knows better: also a path too long or looping, and a
+  /// FIFO nobody reads, ENXIO), a refused one FILEACCESSDENIED (also a directory where a file is
+  /// wanted), anything else `other` (UNABLEREADFILE or UNABLEWRITEFILE: the file was there and the
+  /// read or write itself failed).
   public init(_ error: Errno, _ context: String, missing: ResultCode = .fileNotFound, other: ResultCode) {
     let code: ResultCode
     switch error.code {
-    case ENOENT, ENOTDIR: code = missing
+    case ENOENT, ENOTDIR, ENAMETOOLONG, ELOOP, ENXIO: code = missing
+    case EISDIR: code = .fileAccessDenied
     case EACCES, EPERM, EROFS: code = .fileAccessDenied
     default: code = other
     }

@@ -2,7 +2,7 @@ import BlueZ
 import CaptureCore
 
 /// Which driver a BLE device gets, from its GATT services and advertised UUIDs
-/// (device-protocols.md §2.1–2.2, §3.1, §3.4, §4).
+/// (docs/device-protocols.md §2.1–2.2, §3.1, §3.4, §4).
 public enum BLEFamily: String, Sendable {
   /// Pairing-required UUID variant: capture pairs it on connect (AXM's bonded handler).
   case d600
@@ -32,7 +32,7 @@ public enum BLEFamily: String, Sendable {
   public var needsBonding: Bool { self == .d600 }
 
   /// The SDK device types this device arrives as: the S370 arrives twice, its barcode half and its
-  /// NFC half (capture-sdk.md §5.2).
+  /// NFC half (docs/capture-sdk.md §5.2).
   public var deviceTypes: [DeviceType] {
     switch self {
     case .d600, .d600NoPairing: [.scannerD600]

@@ -1,6 +1,5 @@
 import BlueZ
 import CaptureCore
-import DBus
 
 #if canImport(Glibc)
   import Glibc
@@ -22,7 +21,7 @@ public struct DiscoveredDevice: Sendable {
   public var classicRecognition: ClassicDiscovery.Recognition?
   public var isBREDR: Bool { classOfDevice != nil }
   /// The SDK type guessed from the advertisement (the first half for an S370). A Classic scanner's
-  /// model is not known before SPP (device-protocols.md §5.3): None, as `ClassicSPPScanner` reports it.
+  /// model is not known before SPP (docs/device-protocols.md §5.3): None, as `ClassicSPPScanner` reports it.
   public var type: DeviceType {
     if isBREDR { return .none }
     return isSocketMobile ? family.deviceTypes[0] : .bleUnknown
@@ -64,11 +63,11 @@ public enum BLEManager {
     let events = try await client.events()
     let objects = try await client.objects()
     _ = try client.adapter(in: objects)
-    var filter: [String: DBusValue] = ["Transport": .string(transport), "DuplicateData": .boolean(false)]
+    var filter = DiscoveryFilter(transport: transport, duplicateData: false)
     // bluetoothd matches a UUIDs filter against the advertised (LE) or EIR (BR/EDR) service list, and a
     // Classic scanner recognised by its name may list none of them in its EIR: only an LE-only
     // discovery lets bluetoothd filter by UUID; otherwise the client side below decides.
-    if !all && transport == "le" { filter["UUIDs"] = .strings(GattUUID.socketMobileAdvertised) }
+    if !all && transport == "le" { filter.uuids = GattUUID.socketMobileAdvertised }
     try await client.setDiscoveryFilter(filter)
     try await client.startDiscovery()
 
@@ -100,19 +99,17 @@ public enum BLEManager {
         consider(device)
       }
       // A new device arrives as InterfacesAdded; one bluetoothd already knew is announced by its RSSI
-      // changing once it is heard again (bluez-testing.md "Discovery").
+      // changing once it is heard again (docs/bluez-testing.md, "Discovery").
       for await event in events {
         switch event {
-        case .interfacesAdded(let path, let interfaces):
-          guard let props = interfaces[BlueZName.device] else { continue }
-          let device = DeviceProperties(path: path, properties: props, hasBattery: false)
+        case .interfacesAdded(let path, _, let device?):
           known[path] = device
           consider(device)
-        case .propertiesChanged(let path, BlueZName.device, let changed, _):
-          guard var device = known[path] else { continue }
-          device.properties.merge(changed) { _, new in new }
+        case .deviceChanged(let path, let change):
+          guard let device = known[path]?.applying(change) else { continue }
           known[path] = device
-          if changed["RSSI"] != nil || changed["ManufacturerData"] != nil { consider(device) }
+        case .advertised(let path, _):
+          if let device = known[path] { consider(device) }
         default:
           continue
         }
@@ -139,14 +136,15 @@ public enum BLEManager {
     let objects = try await client.objects()
     _ = try client.adapter(in: objects)
     if let device = objects.device(address: address, on: client.adapterPath) { return device }
-    try await client.setDiscoveryFilter(["Transport": .string(transport)])
+    try await client.setDiscoveryFilter(DiscoveryFilter(transport: transport))
     try await client.startDiscovery()
     let adapterPath = client.adapterPath
     let finder = Task { () -> DeviceProperties? in
       for await event in events {
-        if case .interfacesAdded(let path, let interfaces) = event, let props = interfaces[BlueZName.device] {
-          let device = DeviceProperties(path: path, properties: props, hasBattery: false)
-          if device.address == address.uppercased() && device.adapter == adapterPath { return device }
+        if case .interfacesAdded(_, _, let device?) = event, device.address == address.uppercased(),
+          device.adapter == adapterPath
+        {
+          return device
         }
       }
       return nil
@@ -177,7 +175,7 @@ public enum BLEManager {
     let budget = timeout ?? BLEDevice.connectTimeout
     var device = try await locate(client, address, within: min(budget, .seconds(10)))
     if !device.isConnected || !device.servicesResolved {
-      try await BLEDevice.connectAndResolve(client, device.path, timeout: budget)
+      try await BLELink.connectAndResolve(client, device.path, timeout: budget)
     }
     var objects = try await client.objects()
     device = objects.device(address: address, on: client.adapterPath) ?? device
@@ -191,7 +189,7 @@ public enum BLEManager {
   }
 
   /// Pairs (when `pair` and not paired yet) with capture's NoInputNoOutput agent, and marks the
-  /// device trusted so it may reconnect (bluez-testing.md: "Trusted" is not "paired"). LE and BR/EDR
+  /// device trusted so it may reconnect (docs/bluez-testing.md: "Trusted" is not "paired"). LE and BR/EDR
   /// alike: bluetoothd picks the transport for Pair.
   static func pairAndTrust(_ client: BlueZClient, _ device: DeviceProperties, pair: Bool, timeout: Duration)
     async throws(CaptureError)
@@ -200,7 +198,7 @@ public enum BLEManager {
       try await client.registerAgent()
       try await client.pair(device.path, timeout: timeout)
     }
-    if !device.isTrusted { try await client.setDeviceProperty(device.path, "Trusted", .boolean(true)) }
+    if !device.isTrusted { try await client.setTrusted(device.path, true) }
   }
 
   /// Disconnects and makes bluetoothd forget the device (pairing and GATT cache go with it).
@@ -228,7 +226,7 @@ public enum BLEManager {
     public var isBonded: Bool
     public var isTrusted: Bool
     public var isConnected: Bool
-    /// "pairing-required", "no-pairing" or "unknown": the D600 UUID variant (device-protocols.md §2.1)
+    /// "pairing-required", "no-pairing" or "unknown": the D600 UUID variant (docs/device-protocols.md §2.1)
     /// or the SpringCore bound/open service.
     public var variant: String
   }

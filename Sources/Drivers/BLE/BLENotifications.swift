@@ -2,8 +2,8 @@ import BlueZ
 import CaptureCore
 
 /// Where a BLE device's battery level changes come from. Public facts give no GATT characteristic for
-/// power state or buttons on any Socket Mobile BLE device (device-protocols.md §2.2, §3, §4), so
-/// BatteryLevelChange is the only NotificationsDevice bit (capture-sdk.md §7.6) a BLE device has here.
+/// power state or buttons on any Socket Mobile BLE device (docs/device-protocols.md §2.2, §3, §4), so
+/// BatteryLevelChange is the only NotificationsDevice bit (docs/capture-sdk.md §7.6) a BLE device has here.
 enum BatterySource {
   /// bluetoothd's battery plugin (on by default in Debian) claims 0x180F, subscribes to 0x2A19 itself
   /// and keeps Battery1.Percentage current: the notification is on while the link is up, and no
@@ -30,7 +30,7 @@ extension BLEDevice {
     case .battery1:
       return .batteryLevelChange
     case .gatt(let c):
-      if state.withLock({ $0.sessions.contains(c.path) }) { return .batteryLevelChange }
+      if sessions.holds(c.path) { return .batteryLevelChange }
       return try await client.isNotifying(c.path) ? .batteryLevelChange : []
     }
   }
@@ -68,12 +68,10 @@ extension BLEDevice {
       try await keepBatteryNotifying()
       return
     }
-    let held = state.withLock { $0.sessions.remove(c.path) != nil }
-    guard held else {
+    guard try await sessions.stop(c.path) else {
       throw .notSupported(
         "another client's notify session holds the battery notifications of \(info.name) on")
     }
-    try await client.stopNotify(c.path)
   }
 
   /// Remembers the bits a listener relies on. When the battery notifications were already on through
@@ -87,23 +85,14 @@ extension BLEDevice {
 
   /// Holds a notify session on 0x2A19 while the setting asks for battery changes and no client has
   /// the CCCD on. When another client's session already has it on, nothing is subscribed (set only when
-  /// different; bluez-testing.md: its notifications reach every bus client as PropertiesChanged), and
+  /// different; docs/bluez-testing.md: its notifications reach every bus client as PropertiesChanged), and
   /// `handle` takes over when that session ends (Notifying goes false).
   func keepBatteryNotifying() async throws(CaptureError) {
     guard case .gatt(let c)? = batterySource else { return }
-    let (wanted, held, usable) = state.withLock {
-      (
-        $0.notifications.contains(.batteryLevelChange), $0.sessions.contains(c.path),
-        $0.isConnected && !$0.isClosed
-      )
-    }
-    guard wanted, !held, usable else { return }
+    let (wanted, closed) = state.withLock { ($0.notifications.contains(.batteryLevelChange), $0.isClosed) }
+    guard wanted, !closed, !sessions.holds(c.path), link.isUsable else { return }
     if try await client.isNotifying(c.path) { return }
-    do {
-      try await client.startNotify(c.path)
-    } catch  where error.message.contains("Already notifying") {
-      // A concurrent call of ours won the race: one session is enough.
-    }
-    _ = state.withLock { $0.sessions.insert(c.path) }
+    // A concurrent call of ours may win the race: starting a session we hold is a no-op.
+    try await sessions.start(c.path)
   }
 }

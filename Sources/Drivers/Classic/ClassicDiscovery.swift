@@ -54,30 +54,46 @@ public enum ClassicDiscovery {
   /// An HCI inquiry of about `seconds`, with names; Socket Mobile devices only unless `all`. A device
   /// whose name does not say Socket is asked over SDP for the scanner service class; when that SDP
   /// search fails (out of range by now, refused) the device is left unrecognised and `note` says why.
+  /// The inquiry, the name requests and the SDP searches block for seconds: they run on the
+  /// `BlockingExecutor`, and cancelling the caller skips the look-ups not yet started.
   public static func inquiry(
     adapter: String?, seconds: Double, all: Bool, system: any BluetoothSystem = LibBluetoothSystem(),
     note: (String) -> Void = { _ in }
-  ) throws(CaptureError) -> [Found] {
+  ) async throws(CaptureError) -> [Found] {
+    let (found, notes) = try await BlockingExecutor.shared.run { (job) throws(CaptureError) in
+      try inquiryBlocking(adapter: adapter, seconds: seconds, system: system, cancelled: { job.isCancelled })
+    }
+    for line in notes { note(line) }
+    return found.filter { all || $0.isSocketMobile }
+  }
+
+  /// The blocking part of `inquiry`: every device found, and the notes for the SDP searches that failed.
+  static func inquiryBlocking(
+    adapter: String?, seconds: Double, system: any BluetoothSystem, cancelled: () -> Bool
+  ) throws(CaptureError) -> ([Found], [String]) {
     let calls = ClassicCalls(system: system)
     let found = try calls.inquiry(adapter: adapter, seconds: seconds)
     // The SDP searches go out from the adapter that made the inquiry (--adapter), not any adapter.
     let sdp = try calls.pinned(to: adapter)
-    return found.map { device in
+    var notes: [String] = []
+    let devices = found.map { device in
       var recognition: Recognition? = nil
       if let name = device.name, isSocketMobileName(name) {
         recognition = .name
+      } else if cancelled() {
+        notes.append("\(device.address): not recognised, SDP search skipped: cancelled")
       } else {
         do throws(CaptureError) {
           if try sdp.hasServiceClass(device.address, scannerServiceClass) { recognition = .serviceClass }
         } catch {
-          note("\(device.address): not recognised, SDP failed: \(error.message)")
+          notes.append("\(device.address): not recognised, SDP failed: \(error.message)")
         }
       }
       return Found(
         address: device.address, name: device.name, classOfDevice: device.classOfDevice,
         recognition: recognition)
     }
-    .filter { all || $0.isSocketMobile }
+    return (devices, notes)
   }
 
   /// The scanner's friendly name: bluetoothd's Device1.Alias (the user's alias, else the remote
@@ -89,12 +105,15 @@ public enum ClassicDiscovery {
       defer { client.close() }
       let objects = try await client.objects()
       if let device = objects.device(address: address.description, on: client.adapterPath),
-        device.properties["Alias"] != nil || device.name != nil
+        device.hasAlias || device.name != nil
       {
         return device.alias
       }
     }
-    return try ClassicCalls(system: system).remoteName(address, adapter: adapter)
+    // An HCI Remote Name Request waits up to 5 s for the device: on the blocking executor.
+    return try await BlockingExecutor.shared.run { _ throws(CaptureError) in
+      try ClassicCalls(system: system).remoteName(address, adapter: adapter)
+    }
   }
 
   /// Is bluetoothd on the system bus? (BlueZ is preferred whenever it is.)
@@ -122,7 +141,9 @@ public enum ClassicDiscovery {
       }
       return address
     }
-    return try ClassicCalls(system: system).adapterAddress(adapter: adapter)
+    return try await BlockingExecutor.shared.run { _ throws(CaptureError) in
+      try ClassicCalls(system: system).adapterAddress(adapter: adapter)
+    }
   }
 }
 

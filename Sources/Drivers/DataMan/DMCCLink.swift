@@ -20,7 +20,7 @@ protocol DMCCLink: AnyObject, Sendable {
 extension TCPConnection: DMCCLink {}
 
 /// DMCC on a serial port (`serial:/dev/ttyUSB0?protocol=dmcc&baud=115200`).
-final class SerialDMCCLink: DMCCLink, @unchecked Sendable {
+final class SerialDMCCLink: DMCCLink {
   let endpoint: String
   /// SerialPort is not Sendable: one lock serialises every use of it.
   private let port: Mutex<SerialPort?>

@@ -72,10 +72,13 @@ public final class DataManReader: Device {
     -> DataManReader
   {
     let timeout = request.timeout ?? defaultTimeout
-    let connection = try TCPConnection.connect(host: host, port: port, timeout: timeout)
+    // getaddrinfo and the connect's poll(2) block: on the blocking executor, with the handshake.
     return try await open(
-      connection, id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout,
-      queueLimit: queueLimit)
+      id: DeviceSelector.tcp(host: host, port: port).description, timeout: timeout, queueLimit: queueLimit
+    ) {
+      (job) throws(CaptureError) in
+      try TCPConnection.connect(host: host, port: port, timeout: timeout, cancelled: { job.isCancelled })
+    }
   }
 
   /// A DataMan on a serial line (`serial:/dev/PATH?protocol=dmcc[&baud=N]`): the same DMCC, over RS-232
@@ -84,32 +87,50 @@ public final class DataManReader: Device {
     async throws(CaptureError) -> DataManReader
   {
     let timeout = request.timeout ?? defaultTimeout
-    let link = try SerialDMCCLink(path: path, parameters: parameters)
+    // open(2) of a tty and its termios set-up block: on the blocking executor, with the handshake.
     return try await open(
-      link, id: DeviceSelector.serial(path: path, parameters: parameters).description, timeout: timeout)
+      id: DeviceSelector.serial(path: path, parameters: parameters).description, timeout: timeout
+    ) { _ throws(CaptureError) in
+      try SerialDMCCLink(path: path, parameters: parameters)
+    }
   }
 
+  /// Over a link already made (tests).
   static func open(
     _ connection: any DMCCLink, id: String, timeout: Duration, queueLimit: Int = EventQueue.defaultLimit
   ) async throws(CaptureError) -> DataManReader {
-    do throws(CaptureError) {
-      var handshake = Handshake(connection: connection, timeout: timeout)
-      // In silent mode (the default) the reader does not answer the SET, so it is not awaited: the GET
-      // that follows is the first command whose extended reply proves the switch took.
-      try handshake.send("SET COM.DMCC-RESPONSE 1", id: 1)
-      let model = try handshake.await("GET DEVICE.TYPE", id: 2)
-      let name = try handshake.await("GET DEVICE.NAME", id: 3)
-      // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
-      // Socket Mobile models only); the reader's own DEVICE.TYPE (DM8072, …) is the model.
-      let info = DeviceInfo(
-        id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none,
-        model: model.isEmpty ? nil : model)
-      return DataManReader(
-        info: info, connection: connection, timeout: timeout, early: handshake.reads, queueLimit: queueLimit)
-    } catch {
-      connection.close()
-      throw error
+    try await open(id: id, timeout: timeout, queueLimit: queueLimit) { _ throws(CaptureError) in connection }
+  }
+
+  /// Makes the link with `link` and runs the handshake, both in one `BlockingExecutor` job: they wait in
+  /// the kernel for up to `timeout` each, and one job is one hop off the cooperative pool and back.
+  static func open(
+    id: String, timeout: Duration, queueLimit: Int = EventQueue.defaultLimit,
+    link: @escaping @Sendable (BlockingExecutor.Cancellation) throws(CaptureError) -> any DMCCLink
+  ) async throws(CaptureError) -> DataManReader {
+    let (connection, greeting) = try await BlockingExecutor.shared.run {
+      (job) throws(CaptureError) -> (any DMCCLink, Greeting) in
+      let connection = try link(job)
+      do throws(CaptureError) {
+        var handshake = Handshake(connection: connection, timeout: timeout, cancelled: { job.isCancelled })
+        // In silent mode (the default) the reader does not answer the SET, so it is not awaited: the GET
+        // that follows is the first command whose extended reply proves the switch took.
+        try handshake.send("SET COM.DMCC-RESPONSE 1", id: 1)
+        let model = try handshake.await("GET DEVICE.TYPE", id: 2)
+        let name = try handshake.await("GET DEVICE.NAME", id: 3)
+        return (connection, Greeting(model: model, name: name, reads: handshake.reads))
+      } catch {
+        connection.close()
+        throw error
+      }
     }
+    let (model, name) = (greeting.model, greeting.name)
+    // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
+    // Socket Mobile models only); the reader's own DEVICE.TYPE (DM8072, …) is the model.
+    let info = DeviceInfo(
+      id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none, model: model.isEmpty ? nil : model)
+    return DataManReader(
+      info: info, connection: connection, timeout: timeout, early: greeting.reads, queueLimit: queueLimit)
   }
 
   private init(
@@ -445,17 +466,27 @@ private final class ThreadBody: Sendable {
   init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
+/// What the handshake learnt, and the read results that arrived during it.
+private struct Greeting: Sendable {
+  var model: String
+  var name: String
+  var reads: [[UInt8]]
+}
+
 /// The blocking exchange at open, before the reader thread exists: bounded by the timeout and
-/// cancellation, keeping any read results that arrive meanwhile.
+/// `cancelled` (looked at every 50 ms poll slice), keeping any read results that arrive meanwhile.
+/// Runs on the `BlockingExecutor`.
 private struct Handshake {
   let connection: any DMCCLink
   let deadline: ContinuousClock.Instant
+  let cancelled: () -> Bool
   var parser = DMCCResponseParser()
   var reads: [[UInt8]] = []
 
-  init(connection: any DMCCLink, timeout: Duration) {
+  init(connection: any DMCCLink, timeout: Duration, cancelled: @escaping () -> Bool) {
     self.connection = connection
     self.deadline = ContinuousClock.now + timeout
+    self.cancelled = cancelled
   }
 
   func send(_ text: String, id: Int) throws(CaptureError) {
@@ -465,7 +496,7 @@ private struct Handshake {
   mutating func await(_ text: String, id: Int) throws(CaptureError) -> String {
     try send(text, id: id)
     while true {
-      if Task.isCancelled { throw CaptureError(.cancel, "\(connection.endpoint): cancelled") }
+      if cancelled() { throw CaptureError(.cancel, "\(connection.endpoint): cancelled") }
       let left = deadline - ContinuousClock.now
       guard left > .zero else {
         throw CaptureError(.requestTimedOut, "\(connection.endpoint) did not answer '\(text)' in time")

@@ -7,7 +7,9 @@ import Synchronization
 
 /// A TCP client socket for DMCC (device-protocols.md §7: Telnet port, 23 by default). Nothing blocks
 /// without a bound: connect waits in poll(2) with a deadline, reads wait in poll with a timeout so the
-/// caller can notice cancellation and deadlines. errno becomes an SKT code once, here.
+/// caller can notice cancellation and deadlines. These calls block their thread, so they run on the
+/// reader thread or the `BlockingExecutor`, never on the cooperative pool. errno becomes an SKT code
+/// once, here.
 final class TCPConnection: Sendable {
   enum Received: Sendable, Equatable {
     case data([UInt8])
@@ -28,8 +30,11 @@ final class TCPConnection: Sendable {
   }
 
   /// Resolves `host` (a name, IPv4 or IPv6 literal) with getaddrinfo and connects to the first
-  /// address that answers within `timeout`.
-  static func connect(host: String, port: UInt16, timeout: Duration) throws(CaptureError) -> TCPConnection {
+  /// address that answers within `timeout`; `cancelled` is looked at every 100 ms of the wait.
+  /// Blocking (getaddrinfo may ask DNS): call it through `BlockingExecutor`.
+  static func connect(
+    host: String, port: UInt16, timeout: Duration, cancelled: @Sendable () -> Bool = { false }
+  ) throws(CaptureError) -> TCPConnection {
     let endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     var hints = addrinfo()
     hints.ai_family = AF_UNSPEC
@@ -55,7 +60,9 @@ final class TCPConnection: Sendable {
         continue
       }
       do throws(CaptureError) {
-        try connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen, deadline: deadline, endpoint: endpoint)
+        try connect(
+          fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen, deadline: deadline, endpoint: endpoint,
+          cancelled: cancelled)
         var one: Int32 = 1
         // Commands are single short lines; waiting for Nagle would add a round trip to every get.
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -63,7 +70,7 @@ final class TCPConnection: Sendable {
       } catch {
         Glibc.close(fd)
         lastError = error
-        if error.code == .requestTimedOut { break }
+        if error.code == .requestTimedOut || error.code == .cancel { break }
       }
     }
     throw lastError
@@ -72,7 +79,7 @@ final class TCPConnection: Sendable {
   private static func connect(
     _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t,
     deadline: ContinuousClock.Instant,
-    endpoint: String
+    endpoint: String, cancelled: () -> Bool
   ) throws(CaptureError) {
     if Glibc.connect(fd, address, length) == 0 { return }
     guard errno == EINPROGRESS || errno == EINTR else { throw mapped(Errno.current, endpoint, "connect") }
@@ -84,7 +91,7 @@ final class TCPConnection: Sendable {
       var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
       let ready = poll(&pfd, 1, Int32(min(milliseconds(left), 100)))
       if ready < 0 && errno != EINTR { throw mapped(Errno.current, endpoint, "poll") }
-      if Task.isCancelled { throw CaptureError(.cancel, "\(endpoint): connect cancelled") }
+      if cancelled() { throw CaptureError(.cancel, "\(endpoint): connect cancelled") }
       if ready > 0 { break }
     }
     var soError: Int32 = 0
@@ -110,10 +117,16 @@ final class TCPConnection: Sendable {
     return max(0, Int(s) * 1000 + Int(atto / 1_000_000_000_000_000))
   }
 
-  /// Sends every byte, waiting in poll when the socket buffer is full. MSG_NOSIGNAL: a reader that
-  /// went away must be an error, not a SIGPIPE.
+  /// How long a send waits, in all, for room in a full socket buffer. A DMCC command is one short line
+  /// and the kernel buffers far more than that, so a full buffer means the reader stopped reading: the
+  /// wait is kept short because `command` sends from the cooperative pool.
+  static let sendStall: Duration = .seconds(1)
+
+  /// Sends every byte, waiting in poll (at most `sendStall` in all) when the socket buffer is full.
+  /// MSG_NOSIGNAL: a reader that went away must be an error, not a SIGPIPE.
   func send(_ bytes: [UInt8]) throws(CaptureError) {
     var offset = 0
+    let deadline = ContinuousClock.now + Self.sendStall
     while offset < bytes.count {
       let n = bytes.withUnsafeBytes {
         Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
@@ -121,8 +134,12 @@ final class TCPConnection: Sendable {
       if n < 0 {
         if errno == EINTR { continue }
         if errno == EAGAIN {
+          let left = deadline - ContinuousClock.now
+          guard left > .zero else {
+            throw CaptureError(.communicationError, "\(endpoint): the reader does not take what is sent")
+          }
           var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-          _ = poll(&pfd, 1, 100)
+          _ = poll(&pfd, 1, Int32(min(Self.milliseconds(left), 100)))
           if Task.isCancelled { throw CaptureError(.cancel, "\(endpoint): send cancelled") }
           continue
         }

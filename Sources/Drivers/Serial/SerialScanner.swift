@@ -48,7 +48,9 @@ public final class SerialScanner: Device, Sendable {
       framing = chosen
     }
     if let proto = parameters["protocol"], proto.lowercased() != "spp" {
-      throw .notSupported("serial protocol '\(proto)' is not available in this build of capture (spp only)")
+      throw .notSupported(
+        "serial protocol '\(proto)' is not supported: protocol is spp (the default) or dmcc; framing=line reads codes ended by a line break"
+      )
     }
     let port = try SerialPort(path: path, settings: settings)
     let scanner = SerialScanner(
