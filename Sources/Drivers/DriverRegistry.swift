@@ -49,7 +49,7 @@ public struct DriverRegistry: DeviceOpener {
       throw .invalidParameter("'\(address)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
     }
     let classic = ClassicSPPScanner.Link.initiate(bdaddr, channel: remembered?.channel)
-    if remembered?.transport == ClassicSPPScanner.transportKey {
+    if remembered?.transport == RememberedDevice.classicTransport {
       // get and set need no RFCOMM link: no Classic property comes over SPP (§5.3).
       if !request.wantsEvents {
         return ClassicSPPScanner.forProperties(bdaddr, request: request, name: remembered?.name)

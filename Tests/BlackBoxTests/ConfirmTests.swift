@@ -109,6 +109,38 @@ struct ConfirmTests {
   }
 
   @Test(
+    "two devices: B's codes are confirmed and printed while A's confirm command is still sleeping (a lane per device)"
+  )
+  func perDeviceLanes() async throws {
+    let sandbox = try Sandbox()
+    let a = try ScannerPTY()
+    let b = try ScannerPTY()
+    let done = sandbox.path("a-done")
+    // A's code takes 3 s to confirm and leaves a mark when it has; B's codes are good only while that
+    // mark is absent, so a B code printed proves its verdict came while A's command still slept.
+    let command =
+      "code=$(cat); case \"$code\" in A*) sleep 3; touch '\(done)';; *) test ! -e '\(done)';; esac"
+    let writer = Task {
+      guard await a.waitUntilOpened(), await b.waitUntilOpened() else { return false }
+      a.write(sppFrame("A-1", aim: "C0"))
+      try? await Task.sleep(for: .milliseconds(500))
+      b.write(sppFrame("B-1", aim: "C0"))
+      try? await Task.sleep(for: .milliseconds(200))
+      b.write(sppFrame("B-2", aim: "C0"))
+      return true
+    }
+    let outcome = try await sandbox.capture([
+      "listen", "serial:\(a.slavePath)?baud=115200", "serial:\(b.slavePath)?baud=115200", "--count", "3",
+      "--confirm", command,
+    ])
+    #expect(await writer.value, "capture never opened both ptys")
+    #expect(outcome.status == 0, "\(outcome)")
+    // Before A's verdict (3 s after its code), both of B's codes were confirmed and printed.
+    #expect(outcome.outLines == ["B-1", "B-2", "A-1"])
+    #expect(FileManager.default.fileExists(atPath: done))
+  }
+
+  @Test(
     "the command inherits stdin, stdout and stderr only: not the signal self-pipe nor any other descriptor")
   func inheritsOnlyStandardDescriptors() async throws {
     let sandbox = try Sandbox()

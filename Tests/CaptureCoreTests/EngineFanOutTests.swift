@@ -278,3 +278,97 @@ struct EngineFanOutTests {
     #expect(await clientSeen.value == expected(id, ["EQ1"]))
   }
 }
+
+@Suite("Engine lanes: a back-pressure subscriber on the devices' own lanes", .timeLimit(.minutes(1)))
+struct EngineLaneTests {
+  @Test(
+    "a lane handler waiting on device A's code does not hold device B: B's codes all arrive meanwhile, A's follow in order once it returns"
+  )
+  func laneHoldsOnlyItsDevice() async throws {
+    let a = FedDevice("serial:/dev/ttyLA")
+    let b = FedDevice("serial:/dev/ttyLB")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let gate = Latch()
+    let seen = Mutex<[String]>([])
+    _ = engine.subscribe("stdout") { event in
+      guard case .decodedData(let data) = event.payload else { return }
+      if data.text == "A-hold" { await gate.wait() }
+      seen.withLock { $0.append("\(event.device.id) \(data.text)") }
+    }
+    a.feed(["A-hold", "A-1", "A-2"])
+    b.feed((0..<500).map { "B-\($0)" })
+    engine.attach([a, b])
+    let started = ContinuousClock.now
+    while seen.withLock({ $0.count }) < 500, ContinuousClock.now - started < .seconds(10) {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    // Everything of B, nothing of A while A's handler waits.
+    #expect(seen.withLock { $0 } == (0..<500).map { "serial:/dev/ttyLB B-\($0)" })
+    gate.open()
+    await a.close()
+    await b.close()
+    await engine.wait()
+    let lines = seen.withLock { $0 }
+    #expect(lines.count == 503)
+    #expect(
+      lines.filter { $0.hasPrefix("serial:/dev/ttyLA ") }
+        == ["A-hold", "A-1", "A-2"].map { "serial:/dev/ttyLA \($0)" })
+  }
+
+  @Test(
+    "with a lane subscriber that never returns, a network client that keeps up gets every event and one that never reads is dropped with its reason"
+  )
+  func laneStallsDevicesNotClients() async throws {
+    let device = FedDevice("tcp://reader:24")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let gate = Latch()
+    let lane = Mutex(0)
+    _ = engine.subscribe("stdout") { event in
+      lane.withLock { $0 += 1 }
+      if case .deviceRemoval = event.payload { return }
+      await gate.wait()
+    }
+    let stalled = engine.subscribe("client 4", policy: .dropWhenBehind(limit: 1))
+    let reader = engine.subscribe("client 5", policy: .dropWhenBehind(limit: 100))
+    device.feed(["one", "two", "three"])
+    engine.attach([device])
+    // The lane holds the device at its first event (the arrival): the clients have that one only,
+    // and nobody is dropped for the lane's pace.
+    let started = ContinuousClock.now
+    while lane.withLock({ $0 }) < 1, ContinuousClock.now - started < .seconds(10) {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(lane.withLock { $0 } == 1)
+    #expect(reader.backlog == 1)
+    #expect(stalled.backlog == 1 && stalled.dropReason == nil)
+    let seen = collect(reader)
+    gate.open()
+    await device.close()
+    await engine.wait()
+    #expect(await seen.value == expected("tcp://reader:24", ["one", "two", "three"]))
+    #expect(lane.withLock { $0 } == 5)
+    #expect(stalled.dropReason?.code == .queueReseted)
+    #expect(reader.dropReason == nil)
+  }
+
+  @Test("a cancelled lane subscriber is not called again; the engine's own events reach a lane subscriber")
+  func laneCancelAndEngineEvents() async throws {
+    let device = FedDevice("serial:/dev/ttyLC")
+    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let calls = Mutex(0)
+    let leaving = engine.subscribe("gone") { _ in calls.withLock { $0 += 1 } }
+    leaving.cancel()
+    let seen = Mutex<[String]>([])
+    _ = engine.subscribe("stdout") { event in seen.withLock { $0.append(event.kind.rawValue) } }
+    let info = DeviceInfo(id: "x", name: "x", type: .none)
+    engine.publishNow([CaptureEngine.problem(info, "one"), CaptureEngine.problem(info, "two")])
+    engine.attach([device])
+    await device.close()
+    await engine.wait()
+    #expect(calls.withLock { $0 } == 0)
+    let kinds = seen.withLock { $0 }
+    #expect(kinds.filter { $0 == "error" }.count == 2)
+    #expect(kinds.filter { $0 != "error" } == ["deviceArrival", "deviceRemoval"])
+  }
+}

@@ -90,15 +90,23 @@ final class EventSink: Sendable {
 
   /// Drains `events` until the stream ends.
   func drain(_ events: AsyncStream<Event>) async {
-    for await event in events {
-      if let confirm, case .decodedData(let data) = event.payload {
-        await handleConfirmed(event, data, confirm)
-      } else {
-        handle(event)
-      }
-    }
-    firstDecode.open()
+    for await event in events { await take(event) }
+    drained()
   }
+
+  /// Handles one event. Safe to call from several tasks at once, one per device (listen's lanes): the
+  /// tallies are locked and each line is one write. With --confirm the verdict is awaited here, so
+  /// only the device whose code waits for it is held back, as each device's own drain did before.
+  func take(_ event: Event) async {
+    if let confirm, case .decodedData(let data) = event.payload {
+      await handleConfirmed(event, data, confirm)
+    } else {
+      handle(event)
+    }
+  }
+
+  /// No more events will come (the engine has finished): whoever waits for a first decode goes on.
+  func drained() { firstDecode.open() }
 
   /// With --confirm (or --confirm-stdin), a code is printed only after its verdict: JSON events carry
   /// `confirmation` ("good"/"bad") and `confirmed` (the device was told); plain output passes good

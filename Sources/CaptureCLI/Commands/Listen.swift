@@ -77,7 +77,8 @@ enum ListenCommand {
     }
   }
 
-  /// listen is one subscriber of the engine (back-pressure: the printer paces the devices). With
+  /// listen is one subscriber of the engine (back-pressure on the devices' lanes: the printer paces
+  /// each device). With
   /// DEVICE operands (or --accept) the devices are opened first and fail fast: one that cannot be
   /// opened fails the listen before anything is printed. Without, the engine serves every remembered
   /// device and the favourites, each supervised on its own; SIGHUP reloads the state file.
@@ -95,7 +96,6 @@ enum ListenCommand {
     )
     let devices = serving ? [] : try await openDevices(options, context)
 
-    let subscription = engine.subscribe("the event stream", policy: .backPressure)
     let limit = options.count
     let judge = Self.judge(options, context)
     let sink = EventSink(
@@ -108,6 +108,9 @@ enum ListenCommand {
     ) { count in
       if let limit, count >= limit { Task { await engine.stop() } }
     }
+    // The printer takes each device's events on that device's lane: no second queue, the devices
+    // printed concurrently, and a --confirm verdict holds back only its own device.
+    _ = engine.subscribe("the event stream") { event in await sink.take(event) }
     // Only the service has a state file to re-read; otherwise SIGHUP keeps its default action.
     var reload: (@Sendable () -> Void)? = nil
     if serving { reload = { @Sendable in engine.reload() } }
@@ -129,7 +132,6 @@ enum ListenCommand {
     }
     let sources = options.sources
     await withTaskGroup(of: Void.self) { group in
-      group.addTask { await sink.drain(subscription.events) }
       for device in devices where !sources.isEmpty && device.info.id == "socketcam" {
         group.addTask {
           do throws(CaptureError) { try await device.trigger(.continuousScan) } catch {
@@ -142,6 +144,7 @@ enum ListenCommand {
       }
     }
     await engine.wait()
+    sink.drained()
     timer.cancel()
     return outcome(sink.result, options)
   }

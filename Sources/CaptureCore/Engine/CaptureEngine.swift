@@ -67,6 +67,9 @@ public final class CaptureEngine: Sendable {
   public let configuration: Configuration
   private let state = Mutex(State())
   private let finished = Latch()
+  /// Bumped (under `state`'s lock) whenever the subscribers change, so each forwarding task reads
+  /// the list again only then, not once per event.
+  private let generation = Atomic<Int>(0)
 
   /// One open device or supervisor and the task forwarding its events.
   private enum Member {
@@ -74,8 +77,18 @@ public final class CaptureEngine: Sendable {
     case supervised(DeviceSupervisor)
   }
 
+  /// Who a forwarding task hands each event to: a snapshot, taken again when `generation` moves.
+  private struct Fanout {
+    var queued: [EngineSubscription] = []
+    var lanes: [LaneSubscription] = []
+  }
+
   private struct State {
-    var subscribers: [EngineSubscription] = []
+    var fanout = Fanout()
+    var subscribers: [EngineSubscription] {
+      get { fanout.queued }
+      set { fanout.queued = newValue }
+    }
     var nextAttached = 0
     var attached: [Int: any Device] = [:]
     var supervisors: [String: DeviceSupervisor] = [:]
@@ -91,6 +104,8 @@ public final class CaptureEngine: Sendable {
     var favorites: Favorites = .off
     var scout: Task<Void, Never>?
     var stopping: [Task<Void, Never>] = []
+    /// Events the engine made itself on their way to the lane subscribers (`publishNow`).
+    var deliveries: [Task<Void, Never>] = []
     /// BLE addresses being connected automatically right now.
     var connecting: Set<String> = []
     /// Addresses whose automatic connect failed: warned once, until one succeeds.
@@ -113,35 +128,113 @@ public final class CaptureEngine: Sendable {
     let ended = state.withLock { s -> Bool in
       if s.isFinished { return true }
       s.subscribers.append(subscription)
+      changed()
       return false
     }
     if ended { subscription.finish() }
     return subscription
   }
 
-  /// The subscribers now (tests, and a service front end's status).
+  /// A back-pressure subscriber that consumes on the devices' own lanes (`LaneSubscription`): the
+  /// engine calls `handler` for every event, on the task forwarding that event's device, in order per
+  /// device and concurrently across devices; that device waits while the handler runs. It receives
+  /// every event published from now on; `wait()` returns after its last call. The event stream of
+  /// `listen` is one: the lane is the device's own queue, so the printer takes events straight from
+  /// the devices, and a `--confirm` verdict holds back only the device it is for.
+  public func subscribe(_ name: String, onLanes handler: @escaping @Sendable (Event) async -> Void)
+    -> LaneSubscription
+  {
+    let subscription = LaneSubscription(name: name, handler: handler) { [weak self] gone in
+      self?.forget(gone)
+    }
+    state.withLock { s in
+      guard !s.isFinished else { return }
+      s.fanout.lanes.append(subscription)
+      changed()
+    }
+    return subscription
+  }
+
+  /// The subscribers with their own queue now (tests, and a service front end's status).
   public var subscribers: [EngineSubscription] { state.withLock { $0.subscribers } }
 
+  /// Called under `state`'s lock after the subscribers changed.
+  private func changed() { generation.add(1, ordering: .releasing) }
+
   private func forget(_ subscription: EngineSubscription) {
-    state.withLock { s in s.subscribers.removeAll { $0 === subscription } }
-  }
-
-  /// Gives `event` to every subscriber, each by its policy, and forgets the ones that are gone.
-  func publish(_ event: Event) async {
-    let subscribers = state.withLock { $0.subscribers }
-    var gone = false
-    for subscriber in subscribers {
-      if await !subscriber.offer(event) { gone = true }
+    state.withLock { s in
+      s.subscribers.removeAll { $0 === subscription }
+      changed()
     }
-    if gone { state.withLock { s in s.subscribers.removeAll { $0.isFinished } } }
   }
 
-  /// `publish` without waiting for any subscriber: events the engine makes itself.
-  func publishNow(_ event: Event) {
-    let subscribers = state.withLock { $0.subscribers }
+  private func forget(_ subscription: LaneSubscription) {
+    state.withLock { s in
+      s.fanout.lanes.removeAll { $0 === subscription }
+      changed()
+    }
+  }
+
+  private func forgetFinished() {
+    state.withLock { s in
+      s.subscribers.removeAll { $0.isFinished }
+      changed()
+    }
+  }
+
+  /// Forwards one device's events until its stream ends: each to every queued subscriber by its
+  /// policy, then to every lane subscriber on this task. The subscriber list is read again only when
+  /// it has changed (one atomic load per event otherwise). `after`: the engine's own events that
+  /// must reach the lanes first (the state file's problems, known before this device started).
+  private func forward(_ events: AsyncStream<Event>, after: Task<Void, Never>? = nil) async {
+    await after?.value
+    var fanout = Fanout()
+    var seen = -1
+    for await event in events {
+      if generation.load(ordering: .acquiring) != seen {
+        (fanout, seen) = state.withLock { ($0.fanout, generation.load(ordering: .relaxed)) }
+      }
+      var gone = false
+      for subscriber in fanout.queued {
+        if await !subscriber.offer(event) { gone = true }
+      }
+      for lane in fanout.lanes { await lane.deliver(event) }
+      if gone { forgetFinished() }
+    }
+  }
+
+  /// Gives events to every subscriber without waiting for any: events the engine makes itself. A
+  /// queued subscriber gets them now; the lane subscribers get them, in order, on a task of their own
+  /// that `wait()` waits for.
+  func publishNow(_ events: [Event]) {
+    guard !events.isEmpty else { return }
+    state.withLock { s in _ = deliverToLanes(events, &s) }
+    offerNowToQueued(events)
+  }
+
+  /// The lane half of `publishNow`, under the lock: a task handing `events` to the lane subscribers
+  /// in order (nil when there are none), which `wait()` waits for.
+  private func deliverToLanes(_ events: [Event], _ s: inout State) -> Task<Void, Never>? {
+    let lanes = s.fanout.lanes
+    guard !events.isEmpty, !lanes.isEmpty else { return nil }
+    let delivery = Task {
+      for event in events {
+        for lane in lanes { await lane.deliver(event) }
+      }
+    }
+    s.deliveries.append(delivery)
+    return delivery
+  }
+
+  /// The queued half of `publishNow`: offered without waiting, whatever the policy.
+  private func offerNowToQueued(_ events: [Event]) {
+    guard !events.isEmpty else { return }
+    let queued = state.withLock { $0.fanout.queued }
     var gone = false
-    for subscriber in subscribers where !subscriber.offerNow(event) { gone = true }
-    if gone { state.withLock { s in s.subscribers.removeAll { $0.isFinished } } }
+    for event in events {
+      for subscriber in queued where !subscriber.offerNow(event) { gone = true }
+    }
+    if gone { forgetFinished() }
   }
 
   // MARK: devices
@@ -173,7 +266,7 @@ public final class CaptureEngine: Sendable {
     }
     for (key, device) in added {
       Task {
-        for await event in device.events { await self.publish(event) }
+        await self.forward(device.events)
         self.pumpEnded { $0.attached[key] = nil }
       }
     }
@@ -202,7 +295,10 @@ public final class CaptureEngine: Sendable {
   private func finishAll() {
     let subscribers = state.withLock { s -> [EngineSubscription] in
       s.isFinished = true
-      defer { s.subscribers = [] }
+      defer {
+        s.fanout = Fanout()
+        changed()
+      }
       return s.subscribers
     }
     for subscriber in subscribers { subscriber.finish() }
@@ -215,7 +311,7 @@ public final class CaptureEngine: Sendable {
   /// stream has ended. Every event is in the subscribers' queues by then.
   public func wait() async {
     await finished.wait()
-    let stopping = state.withLock { $0.stopping }
+    let stopping = state.withLock { $0.stopping + $0.deliveries }
     for task in stopping { await task.value }
   }
 
@@ -257,7 +353,7 @@ public final class CaptureEngine: Sendable {
       }
       // Every entry is unusable: report each and end at once rather than wait for a reload with
       // nothing to listen to.
-      for event in problems { publishNow(event) }
+      publishNow(problems)
       let finish = state.withLock { s -> Bool in
         s.isStopped = true
         return s.pumps == 0 && !s.isFinished
@@ -354,10 +450,13 @@ public final class CaptureEngine: Sendable {
       guard !s.isStopped else { return nil }
       s.favorites = favorites
       s.remembered = Set(file.devices.compactMap { (try? DeviceSelector.parse($0.id))?.description })
+      // Problems first: they are known now, before any supervisor can report its own (the lanes get
+      // them before the new supervisors' events; the queued subscribers below, before any starts).
+      let problemsDelivered = deliverToLanes(problems, &s)
       var start: [DeviceSupervisor] = []
       for item in wanted {
         if let running = s.supervisors[item.key], !running.hasGivenUp { continue }
-        start.append(makeSupervisor(item, &s))
+        start.append(makeSupervisor(item, &s, after: problemsDelivered))
       }
       let stop = s.supervisors.values.filter { !keys.contains($0.id) }
       for supervisor in stop {
@@ -375,13 +474,14 @@ public final class CaptureEngine: Sendable {
       return start
     }
     guard let started else { return }
-    // Problems first: they are known now, before any supervisor can report its own.
-    for event in problems { publishNow(event) }
+    offerNowToQueued(problems)
     for supervisor in started { supervisor.start() }
   }
 
   /// A supervisor for `item`, registered with its forwarding task; the caller starts it.
-  private func makeSupervisor(_ item: WantedDevice, _ s: inout State) -> DeviceSupervisor {
+  private func makeSupervisor(_ item: WantedDevice, _ s: inout State, after: Task<Void, Never>? = nil)
+    -> DeviceSupervisor
+  {
     let warn = configuration.warn
     var request = OpenRequest(selector: item.selector, adapter: configuration.adapter, warn: warn)
     request.reconnects = true
@@ -395,7 +495,7 @@ public final class CaptureEngine: Sendable {
     if item.isBluetoothLE { s.bluetoothLE.insert(item.key) } else { s.bluetoothLE.remove(item.key) }
     s.pumps += 1
     Task {
-      for await event in supervisor.events { await self.publish(event) }
+      await self.forward(supervisor.events, after: after)
       self.pumpEnded { _ in }
     }
     return supervisor

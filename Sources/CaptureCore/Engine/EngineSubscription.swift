@@ -56,11 +56,15 @@ public final class EngineSubscription: Sendable {
   func offer(_ event: Event) async -> Bool {
     switch policy {
     case .backPressure:
-      // Fast path: room, no suspension (one lock); only a full queue waits.
-      if !queue.hasRoom { await queue.waitForRoom() }
-      if queue.isFinished { return false }
-      queue.push(event)
-      return true
+      // Fast path: room, no suspension, one lock; only a full queue waits (until half of it is
+      // taken), then tries again.
+      while true {
+        switch queue.pushIfRoom(event) {
+        case .queued: return true
+        case .finished: return false
+        case .full: await queue.waitForRoom()
+        }
+      }
     case .dropWhenBehind:
       return offerNow(event)
     }
@@ -90,4 +94,40 @@ public final class EngineSubscription: Sendable {
 
   /// The engine has stopped: the stream ends after what it holds.
   func finish() { queue.finish() }
+}
+
+/// A back-pressure consumer that takes each device's events on that device's own lane: its handler
+/// runs on the task that forwards the device's events, in order per device and concurrently across
+/// devices (docs/engine.md "Fan-out"). The device's own bounded queue is its queue, so there is no
+/// second queue and no second hop per event, and a handler that waits (a `--confirm` verdict) holds
+/// back only the device whose event it is handling.
+public final class LaneSubscription: Sendable {
+  /// Who it is, for diagnostics.
+  public let name: String
+  private let handler: @Sendable (Event) async -> Void
+  private let cancelled = Atomic<Bool>(false)
+  private let onCancel: @Sendable (LaneSubscription) -> Void
+
+  init(
+    name: String, handler: @escaping @Sendable (Event) async -> Void,
+    onCancel: @escaping @Sendable (LaneSubscription) -> Void
+  ) {
+    self.name = name
+    self.handler = handler
+    self.onCancel = onCancel
+  }
+
+  /// Unsubscribes: no handler call starts after this returns (one already running finishes).
+  public func cancel() {
+    cancelled.store(true, ordering: .releasing)
+    onCancel(self)
+  }
+
+  var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+  /// Hands one event to the handler on the caller's lane; returns when the handler has.
+  func deliver(_ event: Event) async {
+    if isCancelled { return }
+    await handler(event)
+  }
 }

@@ -53,8 +53,6 @@ public final class ClassicSPPScanner: Device, Sendable {
   /// Also where the blocking connect of `open` runs.
   private let reader: ReaderThread
 
-  /// The transport stored with a remembered Classic scanner in the state file.
-  public static let transportKey = "classic"
   /// RFCOMM connect time limit without --timeout (an absent device's page timeout is ~5 s, Core spec
   /// default Page_Timeout 5.12 s, plus SDP).
   public static let defaultConnectTimeout: Duration = .seconds(15)

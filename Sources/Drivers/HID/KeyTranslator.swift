@@ -1,3 +1,5 @@
+import CaptureCore
+
 /// One `struct input_event` from an evdev node (linux/input.h). On 64-bit Linux it is 24 bytes,
 /// little-endian on x86_64 and aarch64: `struct timeval` (two 8-byte longs), `__u16 type`,
 /// `__u16 code`, `__s32 value`.
@@ -63,10 +65,11 @@ public struct HIDCode: Sendable, Equatable {
   }
 }
 
-/// The keyboard layout the scanner was configured to type for. Scanners send key positions, not
-/// characters, so the host must know which layout the scanner assumed.
-public enum Keymap: String, Sendable, CaseIterable {
-  case us, de, fr, uk
+/// The keyboard layout the scanner was configured to type for: Core's `KeyboardLayout` (its one list
+/// of layouts, which `--keymap` is checked against), with the key tables this driver translates by.
+public typealias Keymap = KeyboardLayout
+
+extension KeyboardLayout {
 
   /// The characters one key position types: without modifiers, with Shift, with AltGr.
   struct Levels: Sendable {
