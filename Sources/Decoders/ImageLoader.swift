@@ -26,6 +26,26 @@ public enum ImageLoader {
     }
   }
 
+  /// Whether the file is a regular file that starts with the magic bytes of a format `decode` reads.
+  /// Unreadable files are not images; this never throws and never waits (O_NONBLOCK: a FIFO is not
+  /// waited on, and is no image file).
+  public static func isImageFile(path: String) -> Bool {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+    var head = [UInt8](repeating: 0, count: 8)
+    var filled = 0
+    while filled < head.count {
+      let n = head.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { break }
+      filled += n
+    }
+    return ImageFormat.sniff(head.prefix(filled)) != nil
+  }
+
   /// JPEG entry used by the camera: `strict: false` accepts a frame cut short as libjpeg does.
   static func decodeJPEG(_ bytes: [UInt8], strict: Bool) throws(ImageError) -> GrayImage {
     try decodeC(bytes, "JPEG") { cimageio_decode_jpeg($0, $1, strict ? 1 : 0, $2, $3, $4) }
