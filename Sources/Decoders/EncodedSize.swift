@@ -120,17 +120,22 @@ extension ImageLoader {
     guard let format = ImageFormat.sniff(bytes) else {
       return .success(bytes)  // not an image, or empty: `decode` says which from these bytes
     }
+    var ended = bytes.count < 8
     while true {
       let size: EncodedSize
       do throws(ImageError) { size = try encodedSize(format, header: bytes) } catch { return .failure(error) }
       switch size {
       case .needHeader(let total):
+        // The input ended inside the header: `decode` says it is cut short.
+        if ended { return .success(bytes) }
         let more = try read(total - bytes.count)
         bytes += more
-        if more.isEmpty || bytes.count < total { return .success(bytes) }  // cut short: corrupt
+        // Fewer bytes than asked: the input ended; look at the header once more with what came.
+        ended = bytes.count < total
       case .atMost(let total):
         if total > bytes.count { bytes += try read(total - bytes.count) }
-        return .success(bytes)
+        // A header read in one piece may have taken more than the bound (the next image of a stream).
+        return .success(bytes.count > total ? Array(bytes.prefix(total)) : bytes)
       }
     }
   }
