@@ -26,12 +26,15 @@ public enum ImageLoader {
     }
   }
 
-  /// Whether the file starts with the magic bytes of a format `decode` reads. Unreadable files are not
-  /// images; this never throws, so it can filter a directory listing.
+  /// Whether the file is a regular file that starts with the magic bytes of a format `decode` reads.
+  /// Unreadable files are not images; this never throws and never waits (O_NONBLOCK: a FIFO is not
+  /// waited on, and is no image file).
   public static func isImageFile(path: String) -> Bool {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
     guard fd >= 0 else { return false }
     defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
     var head = [UInt8](repeating: 0, count: 8)
     var filled = 0
     while filled < head.count {
@@ -80,27 +83,36 @@ public enum ImageLoader {
       width: width, height: height, pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height)))
   }
 
+  /// The encoded bytes of the image at `path`, at most what its header allows (`readEncoded`): a
+  /// regular file only, so a FIFO or a device never blocks this synchronous reader (SocketCam reads
+  /// streams through the engine's bounded, cancellable input instead).
   static func readFile(path: String) throws(ImageError) -> [UInt8] {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
     guard fd >= 0 else { throw mapErrno(errno, path) }
     defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0 else { throw mapErrno(errno, path) }
     // open(2) succeeds on a directory with O_RDONLY; read(2) would then fail with EISDIR.
     if (info.st_mode & S_IFMT) == S_IFDIR { throw mapErrno(EISDIR, path) }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(max(Int(info.st_size), 0) + 1)
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw mapErrno(errno, path)
+    guard (info.st_mode & S_IFMT) == S_IFREG else { throw .unreadable("\(path): not a regular file") }
+    let read = { (count: Int) throws(ImageError) -> [UInt8] in
+      var bytes: [UInt8] = []
+      while bytes.count < count {
+        let chunk = min(count - bytes.count, 1 << 16)
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: chunk))
+        let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + start, chunk) }
+        let failure = errno
+        bytes.removeLast(n > 0 ? chunk - n : chunk)
+        if n == 0 { break }
+        if n < 0 {
+          if failure == EINTR { continue }
+          throw mapErrno(failure, path)
+        }
       }
-      if n == 0 { break }
-      bytes.append(contentsOf: chunk[0..<n])
+      return bytes
     }
-    return bytes
+    return try readEncoded(read).get()
   }
 
   static func mapErrno(_ code: Int32, _ path: String) -> ImageError {

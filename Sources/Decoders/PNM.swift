@@ -16,6 +16,40 @@ enum PNMParser {
     }
   }
 
+  /// A complete PNM header: what `ImageLoader.encodedSize` bounds the rest of the input by.
+  struct Header: Equatable {
+    var kind: Int
+    var width: Int
+    var height: Int
+    var maxval: Int
+    /// Where the raster starts.
+    var rasterOffset: Int
+
+    /// The most bytes the whole image may take. Binary: exactly the header and the raster. Plain: a
+    /// sample is at most as many digits as maxval, and at least one separator follows it; four bytes
+    /// for each of those, plus 1 MiB, leaves room for CR LF line ends and generous spacing.
+    /// Width x height is at most `ImageLoader.maxPixels` (2^28), so nothing here can overflow.
+    var encodedBytes: Int {
+      let pixels = width * height
+      switch kind {
+      case 4: return rasterOffset + (width + 7) / 8 * height
+      case 5, 6: return rasterOffset + pixels * (kind == 6 ? 3 : 1) * (maxval > 255 ? 2 : 1)
+      default:
+        let digits = String(maxval).count
+        return rasterOffset + pixels * (kind == 3 ? 3 : 1) * (digits + 1) * 4 + (1 << 20)
+      }
+    }
+  }
+
+  /// The header of `bytes` when it is complete, nil when `bytes` ends inside it (read more). Throws
+  /// for a malformed header or one declaring more than `ImageLoader.maxPixels` pixels.
+  static func header(_ bytes: [UInt8]) throws(ImageError) -> Header? {
+    try bytes.withUnsafeBufferPointer { (buffer) throws(ImageError) -> Header? in
+      var cursor = Cursor(buffer: buffer)
+      return try cursor.header()
+    }
+  }
+
   private struct Cursor {
     let buffer: UnsafeBufferPointer<UInt8>
     var index = 0
@@ -53,6 +87,41 @@ enum PNMParser {
       return value
     }
 
+    /// One header field, or nil when the buffer ends before the number is known to be complete.
+    mutating func completeNumber(_ what: String) throws(ImageError) -> Int? {
+      skipSeparators()
+      let start = index
+      while index < buffer.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(buffer[index]) {
+        index += 1
+        if index - start > 13 { throw .corrupt("PNM \(what) out of range") }
+      }
+      guard index < buffer.count else { return nil }
+      index = start
+      return try readNumber(what)
+    }
+
+    mutating func header() throws(ImageError) -> Header? {
+      guard buffer.count >= 2 else { return nil }
+      guard buffer[0] == UInt8(ascii: "P"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(buffer[1]) else {
+        throw .unsupportedFormat("not a PNM image")
+      }
+      let kind = Int(buffer[1] - UInt8(ascii: "0"))
+      index = 2
+      guard let width = try completeNumber("width"), let height = try completeNumber("height") else {
+        return nil
+      }
+      try ImageLoader.checkPixels(width, height, "PNM")
+      var maxval = 1
+      if kind != 1 && kind != 4 {
+        guard let value = try completeNumber("maxval") else { return nil }
+        guard (1...65535).contains(value) else { throw .corrupt("PNM maxval \(value) outside 1...65535") }
+        maxval = value
+      }
+      // Binary formats: exactly one whitespace byte, already in the buffer (completeNumber saw it).
+      if kind >= 4 { index += 1 }
+      return Header(kind: kind, width: width, height: height, maxval: maxval, rasterOffset: index)
+    }
+
     mutating func parse() throws(ImageError) -> GrayImage {
       guard buffer.count >= 2, buffer[0] == UInt8(ascii: "P"),
         (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(buffer[1])
@@ -61,10 +130,8 @@ enum PNMParser {
       index = 2
       let width = try readNumber("width")
       let height = try readNumber("height")
-      guard width > 0, height > 0 else { throw .corrupt("PNM has zero width or height") }
-      guard width * height <= ImageLoader.maxPixels else {
-        throw .unsupportedFormat("image too large: \(width)x\(height)")
-      }
+      // Checked without multiplying first: a forged 4294967295x4294967295 header must not trap.
+      try ImageLoader.checkPixels(width, height, "PNM")
       var maxval = 1
       if kind != 1 && kind != 4 {
         maxval = try readNumber("maxval")

@@ -20,11 +20,11 @@ struct AppendFileTests {
   @Test("creates the file 0600, appends to what is there, never truncates")
   func createsAndAppends() throws {
     let path = tempDir() + "/events.log"
-    try AppendFile(path: path).append(line("one"))
+    try AppendFile(path: FilePath(path)).append(line("one"))
     var info = stat()
     #expect(stat(path, &info) == 0)
     #expect(info.st_mode & 0o777 == 0o600)
-    let again = try AppendFile(path: path)
+    let again = try AppendFile(path: FilePath(path))
     try again.append(line("two"))
     try again.append(line("three"))
     #expect(contents(path) == "one\ntwo\nthree\n")
@@ -36,7 +36,7 @@ struct AppendFileTests {
     let fd = open(path, O_WRONLY | O_CREAT, 0o644)
     fchmod(fd, 0o644)
     close(fd)
-    try AppendFile(path: path).append(line("x"))
+    try AppendFile(path: FilePath(path)).append(line("x"))
     var info = stat()
     #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o644)
   }
@@ -44,7 +44,7 @@ struct AppendFileTests {
   @Test("renamed away (logrotate nocreate): the next line creates a new file at the path")
   func followsRename() throws {
     let dir = tempDir()
-    let file = try AppendFile(path: dir + "/events.log")
+    let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))
     try file.append(line("2"))
     #expect(rename(dir + "/events.log", dir + "/events.log.1") == 0)
@@ -56,7 +56,7 @@ struct AppendFileTests {
   @Test("renamed and replaced (logrotate create): the next line goes to the new file")
   func followsReplacement() throws {
     let dir = tempDir()
-    let file = try AppendFile(path: dir + "/events.log")
+    let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))
     #expect(rename(dir + "/events.log", dir + "/events.log.1") == 0)
     let fd = open(dir + "/events.log", O_WRONLY | O_CREAT | O_EXCL, 0o640)
@@ -70,7 +70,7 @@ struct AppendFileTests {
   @Test("removed: the next line creates the file again")
   func followsRemoval() throws {
     let dir = tempDir()
-    let file = try AppendFile(path: dir + "/events.log")
+    let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))
     #expect(unlink(dir + "/events.log") == 0)
     try file.append(line("2"))
@@ -80,7 +80,7 @@ struct AppendFileTests {
   @Test("copytruncate: after the file is cut to 0 the next line starts at offset 0, no NUL hole")
   func copyTruncate() throws {
     let path = tempDir() + "/events.log"
-    let file = try AppendFile(path: path)
+    let file = try AppendFile(path: FilePath(path))
     try file.append(line("before one"))
     try file.append(line("before two"))
     #expect(truncate(path, 0) == 0)
@@ -92,7 +92,7 @@ struct AppendFileTests {
   func missingDirectory() throws {
     let path = tempDir() + "/no/such/dir/events.log"
     #expect(throws: CaptureError(.fileNotFound, "cannot open \(path): No such file or directory")) {
-      try AppendFile(path: path)
+      try AppendFile(path: FilePath(path))
     }
   }
 
@@ -101,14 +101,14 @@ struct AppendFileTests {
     // sysfs refuses to create files even for root, so this holds for every user.
     #expect(throws: CaptureError(.fileAccessDenied, "cannot open /sys/capture-events.log: Permission denied"))
     {
-      try AppendFile(path: "/sys/capture-events.log")
+      try AppendFile(path: FilePath("/sys/capture-events.log"))
     }
   }
 
   @Test("a full disk is UNABLEWRITEFILE (-33), reported on the write, never dropped")
   func fullDisk() throws {
     // /dev/full: every write fails with ENOSPC.
-    let file = try AppendFile(path: "/dev/full")
+    let file = try AppendFile(path: FilePath("/dev/full"))
     #expect(throws: CaptureError(.unableWriteFile, "cannot write /dev/full: No space left on device")) {
       try file.append(line("lost"))
     }
@@ -118,7 +118,7 @@ struct AppendFileTests {
   func directoryGone() throws {
     let dir = tempDir() + "/logs"
     #expect(mkdir(dir, 0o700) == 0)
-    let file = try AppendFile(path: dir + "/events.log")
+    let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))
     #expect(unlink(dir + "/events.log") == 0 && rmdir(dir) == 0)
     #expect(

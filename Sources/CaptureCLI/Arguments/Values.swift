@@ -71,9 +71,10 @@ enum Values {
     var items: [FrameSourceItem] = []
     var stdinUsed = false
     for ((option, value), path) in zip(parsed.ordered, parsed.orderedPaths) {
-      // SocketCam opens its sources by String: a name that is not UTF-8 is refused here, never
-      // opened under its U+FFFD spelling (`path` has the exact bytes).
-      if ["image", "dir", "camera"].contains(option), let path, path.string == nil {
+      // Images and directories are opened by their bytes (`path`); a V4L2 device is opened by its
+      // text, so a camera name that is not UTF-8 is refused rather than opened under its U+FFFD
+      // spelling.
+      if option == "camera", let path, path.string == nil {
         throw UsageError(
           message: "--\(option): the file name '\(path)' is not UTF-8, which SocketCam cannot open yet",
           command: parsed.command?.name)
@@ -90,13 +91,13 @@ enum Values {
           guard !value.isEmpty else {
             throw UsageError(message: "--image needs a file name", command: parsed.command?.name)
           }
-          items.append(.image(value))
+          items.append(.image(path ?? FilePath(value)))
         }
       case "dir":
         guard !value.isEmpty else {
           throw UsageError(message: "--dir needs a directory", command: parsed.command?.name)
         }
-        items.append(.directory(value))
+        items.append(.directory(path ?? FilePath(value)))
       case "camera":
         guard value.hasPrefix("/") else {
           throw UsageError(

@@ -12,7 +12,7 @@ enum ListenCommand {
     var confirmStdin: Bool
     var confirmTimeout: Duration
     /// --output FILE: the event stream appended to FILE instead of stdout.
-    var output: String?
+    var output: FilePath?
     var sources: [FrameSourceItem]
     /// --accept: wait for a Bluetooth Classic scanner in SPP initiator mode on this RFCOMM channel.
     var acceptChannel: Int?
@@ -71,7 +71,7 @@ enum ListenCommand {
       if parsed.value("confirm-timeout") != nil && confirm == nil && !confirmStdin {
         throw parsed.usage("--confirm-timeout works with --confirm CMD or --confirm-stdin")
       }
-      output = try parsed.textPath("output")
+      output = parsed.path("output")
       if output == "" { throw parsed.usage("--output needs a file name") }
       if output == "-" { output = nil }
     }

@@ -25,9 +25,9 @@ struct EventStream: Sendable {
   /// followed across log rotation (AppendFile). Created 0600 (before umask): the events carry what
   /// was scanned — ID cards, driver licences, tag UIDs — so the log is as private as the state file
   /// until its owner widens it (an existing file, or one logrotate creates, keeps its own mode).
-  static func appending(to path: String) throws(CaptureError) -> EventStream {
+  static func appending(to path: FilePath) throws(CaptureError) -> EventStream {
     let file = try AppendFile(path: path, mode: 0o600)
-    return EventStream(file: path) { (text: String) throws(CaptureError) in
+    return EventStream(file: path.description) { (text: String) throws(CaptureError) in
       try file.append(Array((text + "\n").utf8))
     }
   }

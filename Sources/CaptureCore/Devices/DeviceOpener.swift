@@ -1,8 +1,10 @@
 /// One SocketCam frame source from the command line (ARCHITECTURE.md §1 SOURCE).
+/// Images and directories are file names as bytes (`FilePath`): a name that is not UTF-8 is opened as
+/// it was typed.
 public enum FrameSourceItem: Sendable, Hashable {
-  case image(String)
+  case image(FilePath)
   case standardInput
-  case directory(String)
+  case directory(FilePath)
   case camera(String)
 }
 

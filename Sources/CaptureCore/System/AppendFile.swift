@@ -14,8 +14,10 @@ import Synchronization
 ///   was renamed away or removed (logrotate's `create` and `nocreate` modes) the path is opened again,
 ///   so new lines go to the file the path names now and none goes on into the rotated copy.
 /// - O_CLOEXEC: a `--confirm` command spawned while we hold the file must not inherit it.
+///
+/// The path is bytes (`FilePath`): a name that is not UTF-8 is created as it was typed.
 public final class AppendFile: Sendable {
-  public let path: String
+  public let path: FilePath
   /// Permissions for a file this class creates (umask applies); an existing file keeps its own.
   public let mode: mode_t
 
@@ -30,7 +32,7 @@ public final class AppendFile: Sendable {
   /// Opens (creating when missing) `path` for appending. A missing directory, an over-long path or a
   /// FIFO nobody reads is FILENOTFOUND (-63), a refused path or a directory FILEACCESSDENIED (-64),
   /// anything else UNABLEWRITEFILE (-33).
-  public init(path: String, mode: mode_t = 0o600) throws(CaptureError) {
+  public init(path: FilePath, mode: mode_t = 0o600) throws(CaptureError) {
     self.path = path
     self.mode = mode
     state = Mutex(try Self.open(path, mode: mode, context: "cannot open \(path)"))
@@ -63,20 +65,21 @@ public final class AppendFile: Sendable {
   /// True when `path` no longer names the file `open` refers to: it is gone (renamed or removed) or
   /// another file took its place. A stat that fails otherwise (EACCES on a directory on the way) tells
   /// nothing, so the current file is kept.
-  private static func wasRotated(_ path: String, from open: Open) -> Bool {
+  private static func wasRotated(_ path: FilePath, from open: Open) -> Bool {
     var info = stat()
-    if stat(path, &info) != 0 { return errno == ENOENT || errno == ENOTDIR }
+    let failure = path.withCString { stat($0, &info) == 0 ? 0 : errno }
+    if failure != 0 { return failure == ENOENT || failure == ENOTDIR }
     return UInt64(info.st_dev) != open.device || UInt64(info.st_ino) != open.inode
   }
 
-  private static func open(_ path: String, mode: mode_t, context: String) throws(CaptureError) -> Open {
+  private static func open(_ path: FilePath, mode: mode_t, context: String) throws(CaptureError) -> Open {
     let fd: Int32
     do throws(Errno) {
       // O_NONBLOCK for the open only: a FIFO that no process reads fails with ENXIO (open(2)) instead
       // of waiting for a reader past --timeout and signals; it is cleared at once so the writes block
       // and complete as on any file.
       fd = try Errno.retryingInterrupts {
-        Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode)
+        path.open(O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode)
       }
     } catch {
       throw CaptureError(

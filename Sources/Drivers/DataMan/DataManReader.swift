@@ -482,6 +482,13 @@ private struct Handshake {
   let cancelled: () -> Bool
   var parser = DMCCResponseParser()
   var reads: [[UInt8]] = []
+  /// Bytes received while waiting for the handshake's replies.
+  var received = 0
+  /// The most bytes a reader may send before it has answered the handshake: its replies are a few
+  /// short lines (DMCC.swift `DMCCResponseParser`), and read results queued meanwhile are kept until
+  /// the reader thread starts. A peer that sends more (noise, the wrong service on the port) is not a
+  /// DataMan answering, and is refused at once instead of growing memory until the answer timeout.
+  static let maxReceived = 1 << 20
 
   init(connection: any DMCCLink, timeout: Duration, cancelled: @escaping () -> Bool) {
     self.connection = connection
@@ -506,6 +513,13 @@ private struct Handshake {
       case .closed:
         throw CaptureError(.communicationError, "\(connection.endpoint): the reader closed the connection")
       case .data(let bytes):
+        received += bytes.count
+        guard received <= Self.maxReceived else {
+          throw CaptureError(
+            .communicationError,
+            "\(connection.endpoint) sent more than \(Self.maxReceived >> 20) MiB without answering '\(text)'"
+              + " (not a DataMan's DMCC service?)")
+        }
         for message in parser.feed(bytes) {
           switch message {
           case .reply(id, let status, let data):

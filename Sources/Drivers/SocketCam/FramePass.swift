@@ -1,19 +1,39 @@
 import CaptureCore
 import Decoders
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// One read of SocketCam's frame sources. Files are decoded on every core at once and reported in
-/// command-line order (then name order inside a directory), so output is deterministic however the
-/// work is scheduled.
+/// One read of SocketCam's frame sources. Files are decoded by a pool of worker threads, one per core
+/// (decoding is CPU work and libpng, ZBar and zxing-cpp block: it stays off the cooperative pool), each
+/// opening the next file only when it takes it, and results are reported in command-line order (then
+/// name order inside a directory), so output is deterministic however the work is scheduled: a batch
+/// prints what its images decoded one by one would.
+///
+/// Cancellation (--timeout, --count reached, SIGINT/SIGTERM, a stop trigger) ends the pass at once: no
+/// further file is taken, a read waiting on a FIFO or a pipe wakes (`BoundedInput` polls the
+/// `Cancellation`), the results still on their way are dropped unprinted, and `run` returns without
+/// waiting for a decode already inside a C library to finish: that worker drops its result when it
+/// returns.
 final class FramePass: Sendable {
   enum Input: Sendable {
-    case file(String)
-    case bytes([UInt8], origin: String)
+    /// An image named on the command line (`listed` false: any kind of file a read can wait on, a
+    /// FIFO or `<(…)` too) or found in a --dir listing (regular files only).
+    case file(FilePath, listed: Bool)
+    case standardInput
     case failure(CaptureError)
+    /// Something a --dir listing skipped, reported in its place in the order.
+    case warning(String)
+  }
+
+  /// What one input gave.
+  enum Outcome: Sendable {
+    case symbols([DecodedSymbol], origin: String)
+    case failure(CaptureError)
+    case warning(String)
   }
 
   let sources: [FrameSourceItem]
@@ -50,107 +70,117 @@ final class FramePass: Sendable {
 
   // MARK: files
 
+  /// The inputs in report order. Directories are listed here (names and stat(2) only: no file is
+  /// opened until a worker takes it); standard input is read by a worker like any file.
   func expand() -> [Input] {
     var inputs: [Input] = []
     for source in sources {
       switch source {
-      case .image(let path): inputs.append(.file(path))
-      case .standardInput:
-        switch readAll(fd: 0) {
-        case .success(let bytes): inputs.append(.bytes(bytes, origin: "-"))
-        case .failure(let error): inputs.append(.failure(error))
-        }
-      case .directory(let dir):
-        switch listDirectory(dir) {
-        case .success(let files): inputs += files.map { .file($0) }
-        case .failure(let error): inputs.append(.failure(error))
-        }
+      case .image(let path): inputs.append(.file(path, listed: false))
+      case .standardInput: inputs.append(.standardInput)
+      case .directory(let dir): inputs += listDirectory(dir)
       case .camera: continue
       }
     }
     return inputs
   }
 
-  /// Regular files in name (byte) order; non-images are skipped with a warning, dot files silently.
-  func listDirectory(_ dir: String) -> Result<[String], CaptureError> {
-    guard let handle = opendir(dir) else {
-      return .failure(CaptureError(Errno.current, "cannot open directory '\(dir)'", other: .unableReadFile))
+  /// The entries of `dir` in name (byte) order, dot files left out. A name is its bytes, UTF-8 or
+  /// not. A subdirectory, a FIFO or device, a dangling symbolic link or a loop of them is skipped
+  /// with a warning each; an entry that cannot even be looked at is an error (it counts toward the
+  /// exit status) and the listing goes on.
+  func listDirectory(_ dir: FilePath) -> [Input] {
+    guard let handle = dir.opendir() else {
+      return [.failure(CaptureError(Errno.current, "cannot open directory '\(dir)'", other: .unableReadFile))]
     }
     defer { closedir(handle) }
-    var names: [String] = []
+    var names: [[UInt8]] = []
     while let entry = readdir(handle) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-      }
-      if name.hasPrefix(".") { continue }
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+      if name.first == UInt8(ascii: ".") { continue }
       names.append(name)
     }
-    names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    let base = dir.hasSuffix("/") ? dir : dir + "/"
-    var files: [String] = []
-    for name in names {
-      let path = base + name
-      var info = stat()
-      guard stat(path, &info) == 0 else { continue }
-      if (info.st_mode & S_IFMT) == S_IFDIR {
-        warn("skipping directory '\(path)' (--dir does not recurse)")
-      } else if !ImageLoader.isImageFile(path: path) {
-        warn("skipping '\(path)': not a PNG, JPEG or PNM image")
-      } else {
-        files.append(path)
+    names.sort { $0.lexicographicallyPrecedes($1) }
+    let base = dir.bytes.last == UInt8(ascii: "/") ? dir.bytes : dir.bytes + [UInt8(ascii: "/")]
+    return names.map { name in Self.classify(FilePath(bytes: base + name)) }
+  }
+
+  static func classify(_ path: FilePath) -> Input {
+    var info = stat()
+    let failed = path.withCString { stat($0, &info) == 0 ? 0 : errno }
+    if failed == 0 {
+      switch info.st_mode & S_IFMT {
+      case S_IFREG: return .file(path, listed: true)
+      case S_IFDIR: return .warning("skipping directory '\(path)' (--dir does not recurse)")
+      case S_IFIFO: return .warning("skipping '\(path)': it is a FIFO, not a regular file")
+      case S_IFCHR, S_IFBLK: return .warning("skipping '\(path)': it is a device, not a regular file")
+      case S_IFSOCK: return .warning("skipping '\(path)': it is a socket, not a regular file")
+      default: return .warning("skipping '\(path)': not a regular file")
       }
     }
-    return .success(files)
+    let failure = Errno(failed)
+    var link = stat()
+    switch failure.code {
+    case ENOENT where path.withCString({ lstat($0, &link) }) == 0 && (link.st_mode & S_IFMT) == S_IFLNK:
+      return .warning("skipping '\(path)': dangling symbolic link (its target does not exist)")
+    case ELOOP:
+      return .warning("skipping '\(path)': symbolic link loop (\(failure.message))")
+    case ENOENT:
+      // Removed between readdir and stat: gone, like a file never listed.
+      return .warning("skipping '\(path)': it was removed while the directory was read")
+    default:
+      return .failure(CaptureError(failure, "cannot open '\(path)'", other: .unableReadFile))
+    }
   }
 
   func runFiles(_ inputs: [Input]) async {
     guard !inputs.isEmpty else { return }
+    let stop = Cancellation()
     let workers = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), inputs.count))
     let next = Counter()
-    let (results, sink) = AsyncStream.makeStream(of: (Int, Result<[DecodedSymbol], CaptureError>).self)
-    let formats = self.formats
-    await withTaskGroup(of: Void.self) { group in
-      for _ in 0..<workers {
-        group.addTask {
-          let reader = BarcodeReader(formats: formats)
-          while !Task.isCancelled {
-            let i = next.take()
-            guard i < inputs.count else { break }
-            sink.yield((i, Self.decode(inputs[i], reader)))
-          }
+    let (results, sink) = AsyncStream.makeStream(of: (Int, Outcome).self)
+    let reader = BarcodeReader(formats: formats)
+    for worker in 0..<workers {
+      DispatchQueue(label: "capture.socketcam.decode.\(worker)").async {
+        while !stop.isCancelled {
+          let i = next.take()
+          guard i < inputs.count else { break }
+          let outcome = Self.decode(inputs[i], reader, stop)
+          // A result that arrives after the pass ended is never reported.
+          if stop.isCancelled { break }
+          sink.yield((i, outcome))
         }
       }
+    }
+    await withTaskCancellationHandler {
       // Re-order: results arrive in completion order, events leave in input order.
-      var pending: [Int: Result<[DecodedSymbol], CaptureError>] = [:]
+      var pending: [Int: Outcome] = [:]
       var expected = 0
-      for await (index, result) in results {
-        pending[index] = result
-        while let ready = pending.removeValue(forKey: expected) {
-          report(ready, origin: Self.origin(inputs[expected]))
+      for await (index, outcome) in results {
+        pending[index] = outcome
+        while !stop.isCancelled, let ready = pending.removeValue(forKey: expected) {
+          report(ready)
           expected += 1
         }
-        if expected == inputs.count || Task.isCancelled { break }
+        if expected == inputs.count || stop.isCancelled { break }
       }
+    } onCancel: {
+      stop.cancel()
       sink.finish()
-      group.cancelAll()
     }
+    stop.cancel()
+    sink.finish()
   }
 
-  static func origin(_ input: Input) -> String? {
-    switch input {
-    case .file(let path): path
-    case .bytes(_, let origin): origin
-    case .failure: nil
-    }
-  }
-
-  func report(_ result: Result<[DecodedSymbol], CaptureError>, origin: String?) {
-    switch result {
+  func report(_ outcome: Outcome) {
+    switch outcome {
     case .failure(let error) where error.code == .cancel:
       return
     case .failure(let error):
       emit(Event(time: .now(), device: device, payload: .error(error)))
-    case .success(let symbols):
+    case .warning(let text):
+      warn(text)
+    case .symbols(let symbols, let origin):
       for symbol in symbols {
         emit(
           Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: origin)))
@@ -165,15 +195,73 @@ final class FramePass: Sendable {
       points: symbol.points.map { DecodedData.Point(x: $0.x, y: $0.y) }, origin: origin)
   }
 
-  static func decode(_ input: Input, _ reader: BarcodeReader) -> Result<[DecodedSymbol], CaptureError> {
-    do {
+  /// Opens, reads (bounded by the format's header: `ImageLoader.readEncoded`) and decodes one input,
+  /// on a worker thread: every wait is a poll(2) that `stop` ends.
+  static func decode(_ input: Input, _ reader: BarcodeReader, _ stop: Cancellation) -> Outcome {
+    let name: FilePath
+    let listed: Bool
+    let source: BoundedInput
+    do throws(InputError) {
       switch input {
       case .failure(let error): return .failure(error)
-      case .file(let path): return .success(reader.decode(try ImageLoader.load(path: path)))
-      case .bytes(let bytes, _): return .success(reader.decode(try ImageLoader.decode(bytes)))
+      case .warning(let text): return .warning(text)
+      case .standardInput:
+        (name, listed) = ("-", false)
+        source = try BoundedInput(descriptor: 0, wait: BoundedInput.Wait(cancellation: stop))
+      case .file(let path, let inDirectory):
+        (name, listed) = (path, inDirectory)
+        source = try BoundedInput(
+          path: path, accepting: inDirectory ? .regularFiles : .regularFilesAndStreams,
+          wait: BoundedInput.Wait(cancellation: stop))
       }
     } catch {
-      return .failure(imageError(error, name: origin(input) ?? "image"))
+      return .failure(inputError(error, name: Self.name(of: input)))
+    }
+    let origin = name == "-" ? "-" : name.description
+    let bytes: [UInt8]
+    do throws(InputError) {
+      switch try ImageLoader.readEncoded({ (count: Int) throws(InputError) in try source.read(upTo: count) })
+      {
+      case .success(let read): bytes = read
+      case .failure(let error): return .failure(imageError(error, name: origin))
+      }
+    } catch {
+      return .failure(inputError(error, name: origin))
+    }
+    if listed && ImageFormat.sniff(bytes) == nil {
+      // A file in a directory that is not an image is not the user's error: it is skipped, said.
+      return .warning("skipping '\(origin)': not a PNG, JPEG or PNM image")
+    }
+    let image: GrayImage
+    do { image = try ImageLoader.decode(bytes) } catch { return .failure(imageError(error, name: origin)) }
+    if stop.isCancelled { return .failure(CaptureError(.cancel, "cancelled")) }
+    return .symbols(reader.decode(image), origin: origin)
+  }
+
+  static func name(of input: Input) -> String {
+    switch input {
+    case .file(let path, _): path.description
+    default: "-"
+    }
+  }
+
+  /// A failed open or read to SKT codes, as for every file: a missing file FILENOTFOUND (-63), a
+  /// refused one FILEACCESSDENIED (-64), anything else (a directory, an I/O error, a FIFO in a
+  /// directory) UNABLEREADFILE (-34); a deadline REQUESTTIMEDOUT, a cancellation CANCEL (not shown).
+  static func inputError(_ error: InputError, name: String) -> CaptureError {
+    let shown = name == "-" ? "standard input" : "'\(name)'"
+    switch error {
+    case .system(let errno):
+      switch errno.code {
+      case ENOENT, ENOTDIR, ENAMETOOLONG, ELOOP, ENXIO:
+        return CaptureError(.fileNotFound, "cannot open \(shown): \(errno.message)")
+      case EACCES, EPERM:
+        return CaptureError(.fileAccessDenied, "cannot open \(shown): \(errno.message)")
+      default:
+        return CaptureError(.unableReadFile, "cannot read \(shown): \(errno.message)")
+      }
+    default:
+      return CaptureError(error, "cannot read \(shown)", other: .unableReadFile)
     }
   }
 
@@ -195,24 +283,30 @@ final class FramePass: Sendable {
     }
   }
 
-  /// Standard input to its end; cancellable so --timeout and SIGINT/SIGTERM stop a listen on a pipe
-  /// that never closes.
-  func readAll(fd: Int32) -> Result<[UInt8], CaptureError> {
-    do { return .success(try SystemFile.readAll(fd: fd, cancellable: true)) } catch {
-      if error.code == ECANCELED {
-        return .failure(CaptureError(.cancel, "reading standard input was cancelled"))
-      }
-      return .failure(CaptureError(error, "cannot read standard input", other: .unableReadFile))
-    }
-  }
-
   // MARK: camera
 
   /// A code in view stays in view for many frames: report it again only after it has been out of
   /// sight for this long, so a webcam at 30 fps does not repeat one label thirty times a second.
   static let repeatAfter: Duration = .seconds(1)
 
+  /// The camera loop runs on a `ReaderThread`: V4L2Camera.nextFrame waits in poll(2) for each frame
+  /// (up to its frame timeout), which must not hold a thread of the cooperative pool. Cancelling the
+  /// calling task asks the loop to stop; it returns after the frame it is waiting for.
   func runCamera(_ path: String) async {
+    let thread = ReaderThread(label: "capture.socketcam.camera")
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        thread.start {
+          self.cameraLoop(path, stopping: { thread.isStopping })
+          done.resume()
+        }
+      }
+    } onCancel: {
+      Task { await thread.stop() }
+    }
+  }
+
+  private func cameraLoop(_ path: String, stopping: () -> Bool) {
     let camera: V4L2Camera
     do { camera = try V4L2Camera(path: path) } catch {
       emit(Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path))))
@@ -221,12 +315,13 @@ final class FramePass: Sendable {
     let reader = BarcodeReader(formats: formats)
     let clock = ContinuousClock()
     var lastSeen: [DecodedSymbol.Key: ContinuousClock.Instant] = [:]
-    while !Task.isCancelled {
+    while !stopping() {
       let frame: GrayImage
       do { frame = try camera.nextFrame() } catch {
         emit(Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path))))
         return
       }
+      if stopping() { return }
       let now = clock.now
       var reported = 0
       for symbol in reader.decode(frame) {
@@ -238,7 +333,6 @@ final class FramePass: Sendable {
         reported += 1
       }
       if untilFirstRead && reported > 0 { return }
-      await Task.yield()
     }
   }
 

@@ -10,8 +10,6 @@ import Synchronization
 /// decodes frames from images, stdin or a V4L2 camera with ZBar and zxing-cpp.
 public final class SocketCam: Device, @unchecked Sendable {
   public static let defaultName = "SocketCam C820"
-  /// The SDK's friendly-name limit (capture-sdk.md §10: max 31 UTF-8 bytes).
-  static let maxNameBytes = 31
 
   public let info: DeviceInfo
   public let events: AsyncStream<Event>
@@ -85,14 +83,8 @@ public final class SocketCam: Device, @unchecked Sendable {
   public func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
     switch (property, value) {
     case (.friendlyNameDevice, .string(let name)):
-      guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes else {
-        throw .invalidParameter("friendly-name must be 1 to \(Self.maxNameBytes) UTF-8 bytes")
-      }
-      // The name is printed in line- and tab-separated output (list, events); a control character
-      // would split a record.
-      guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-        throw .invalidParameter("friendly-name cannot contain control characters (newline, tab, ...)")
-      }
+      // The one rule for a friendly name (length, no control characters), shared with dry runs.
+      try PropertyRules.check(property, value)
       try persist { $0.friendlyName = name == Self.defaultName ? nil : name }
     case (.socketCamStatus, .byte(let raw)):
       guard raw == SocketCamStatus.enable.rawValue || raw == SocketCamStatus.disable.rawValue else {
