@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers (ARCHITECTURE.md §2): capture → CaptureCLI → CaptureCore → Drivers → transports (Decoders) → C shims.
+// Layers (docs/architecture.md §2): capture → CaptureCLI → CaptureCore → Drivers → transports (Decoders) → C
+// shims.
 let package = Package(
   name: "capture",
   products: [
@@ -20,13 +21,13 @@ let package = Package(
     .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
     .target(name: "DBus", dependencies: ["CDBus"]),
     .target(name: "BlueZ", dependencies: ["DBus", "CaptureCore"]),
-    // Bluetooth Classic (issue 4): libbluetooth behind a C shim (macros Swift cannot import), then one
+    // Bluetooth Classic: libbluetooth behind a C shim (macros Swift cannot import), then one
     // fakeable syscall seam in Swift.
     .target(name: "CBluetooth", linkerSettings: [.linkedLibrary("bluetooth")]),
     .target(name: "Bluetooth", dependencies: ["CBluetooth", "CaptureCore"]),
     .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
     .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
-    // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (swift-on-linux.md).
+    // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (docs/swift-on-linux.md).
     // The shim reads the library's version from ZXVersion.h (on the -I path below) at build time: its
     // SIGABRT trap for failed assertions is compiled only for zxing-cpp before 2.0.
     .target(

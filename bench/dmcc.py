@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""DMCC `get` round trip (issue 4, Benchmarks): `capture get tcp://127.0.0.1:PORT dmcc:DEVICE.TYPE`
+"""DMCC `get` round trip: `capture get tcp://127.0.0.1:PORT dmcc:DEVICE.TYPE`
 vs `printf '||>GET DEVICE.TYPE\\r\\n' | nc -q1 127.0.0.1 PORT` against the same loopback simulator,
 median of N runs each, ratio printed last.
 
-The simulator here is a small Python model of a DataMan (device-protocols.md §7: `||[checksum:id]>`
+The simulator here is a small Python model of a DataMan (docs/device-protocols.md §7: `||[checksum:id]>`
 header, CR LF footer, silent mode by default, extended replies `||checksum:id[status]data` after
 `SET COM.DMCC-RESPONSE 1`). It closes a connection when the client half-closes it. Debian's
 netcat-openbsd sits out the whole `-q1` second after end of input even when the server has closed, so

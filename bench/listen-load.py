@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`listen` under load (issue 5, Benchmarks): resident memory and CPU over 1,000,000 events from several
+"""`listen` under load: resident memory and CPU over 1,000,000 events from several
 devices — goal: flat memory, every event delivered exactly once.
 
 DEVICES pseudo-terminals, each a line-mode serial scanner (`serial:/dev/pts/N?framing=line`), each fed

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""`set DEVICE --from FILE` on an already-provisioned device issues no writes (issue 5, Benchmarks).
+"""`set DEVICE --from FILE` on an already-provisioned device issues no writes.
 
 Against the project's DataMan simulator (Tests/Simulators/DMCCSimulator.swift, run as a process by
 bench/dmcc-sim-main.swift), which logs every DMCC command line it receives:
   1. `capture --json get tcp://… --all` writes the device's profile; the bench changes the friendly
      name and flips three symbologies in it (the fleet's target profile);
   2. the first `set --from` provisions: writes happen (counted);
-  3. RUNS more `set --from` with the same file: each must issue 0 property writes (`SET` lines other
+  3. RUNS more `set --from` with the same file: each must make 0 property writes (`SET` lines other
      than the session's `SET COM.DMCC-RESPONSE 1`, which every DMCC connection sends to get extended
      replies — counted and shown apart) and report every property `unchanged`; median time;
   4. the peer: `capture get tcp://… --all`, the read-only pass over the same properties; median time.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reconnect time after simulated link loss (issue 5, Benchmarks): goal under 1 s plus the backoff.
+"""Reconnect time after simulated link loss: goal under 1 s plus the backoff.
 
 On the project's bluetoothd model (Tests/Rigs), a remembered D600 (`capture connect`, then
 `capture --json listen ADDR`), ROUNDS rounds of each scenario:

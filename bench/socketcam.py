@@ -2,7 +2,7 @@
 """SocketCam vs zbarimg and ZXingReader: decode rate per symbology and wall time, same images, same run.
 
 Wall time is the median of repeated runs (these machines are noisy); the figures that matter are
-the ratios, printed last. Goals (issue 2): decode rate >= the better peer on every symbology both
+the ratios, printed last. Goals: decode rate >= the better peer on every symbology both
 support; per-image wall time <= 1.2x zbarimg; batch faster than one zbarimg call over the same files.
 """
 import base64, csv, json, os, statistics, subprocess, sys, tempfile, time

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPP frame parser throughput vs the I/O floor (cat FILE > /dev/null) on the same capture.
 #   bench/spp.sh [MB] [RUNS]        default 50 MB, best of 3
-# Writes a capture of SPP frames shaped like the §5.3 one (varying text, some garbage between frames)
-# to bench/out/spp-capture.bin, builds bench/spp-bench.swift with swiftc -O together with
+# Writes a capture of SPP frames shaped like the docs/device-protocols.md §5.3 one (varying text, some garbage
+# between frames) to bench/out/spp-capture.bin, builds bench/spp-bench.swift with swiftc -O together with
 # Sources/Drivers/Serial/SPPFrameParser.swift (import-free), and prints both figures and the ratio.
 set -eu
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ python3 - "$capture" "$mb" <<'PY'
 import random, sys
 path, mb = sys.argv[1], int(sys.argv[2])
 random.seed(4)
-header = bytes.fromhex("00640100170000000000" "0C00010006")  # §5.3 capture
+header = bytes.fromhex("00640100170000000000" "0C00010006")  # docs/device-protocols.md §5.3 capture
 size = mb * 1000 * 1000
 NOT_STX = [b for b in range(256) if b != 2]
 out = bytearray()

@@ -1,4 +1,4 @@
-// libFuzzer harness: D600ConfigAnswerAssembler and D600ConfigBlocks (device-protocols.md §2.6).
+// libFuzzer harness: D600ConfigAnswerAssembler and D600ConfigBlocks (docs/device-protocols.md §2.6).
 // Input: byte 0 = options (bit 0: toggle check off; bits 1-7: a small cap), byte 1 = block size for
 // the round trip; the rest is notifications by the length-prefix scheme.
 

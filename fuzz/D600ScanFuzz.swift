@@ -1,4 +1,4 @@
-// libFuzzer harness: D600ScanAssembler (device-protocols.md §2.4).
+// libFuzzer harness: D600ScanAssembler (docs/device-protocols.md §2.4).
 // Input: byte 0 chooses a small second cap; the rest is notifications by the length-prefix scheme.
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,4 +1,4 @@
-// libFuzzer harness: DirectAssembler, SpringCoreTagEvent.decode and BerTLV (device-protocols.md §3.4).
+// libFuzzer harness: DirectAssembler, SpringCoreTagEvent.decode and BerTLV (docs/device-protocols.md §3.4).
 // Input: byte 0 = options (bit 0: accept host-direction PCBs; bits 1-7: a small cap); the rest is
 // indications by the length-prefix scheme, and is also decoded directly as TLVs and as a tag event.
 

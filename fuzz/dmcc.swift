@@ -1,4 +1,4 @@
-// libFuzzer harness: DMCCResponseParser and the DMCC command/argument encoders (device-protocols.md §7).
+// libFuzzer harness: DMCCResponseParser and the DMCC command/argument encoders (docs/device-protocols.md §7).
 // Input: byte 0 = options (bits 0-6: a small line cap, 1...128; bit 7: checksum on the built lines);
 // the rest is chunks by the length-prefix scheme (Support.swift), as reads from the socket would split
 // the stream. The same bytes, as text, are also used as a string argument and as read data.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the fuzz seed corpora (fuzz/corpus/<name>/) from the frames quoted in
-device-protocols.md §2.4 (AXM D600 frames), §2.6 (config blocks), §3.4 (AXM S550 example),
+docs/device-protocols.md §2.4 (AXM D600 frames), §2.6 (config blocks), §3.4 (AXM S550 example),
 §5.3 (the captured SPP frame) and §7 (DMCC).
 
 Seed layout (see fuzz/Support.swift): option byte(s), then notifications, each as a length byte
@@ -30,7 +30,8 @@ def write(name, seeds):
             f.write(data)
 
 
-# §2.4, AXM: real D600 frames (the springcard URL is quoted with its middle elided as "…").
+# docs/device-protocols.md §2.4, AXM: real D600 frames (the springcard URL is quoted with its middle elided as
+# "…").
 ST = b"4F" + b"st.com/nfc-rfid" + b"\x00"
 SPRINGCARD = b"4F" + "http://tags.springcard.com/uid/…/springfield-florida".encode() + b"\x00"
 write("d600-scan", {
@@ -49,7 +50,7 @@ write("d600-scan", {
 
 
 def config_blocks(command, payload, size=20):
-    """§2.6 (TS): first block (n+1)|0x20, command, n bytes; continuation k: n|0x80|0x40 (k even)|0x20."""
+    """docs/device-protocols.md §2.6 (TS): first block (n+1)|0x20, command, n bytes; continuation k: n|0x80|0x40 (k even)|0x20."""
     first = payload[:size - 2]
     rest = payload[size - 2:]
     blocks = [bytes([(len(first) + 1) | (0x20 if rest else 0), command]) + first]
@@ -71,7 +72,7 @@ write("d600-config-answer", {
     "garbage": b"\x00\x14" + notifications([b"\x80\x01", b"\x40", b"", b"\x20\x00\x01", b"\x01"]),
 })
 
-# §3.4, AXM s550-data-test.js: the worked Tag read event.
+# docs/device-protocols.md §3.4, AXM s550-data-test.js: the worked Tag read event.
 READ = bytes.fromhex("CC5B0020B0" "C10420030100" "C20702C40044F99DB6") + b"\xC3\x0F" + b"st.com/nfc-rfid"
 INSERTED = bytes.fromhex("CC5B0012B1" "C00100" "C10480030100" "C20702C40044F99DB6")
 REMOVED = bytes.fromhex("CC5B0003B1C00100")
@@ -87,7 +88,8 @@ write("direct", {
     "tlv-long-lengths": b"\x01" + bytes.fromhex("C3810141C4820002ABCD"),
 })
 
-# §5.3, SO: the captured SPP frame (Code 128 "EQ0000013158"), 41 bytes, length 0x0029.
+# docs/device-protocols.md §5.3, SO: the captured SPP frame (Code 128 "EQ0000013158"), 41 bytes, length
+# 0x0029.
 SPP = (b"\x02\x00\x29" + bytes.fromhex("00640100170000000000" "0C00010006") + b"EQ0000013158"
        + b"\x0d" + b"]C0DB3`E5" + b"\x03")
 assert len(SPP) == 41
@@ -108,7 +110,8 @@ write("spp", {
     "short-frames": b"\x00" + notifications([b"\x02\x00\x04\x03", b"\x02\x00\x05A\x03", SPP]),
 })
 
-# §7: DMCC replies, with and without checksum and command id; read results in base64 (status 1).
+# docs/device-protocols.md §7: DMCC replies, with and without checksum and command id; read results in base64
+# (status 1).
 def dmcc_checked(line):
     x = 0
     for b in line:

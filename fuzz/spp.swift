@@ -1,4 +1,4 @@
-// libFuzzer harness: SPPFrameParser (device-protocols.md §5.3) in each framing mode.
+// libFuzzer harness: SPPFrameParser (docs/device-protocols.md §5.3) in each framing mode.
 // Input: byte 0 = options (bit 0: also run a pass that calls flushStalled after every chunk); the rest
 // is chunks by the length-prefix scheme (Support.swift), as reads from a tty would split the stream.
 

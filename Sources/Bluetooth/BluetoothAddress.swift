@@ -1,7 +1,7 @@
 /// A Bluetooth device address (BD_ADDR), kept in the order people write it: `AA:BB:CC:DD:EE:FF` has
 /// `bytes[0] == 0xAA`. The kernel's `bdaddr_t` stores the same six bytes little-endian (last printed
 /// byte first, BlueZ `str2ba`/`ba2str`); `littleEndianBytes` and `init(littleEndianBytes:)` are the one
-/// place that reverses them (swift-on-linux.md).
+/// place that reverses them (docs/swift-on-linux.md).
 public struct BluetoothAddress: Sendable, Hashable, CustomStringConvertible {
   public let bytes: [UInt8]
 
@@ -11,7 +11,7 @@ public struct BluetoothAddress: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// Parses `AA:BB:CC:DD:EE:FF` (either case; `-` also accepted as separator) or the 12 hex digits
-  /// without separators used in command barcodes (device-protocols.md §5.2).
+  /// without separators used in command barcodes (docs/device-protocols.md §5.2).
   public init?(_ text: String) {
     var groups = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
     if groups.count != 6 {

@@ -43,7 +43,7 @@ public struct InquiryResult: Sendable, Equatable {
   }
 }
 
-/// The seam under every Bluetooth Classic call (bluez-testing.md: "put every libbluetooth call behind
+/// The seam under every Bluetooth Classic call (docs/bluez-testing.md: "put every libbluetooth call behind
 /// one small syscall seam so unit tests can script results and errno"). Each method is one system or
 /// libbluetooth call and throws the `Errno` it set, EINTR included: retrying is the caller's job
 /// (`ClassicCalls`), so a scripted EINTR exercises the retry. `LibBluetoothSystem` is the real one.

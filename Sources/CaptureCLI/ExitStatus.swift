@@ -1,6 +1,6 @@
 import CaptureCore
 
-/// The one place that turns a result into a process exit status (ARCHITECTURE.md §1 "Exit status"):
+/// The one place that turns a result into a process exit status (docs/architecture.md §1 "Exit status"):
 /// 0 for any SKT result ≥ 0 (success, or success with a warning), otherwise |code|, so `$?` names the
 /// error (15 NOTSUPPORTED, 17 NOTFOUND, 18 INVALIDPARAMETER, 42 REQUESTTIMEDOUT, ...).
 enum ExitStatus {

@@ -66,7 +66,8 @@ extension ImageLoader {
     let width = u32(16)
     let height = u32(20)
     try checkPixels(width, height, "PNG")
-    // PNG §11.2.2: colour type 0 gray, 2 RGB, 3 palette, 4 gray+alpha, 6 RGBA; depth 1-16 bits.
+    // IHDR, in the PNG specification §11.2.2 (W3C, ISO/IEC 15948): colour type 0 gray, 2 RGB,
+    // 3 palette, 4 gray+alpha, 6 RGBA; depth 1-16 bits.
     let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][Int(header[25])] ?? 4
     let depth = min(16, max(1, Int(header[24])))
     // Width and height are at most 2^28 here, so none of this can overflow.

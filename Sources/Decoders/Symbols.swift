@@ -4,8 +4,8 @@ public enum BarcodeFormat: String, Sendable, CaseIterable, Hashable {
     isbn10, isbn13, itf, maxiCode, pdf417, microPDF417, qrCode, microQRCode, upcA, upcE, composite
 
   /// Formats at least one decoder can read here. Debian's ZBar 0.23.92 lacks DataMatrix, Aztec and PDF417
-  /// (swift-on-linux.md); zxing-cpp 1.4.0 has no DataBar Limited, MicroPDF417 or composite (its BarcodeFormat
-  /// enum lists none of them), and Debian's ZBar does not emit composites either.
+  /// (docs/swift-on-linux.md); zxing-cpp 1.4.0 has no DataBar Limited, MicroPDF417 or composite (its
+  /// BarcodeFormat enum lists none of them), and Debian's ZBar does not emit composites either.
   public static let readable: Set<BarcodeFormat> = Set(allCases).subtracting([
     .dataBarLimited, .microPDF417, .composite,
   ])

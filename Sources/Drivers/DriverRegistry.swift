@@ -50,7 +50,7 @@ public struct DriverRegistry: DeviceOpener {
     }
     let classic = ClassicSPPScanner.Link.initiate(bdaddr, channel: remembered?.channel)
     if remembered?.transport == RememberedDevice.classicTransport {
-      // get and set need no RFCOMM link: no Classic property comes over SPP (§5.3).
+      // get and set need no RFCOMM link: no Classic property comes over SPP (docs/device-protocols.md §5.3).
       if !request.wantsEvents {
         return ClassicSPPScanner.forProperties(bdaddr, request: request, name: remembered?.name)
       }

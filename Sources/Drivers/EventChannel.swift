@@ -84,10 +84,10 @@ extension EventChannel {
 
 extension CaptureError {
   /// An SPP scanner (tty or RFCOMM) cannot be triggered: host→scanner commands in SPP mode are not
-  /// public (device-protocols.md §5.3).
+  /// public (docs/device-protocols.md §5.3).
   static func sppTriggerNotPublic(_ name: String, _ action: Trigger) -> CaptureError {
     .notSupported(
-      "\(name) cannot \(action.cliName): scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+      "\(name) cannot \(action.cliName): scanner commands in SPP mode are not public (docs/device-protocols.md §5.3)"
     )
   }
 }

@@ -8,7 +8,7 @@ private func parse(_ bytes: [UInt8]) -> Result<[[UInt8]], TLVError> {
 
 @Suite struct BerTLVCodecTests {
   @Test func workedExampleData() {
-    // device-protocols.md §3.4, AXM: the data of the S550 worked example.
+    // docs/device-protocols.md §3.4, AXM: the data of the S550 worked example.
     let data: [UInt8] =
       [0xC1, 0x04, 0x20, 0x03, 0x01, 0x00, 0xC2, 0x07, 0x02, 0xC4, 0x00, 0x44, 0xF9, 0x9D, 0xB6, 0xC3, 0x0F]
       + Array("st.com/nfc-rfid".utf8)

@@ -13,8 +13,9 @@ private func feed(_ assembler: inout D600ConfigAnswerAssembler, _ block: [UInt8]
 
 private let fifty: [UInt8] = Array(0x01...0x32)
 
-/// The blocks of a 50-byte payload, worked out by hand from the §2.6 rule (device-protocols.md §2.6, TS):
-/// 18 + 19 + 13 bytes; headers (18+1)|0x20 = 0x33, 19|0x80|0x20 = 0xB3, 13|0x80|0x40 = 0xCD.
+/// The blocks of a 50-byte payload, worked out by hand from the docs/device-protocols.md §2.6 rule
+/// (docs/device-protocols.md §2.6, TS): 18 + 19 + 13 bytes; headers (18+1)|0x20 = 0x33, 19|0x80|0x20 = 0xB3,
+/// 13|0x80|0x40 = 0xCD.
 private let fiftyBlocks: [[UInt8]] = [
   [
     0x33, 0x0D, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F,

@@ -1,7 +1,7 @@
 import Drivers
 import Testing
 
-/// `bytes` zero-padded to TS's 20-byte write (device-protocols.md §2.5, TS).
+/// `bytes` zero-padded to TS's 20-byte write (docs/device-protocols.md §2.5, TS).
 private func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0, count: 20 - bytes.count) }
 
 @Suite struct D600ControlCodecTests {
@@ -94,7 +94,8 @@ private func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0,
   }
 
   @Test func confirmationFromTheSDKActionValue() {
-    // capture-sdk.md §7.4: good = 0x15 (green, good beep, good rumble), bad = 0x2A, green + good beep = 0x05.
+    // docs/capture-sdk.md §7.4: good = 0x15 (green, good beep, good rumble), bad = 0x2A, green + good beep =
+    // 0x05.
     #expect(
       D600Control.confirmation(action: 0x15, firmware: nil) == [Self.goodLED, Self.goodBeep, Self.goodRumble])
     #expect(

@@ -1,7 +1,7 @@
 import Drivers
 import Testing
 
-// Real D600 frames captured by AXM (device-protocols.md §2.4, AXM `d600-data-test.js`). The springcard
+// Real D600 frames captured by AXM (docs/device-protocols.md §2.4, AXM `d600-data-test.js`). The springcard
 // URL is quoted in the reference with its middle elided as "…"; the test uses it exactly as quoted.
 private let stText = "st.com/nfc-rfid"
 private let springcardText = "http://tags.springcard.com/uid/…/springfield-florida"
@@ -130,7 +130,8 @@ private func text(_ string: String) -> [UInt8] { Array(string.utf8) }
   }
 
   @Test func htRuleImpliesNFCForum() {
-    // AXM: a frame starting with "ht" is an NFC Forum URL without type prefix (device-protocols.md §2.4).
+    // AXM: a frame starting with "ht" is an NFC Forum URL without type prefix (docs/device-protocols.md
+    // §2.4).
     let url = text("http://tags.springcard.com/uid/…/springfield-florida")
     for size in [1, 7, 20, url.count + 1] {
       let events = feed(chunks(url + [0x00], size))
@@ -201,7 +202,7 @@ private func text(_ string: String) -> [UInt8] { Array(string.utf8) }
   }
 
   @Test func thinfilmURL() throws {
-    // Synthetic payloads following TS's rule (device-protocols.md §2.4); no Thinfilm capture is quoted.
+    // Synthetic payloads following TS's rule (docs/device-protocols.md §2.4); no Thinfilm capture is quoted.
     func frame(_ bytes: [UInt8]) throws -> D600ScanFrame {
       guard case .frame(let frame) = D600ScanAssembler.decode(frame: bytes) else { throw NotAFrame() }
       return frame

@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct NFCProtocolMapCodecTests {
   @Test func familiesToSDKTagTypes() {
-    // device-protocols.md §2.4 family codes → capture-sdk.md §6.1 data source ids.
+    // docs/device-protocols.md §2.4 family codes → docs/capture-sdk.md §6.1 data source ids.
     let expected: [(UInt8, Int32?)] = [
       (0x01, 0x100), (0x02, 0x101), (0x03, 0x102), (0x04, 0x103), (0x08, 0x104), (0x10, 0x105), (0x11, 0x106),
       (0x18, 0x107), (0x20, 0x108), (0x40, 0x109), (0x4F, 0x10A), (0x80, 0x10B),

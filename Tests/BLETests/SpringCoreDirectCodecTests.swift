@@ -1,7 +1,7 @@
 import Drivers
 import Testing
 
-// The AXM S550 worked example (device-protocols.md §3.4, AXM `s550-data-test.js`):
+// The AXM S550 worked example (docs/device-protocols.md §3.4, AXM `s550-data-test.js`):
 // CC 5B 0020 B0 | C1 04 20 03 01 00 | C2 07 02C40044F99DB6 | C3 0F "st.com/nfc-rfid".
 private let readData: [UInt8] =
   [0xC1, 0x04, 0x20, 0x03, 0x01, 0x00, 0xC2, 0x07, 0x02, 0xC4, 0x00, 0x44, 0xF9, 0x9D, 0xB6, 0xC3, 0x0F]
@@ -146,7 +146,7 @@ private func chunks(_ bytes: [UInt8], _ size: Int) -> [[UInt8]] {
 
 @Suite struct DirectMessageCodecTests {
   @Test func hostCommand() {
-    // Host PCB Unknown (device-protocols.md §3.4): 0x00 | sequence.
+    // Host PCB Unknown (docs/device-protocols.md §3.4): 0x00 | sequence.
     let wink = DirectMessage.command(cla: DirectClass.control, ins: DirectControlINS.wink, sequence: 1)
     #expect(wink == DirectMessage(pcb: 0x01, cla: 0x58, code: 0x9F, data: []))
     #expect(wink.encoded == [0x01, 0x58, 0x00, 0x00, 0x9F])

@@ -209,7 +209,7 @@ struct BLEDeviceTests {
       let properties = try parseJSON(outcome.out)["properties"]?.array ?? []
       let values = Dictionary(
         uniqueKeysWithValues: properties.compactMap { p in p["name"]?.string.map { ($0, p) } })
-      // ScanAPI packing (capture-sdk.md §7.3): max 100 << 24 | min 0 << 16 | current 77 << 8.
+      // ScanAPI packing (docs/capture-sdk.md §7.3): max 100 << 24 | min 0 << 16 | current 77 << 8.
       #expect(values["battery-level"]?["value"]?.int == (100 << 24) | (77 << 8))
       #expect(values["battery-level"]?["valueName"]?.string == "77%")
       #expect(values["version"]?["value"]?["major"]?.int == 1)
@@ -326,7 +326,7 @@ struct BLEDeviceTests {
       try await rig.ctl("SetChunkSize", "180")
       async let listening = sandbox.capture(["--json", "listen", d600, "--count", "501"], timeLimit: 60)
       try await waitForBringUp(rig, d600)
-      // "4F" + 5000 bytes + 00: over the 4096-byte cap (TS's limit, device-protocols.md §2.8).
+      // "4F" + 5000 bytes + 00: over the 4096-byte cap (TS's limit, docs/device-protocols.md §2.8).
       let oversized = (["34", "46"] + Array(repeating: "78", count: 5000) + ["00"]).joined(separator: " ")
       try await rig.ctl("Scan", dev, oversized)
       try await scanText(rig, d600, "4F", "after the big one")

@@ -10,7 +10,7 @@ private let byUUID = "00:06:66:0A:1B:2C"
 private let byName = "00:06:66:0A:1B:2D"
 private let headset = "00:06:66:0A:1B:2E"
 private let d600 = "00:11:22:7E:F6:19"
-/// The SDP service class of Bluetooth barcode scanners in SPP mode (device-protocols.md §5.3).
+/// The SDP service class of Bluetooth barcode scanners in SPP mode (docs/device-protocols.md §5.3).
 private let scannerClass = "a1220169-e854-473e-9cb5-873acbdf1f13"
 private let serialPort = "00001101-0000-1000-8000-00805f9b34fb"
 /// Class of Device: major Peripheral (0x05), minor 0x40 (keyboard-like), as a scanner reports itself.
@@ -153,7 +153,7 @@ struct ClassicRigTests {
       #expect(set.status == 15, "\(set)")
       #expect(
         set.errLines == [
-          "capture: ESKT_NOTSUPPORTED (-15): old name: the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+          "capture: ESKT_NOTSUPPORTED (-15): old name: the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (docs/device-protocols.md §5.3)"
         ], "\(set)")
       let battery = try await sandbox.capture(["get", "dock", "battery-level"])
       #expect(battery.status == 15, "\(battery)")

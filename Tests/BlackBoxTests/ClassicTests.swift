@@ -1,4 +1,4 @@
-// Bluetooth Classic through the built binary on a machine without AF_BLUETOOTH (bluez-testing.md:
+// Bluetooth Classic through the built binary on a machine without AF_BLUETOOTH (docs/bluez-testing.md:
 // socket(AF_BLUETOOTH) fails with EAFNOSUPPORT here and in CI). Every path below ends in a clear exit
 // 32; the RFCOMM, SDP and HCI paths themselves are covered through the seam in Tests/ClassicTests.
 

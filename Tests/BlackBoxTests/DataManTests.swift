@@ -1,4 +1,4 @@
-// Black-box tests of `capture` against a loopback Cognex DataMan (issue 4, deliverables 5 and 6).
+// Black-box tests of `capture` against a loopback Cognex DataMan.
 // The simulator below is an identical copy of Tests/DataManTests/DMCCSimulator.swift: this target
 // only depends on the capture executable and may add no other file.
 

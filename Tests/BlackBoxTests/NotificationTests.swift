@@ -1,5 +1,5 @@
-// Notifications (issue 5, deliverable 5): NotificationsDevice on the devices that have it, and listen
-// reading the setting first and setting it only when a wanted bit is off (capture-sdk.md §7.6), against
+// Notifications: NotificationsDevice on the devices that have it, and listen
+// reading the setting first and setting it only when a wanted bit is off (docs/capture-sdk.md §7.6), against
 // the BlueZ rig for BLE battery notifications and SocketCam for a device without the setting.
 
 import Foundation
@@ -53,7 +53,7 @@ struct NotificationTests {
       #expect(outcome.status == 42, "--timeout ran out: \(outcome)")
       let events = batteryEvents(outcome)
       #expect(events.count == 1, "\(outcome)")
-      // ScanAPI packing (capture-sdk.md §7.3): max 100 << 24 | min 0 << 16 | current 42 << 8.
+      // ScanAPI packing (docs/capture-sdk.md §7.3): max 100 << 24 | min 0 << 16 | current 42 << 8.
       #expect(events.first?["percent"]?.int == 42)
       #expect(events.first?["current"]?.int == 42)
       #expect(events.first?["minimum"]?.int == 0)

@@ -1,5 +1,5 @@
-// `serial:` devices through the built binary: a pseudo-terminal plays the SPP scanner (issue 4
-// deliverable 6), the binary opens the slave side as it would /dev/rfcommN.
+// `serial:` devices through the built binary: a pseudo-terminal plays the SPP scanner, the binary opens the
+// slave side as it would /dev/rfcommN.
 
 import Foundation
 import Simulators
@@ -9,7 +9,8 @@ import Testing
   import Glibc
 #endif
 
-/// A frame shaped like the §5.3 capture (device-protocols.md) around `text` and AIM identifier `aim`.
+/// A frame shaped like the docs/device-protocols.md §5.3 capture (docs/device-protocols.md) around `text` and
+/// AIM identifier `aim`.
 func sppFrame(_ text: String, aim: String) -> [UInt8] {
   let body: [UInt8] =
     [0x00, 0x64, 0x01, 0x00, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x00, 0x01, 0x00, 0x06]

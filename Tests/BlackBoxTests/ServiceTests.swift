@@ -1,4 +1,4 @@
-// `listen` without DEVICE as a long-running service (issue 5 deliverable 2): every remembered device
+// `listen` without DEVICE as a long-running service: every remembered device
 // and the favourites, each on its own, absent ones retried, SIGHUP re-reading the state file.
 
 import Foundation

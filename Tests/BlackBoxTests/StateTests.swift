@@ -1,6 +1,6 @@
-// The state file and the device manager's favourites through the built binary (issue 5 deliverable 1
-// and its "bad input and faults"): `get`/`set manager favorite`, the state file's faults (corrupt,
-// truncated, newer, unreadable), 50 processes writing it at once, and writers killed at any instant.
+// The state file and the device manager's favourites through the built binary, with its faults:
+// `get`/`set manager favorite`, the state file's faults (corrupt, truncated, newer, unreadable), 50 processes
+// writing it at once, and writers killed at any instant.
 
 import Foundation
 import Testing

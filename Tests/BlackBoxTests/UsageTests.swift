@@ -1,4 +1,4 @@
-// Help, version and usage errors of every command (ARCHITECTURE.md §1): exit 18, one line
+// Help, version and usage errors of every command (docs/architecture.md §1): exit 18, one line
 // `capture: ESKT_INVALIDPARAMETER (-18): message` then the command's usage on stderr, nothing on stdout
 // (with --json: exactly the error object).
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import CaptureCLI
 
-/// Issue 5: listen's per-event rendering was rewritten for speed without changing a byte of output.
+/// The per-event rendering of `listen` was rewritten for speed without changing a byte of output.
 @Suite("event lines")
 struct EventLineTests {
   /// The scalar-by-scalar escaping JSON strings had before it moved to UTF-8 bytes: the reference.

@@ -173,7 +173,7 @@ struct EscapedTextTests {
   }
 }
 
-@Suite("Notification events in JSON (capture-sdk.md §7.2, §7.3, §7.7)")
+@Suite("Notification events in JSON (docs/capture-sdk.md §7.2, §7.3, §7.7)")
 struct NotificationEventRenderTests {
   let device = DeviceInfo(id: "00:11:22:33:44:55", name: "Dock", type: .scannerD600)
   let time = Timestamp(milliseconds: 0)

@@ -165,9 +165,9 @@ struct DeviceSupervisorTests {
     #expect(DeviceSupervisor.isPermanent(CaptureError(.fileAccessDenied, "")) == true)
   }
 
-  /// Issue 5 back-pressure in service mode: while nobody takes the supervisor's events, forwarding
-  /// waits once its queue is full (so the device's own queue fills and its reader stops); then every
-  /// event arrives once, in order.
+  /// Back-pressure in service mode (docs/architecture.md §2): while nobody takes the supervisor's events,
+  /// forwarding waits once its queue is full (so the device's own queue fills and its reader stops); then
+  /// every event arrives once, in order.
   @Test("forwarding stops at the queue's bound while the consumer is behind; nothing is lost")
   func forwardingIsBounded() async throws {
     let device = ScriptedDevice(info)

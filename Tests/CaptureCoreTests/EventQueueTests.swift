@@ -16,8 +16,8 @@ private func number(_ event: Event) -> Int {
   return n
 }
 
-/// The bounded queue between a device's reader and the consumer (issue 5 back-pressure): it never
-/// drops, never duplicates, keeps order, and tells producers to wait while the consumer is behind.
+/// The bounded queue between a device's reader and the consumer (back-pressure, docs/architecture.md §2): it
+/// never drops, never duplicates, keeps order, and tells producers to wait while the consumer is behind.
 @Suite struct EventQueueTests {
   @Test func pushNeverDropsEvenPastTheLimitAndTheStreamKeepsOrder() async {
     let queue = EventQueue(limit: 4)

@@ -1,9 +1,9 @@
-// Model tests: exact values from capture-sdk.md, checked table by table.
+// Model tests: exact values from docs/capture-sdk.md, checked table by table.
 import Testing
 
 @testable import CaptureCore
 
-// MARK: - Result codes (§1)
+// MARK: - Result codes (docs/capture-sdk.md §1)
 
 struct ResultCodeTests {
   @Test func notSupportedIsMinus15() {
@@ -84,7 +84,7 @@ struct ResultCodeTests {
   }
 }
 
-// MARK: - Property types and values (§3)
+// MARK: - Property types and values (docs/capture-sdk.md §3)
 
 struct PropertyTypeTests {
   @Test func rawValuesAndNames() {
@@ -119,7 +119,7 @@ struct PropertyTypeTests {
   }
 }
 
-// MARK: - Property ids (§2)
+// MARK: - Property ids (docs/capture-sdk.md §2)
 
 struct PropertyRow: Sendable, CustomTestStringConvertible {
   let raw: Int32
@@ -140,7 +140,7 @@ struct PropertyRow: Sendable, CustomTestStringConvertible {
   var testDescription: String { name }
 }
 
-/// capture-sdk.md §2.2, every row: the Get/Set/Group columns must equal what the bits decode to.
+/// docs/capture-sdk.md §2.2, every row: the Get/Set/Group columns must equal what the bits decode to.
 let propertyTable: [PropertyRow] = [
   PropertyRow(-2146435072, "Abort", .capture, .notApplicable, .none, .general, 0),
   PropertyRow(-2147418111, "Version", .capture, .none, .notApplicable, .general, 1),
@@ -393,7 +393,7 @@ struct NameTests {
   }
 }
 
-// MARK: - Device types (§5)
+// MARK: - Device types (docs/capture-sdk.md §5)
 
 struct DeviceRow: Sendable, CustomTestStringConvertible {
   let raw: UInt32
@@ -412,7 +412,7 @@ struct DeviceRow: Sendable, CustomTestStringConvertible {
   var testDescription: String { name }
 }
 
-/// capture-sdk.md §5.2, every row with its Class/Interface/Func/Product columns.
+/// docs/capture-sdk.md §5.2, every row with its Class/Interface/Func/Product columns.
 let deviceTable: [DeviceRow] = [
   DeviceRow(0, "None", 0, .none, 0, 0),
   DeviceRow(196609, "Scanner7", 0, .bluetooth, 0, 1),
@@ -523,7 +523,7 @@ struct DeviceTypeTests {
   }
 }
 
-// MARK: - Data sources (§6)
+// MARK: - Data sources (docs/capture-sdk.md §6)
 
 struct DataSourceTests {
   @Test(arguments: [
@@ -620,7 +620,7 @@ struct DataSourceTests {
   }
 }
 
-// MARK: - Value enums (§7)
+// MARK: - Value enums (docs/capture-sdk.md §7)
 
 struct ValueEnumTests {
   @Test func dataConfirmation() {
@@ -739,7 +739,7 @@ struct ValueEnumTests {
   }
 }
 
-// MARK: - Events (§4)
+// MARK: - Events (docs/capture-sdk.md §4)
 
 struct EventIDTests {
   @Test func numbering() {

@@ -40,7 +40,7 @@ private final class NotifyingDevice: Device, Sendable {
   func close() async {}
 }
 
-@Suite("Notifications: read the setting first, set only when different (capture-sdk.md §7.6)")
+@Suite("Notifications: read the setting first, set only when different (docs/capture-sdk.md §7.6)")
 struct NotificationSetupTests {
   @Test("each event kind maps to its NotificationsDevice bits; other kinds need none")
   func bitsForKinds() {

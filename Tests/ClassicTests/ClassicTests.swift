@@ -495,7 +495,7 @@ func decodedTexts(_ events: [Event]) -> [String] {
   }
 }
 
-/// The real seam on this machine kind, whose kernel has no AF_BLUETOOTH (bluez-testing.md): every
+/// The real seam on this machine kind, whose kernel has no AF_BLUETOOTH (docs/bluez-testing.md): every
 /// call must fail with a typed errno that maps to NOTAVAILABLE, never crash or hang. On a host with
 /// Bluetooth the first call succeeds and the test has nothing to check.
 @Suite struct LibBluetoothSystemTests {
@@ -525,8 +525,8 @@ func decodedTexts(_ events: [Event]) -> [String] {
   }
 }
 
-/// Recognition of Socket Mobile Classic scanners: by name (§5.1) or by the SDP service class
-/// A1220169-E854-473E-9CB5-873ACBDF1F13 (§5.3), through the seam.
+/// Recognition of Socket Mobile Classic scanners: by name (docs/device-protocols.md §5.1) or by the SDP
+/// service class A1220169-E854-473E-9CB5-873ACBDF1F13 (§5.3), through the seam.
 @Suite struct ClassicRecognitionTests {
   let named = BluetoothAddress("00:06:66:0A:1B:2C")!
   let unnamed = BluetoothAddress("00:06:66:0A:1B:2D")!
@@ -661,7 +661,7 @@ func decodedTexts(_ events: [Event]) -> [String] {
       #expect(error.code == .notSupported)
       #expect(
         error.message
-          == "dock: the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+          == "dock: the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (docs/device-protocols.md §5.3)"
       )
     }
     for property in [PropertyID.batteryLevelDevice, .versionDevice] {

@@ -7,7 +7,7 @@ import Synchronization
 #endif
 
 /// A scripted `BluetoothSystem`: each call takes the next scripted outcome for its kind (success by
-/// default) and is logged, so tests drive every errno path without AF_BLUETOOTH (bluez-testing.md).
+/// default) and is logged, so tests drive every errno path without AF_BLUETOOTH (docs/bluez-testing.md).
 final class FakeBluetoothSystem: BluetoothSystem {
   struct State {
     var nextFD: Int32 = 100
@@ -160,7 +160,7 @@ final class FakeBluetoothSystem: BluetoothSystem {
   }
 }
 
-/// The SPP frame of device-protocols.md §5.3 (a raw COM-port capture of barcode "EQ0000013158").
+/// The SPP frame of docs/device-protocols.md §5.3 (a raw COM-port capture of barcode "EQ0000013158").
 let capturedFrame: [UInt8] =
   [
     0x02, 0x00, 0x29, 0x00, 0x64, 0x01, 0x00, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x00, 0x01, 0x00,

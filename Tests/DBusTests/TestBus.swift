@@ -5,10 +5,10 @@ import Testing
 @testable import DBus
 
 /// A private dbus-daemon for one test: a `<type>system</type>` bus with EXTERNAL authentication on a
-/// fresh socket directory and a policy that allows everything (reference/bluez-testing.md).
+/// fresh socket directory and a policy that allows everything (docs/bluez-testing.md).
 ///
 /// Spawned with posix_spawn and an empty signal mask: a child started from a Swift-concurrency thread
-/// otherwise inherits that thread's blocked signals (reference/swift-on-linux.md). Stopped with
+/// otherwise inherits that thread's blocked signals (docs/swift-on-linux.md). Stopped with
 /// SIGKILL.
 final class TestBus: Sendable {
   let address: String

@@ -2,7 +2,7 @@ import Testing
 
 @testable import Drivers
 
-/// The DMCC codec against device-protocols.md §7.
+/// The DMCC codec against docs/device-protocols.md §7.
 @Suite("DMCC codec")
 struct DMCCCodecTests {
   static let encodings: [(DMCCCommand, String)] = [

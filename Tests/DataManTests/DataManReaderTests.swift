@@ -99,9 +99,9 @@ struct DataManReaderTests {
     #expect(continuous?.code == .notSupported)
   }
 
-  /// Issue 5 back-pressure: with its queue full and nobody consuming, the reader stops reading read
-  /// results — but a command still gets its reply (listen --confirm's feedback must not wait behind the
-  /// events it is judging), and every result still arrives once.
+  /// Back-pressure (docs/architecture.md §2): with its queue full and nobody consuming, the reader stops
+  /// reading read results — but a command still gets its reply (listen --confirm's feedback must not wait
+  /// behind the events it is judging), and every result still arrives once.
   @Test("a command is answered while back-pressure holds the reads; every read arrives once")
   func commandAnsweredUnderBackPressure() async throws {
     let simulator = try DMCCSimulator(readText: "FULL")

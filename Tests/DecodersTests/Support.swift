@@ -54,7 +54,7 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// Runs a tool and waits for it. posix_spawn with an explicit empty signal mask and default dispositions:
 /// Swift Testing runs tests on Dispatch threads whose blocked signals a child would otherwise inherit
-/// (swift-on-linux.md, Tests). stdout/stderr go to /dev/null; a non-zero exit throws.
+/// (docs/swift-on-linux.md, Tests). stdout/stderr go to /dev/null; a non-zero exit throws.
 func run(_ arguments: [String]) throws {
   var attributes = posix_spawnattr_t()
   posix_spawnattr_init(&attributes)

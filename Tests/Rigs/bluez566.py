@@ -259,7 +259,7 @@ MODELS = {'d600': 'D600', 'd600-nopair': 'D600', 's550': 'S550', 's370': 'S370',
           's721': 'S721', 'generic': 'Generic', 'bredr': 'Classic'}
 
 # The SDP service class Windows recognises Bluetooth barcode scanners in SPP mode by, which Socket
-# Mobile Classic scanners list (device-protocols.md §5.3).
+# Mobile Classic scanners list (docs/device-protocols.md §5.3).
 SPP_SCANNER_CLASS = 'a1220169-e854-473e-9cb5-873acbdf1f13'
 
 

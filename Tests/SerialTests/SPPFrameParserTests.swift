@@ -1,7 +1,7 @@
 import Drivers
 import Testing
 
-// The one captured SPP frame (device-protocols.md §5.3, SO raw COM-port capture): a Socket scanner in
+// The one captured SPP frame (docs/device-protocols.md §5.3, SO raw COM-port capture): a Socket scanner in
 // SPP mode reading Code 128 "EQ0000013158". 41 bytes; bytes 1-2 are the total length 0x0029.
 let capturedText = Array("EQ0000013158".utf8)
 let capturedFrame: [UInt8] =

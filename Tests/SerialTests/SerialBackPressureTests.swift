@@ -9,10 +9,10 @@ import Testing
   import Glibc
 #endif
 
-/// Issue 5: a consumer that falls behind stops the reader, not the memory. The pty's master is a
-/// scanner sending a burst far larger than the kernel's tty buffers; while nobody takes the events the
-/// driver's backlog stays at its bound and the writer blocks (the kernel holds the rest), and once the
-/// consumer reads, every code arrives exactly once, in order.
+/// Back-pressure (docs/architecture.md §2): a consumer that falls behind stops the reader, not the memory.
+/// The pty's master is a scanner sending a burst far larger than the kernel's tty buffers; while nobody takes
+/// the events the driver's backlog stays at its bound and the writer blocks (the kernel holds the rest), and
+/// once the consumer reads, every code arrives exactly once, in order.
 @Suite(.serialized) struct SerialBackPressureTests {
   @Test func aConsumerThatFallsBehindStopsTheReaderAndEveryCodeStillArrivesOnce() async throws {
     let pty = try PseudoTerminal()

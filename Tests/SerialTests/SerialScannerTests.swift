@@ -27,7 +27,7 @@ enum PTYCalls {
 }
 
 /// A simulated SPP scanner: the master side of a pseudo-terminal. The driver opens the slave path as
-/// it would /dev/rfcommN or /dev/ttyUSB0 (ARCHITECTURE.md §5.3 "pseudo-terminals for serial ttys").
+/// it would /dev/rfcommN or /dev/ttyUSB0 (docs/architecture.md §5.3 "pseudo-terminals for serial ttys").
 final class PseudoTerminal: @unchecked Sendable {
   private(set) var master: Int32
   let slavePath: String

@@ -1,5 +1,5 @@
-// A loopback Cognex DataMan for tests (issue 4, deliverable 6): a TCP server on 127.0.0.1 with an
-// ephemeral port that speaks DMCC as device-protocols.md §7 describes it. Written independently of the
+// A loopback Cognex DataMan for tests: a TCP server on 127.0.0.1 with an
+// ephemeral port that speaks DMCC as docs/device-protocols.md §7 describes it. Written independently of the
 // driver's codec (it imports only Glibc and Foundation) so a shared misunderstanding cannot hide; the
 // driver's tests and the black-box tests share it through this small library target.
 
@@ -213,7 +213,8 @@ public final class DMCCSimulator: @unchecked Sendable {
 
   private func reply(status: Int, data: String, id: String?, checksummed: Bool) -> [[UInt8]] {
     guard extended else {
-      // Silent mode: values as plain text, everything else (errors included) unanswered (§7).
+      // Silent mode: values as plain text, everything else (errors included) unanswered
+      // (docs/device-protocols.md §7).
       return status == 0 && !data.isEmpty ? [Array(data.utf8) + [13, 10]] : []
     }
     let corrupt = fault == .corruptChecksum

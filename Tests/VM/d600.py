@@ -7,7 +7,7 @@ Modelled from the public facts in docs/device-protocols.md §2 (not from capture
 bluetoothd's own peripheral APIs (BlueZ doc/org.bluez.GattManager.rst, org.bluez.LEAdvertisingManager.rst,
 org.bluez.GattCharacteristic.rst, org.bluez.LEAdvertisement.rst):
 
-- GATT (§2.2): the scanner service 6CB501B7-…-D7535F153CF0 with scan data (CE3E81B8…, notify and
+- GATT (docs/device-protocols.md §2.2): the scanner service 6CB501B7-…-D7535F153CF0 with scan data (CE3E81B8…, notify and
   indicate), scan control (833A2364…, write with response); the device-configuration service
   7A4385C9-…-16D68FC588CA with config I/O (1254FC72…, write with response, answers notified); Battery
   (0x180F, level 0x2A19: read, notify, one byte percent); Device Information (0x180A: 0x2A29, 0x2A24,
@@ -71,7 +71,7 @@ def short(uuid16):
     return f"0000{uuid16:04x}-0000-1000-8000-00805f9b34fb"
 
 
-# §2.6: AE = operating mode, 07 = scanner ("RFID") mode.
+# docs/device-protocols.md §2.6: AE = operating mode, 07 = scanner ("RFID") mode.
 OPERATING_MODE = 0xAE
 SCANNER_MODE = 0x07
 # The default ATT MTU is 23: 20 bytes of value per notification.
@@ -204,7 +204,7 @@ class Advertisement(dbus.service.Object):
 
 
 class Agent(dbus.service.Object):
-    """NoInputNoOutput (AXM pairs with IO capability 0, §2.1): every request granted."""
+    """NoInputNoOutput (AXM pairs with IO capability 0, docs/device-protocols.md §2.1): every request granted."""
 
     @dbus.service.method("org.bluez.Agent1", in_signature="", out_signature="")
     def Release(self):
@@ -228,7 +228,7 @@ class Agent(dbus.service.Object):
 
 
 class ConfigDecoder:
-    """The device side of §2.6's block framing: one command out of one or more writes."""
+    """The device side of docs/device-protocols.md §2.6's block framing: one command out of one or more writes."""
 
     def __init__(self):
         self.pending = None  # (command, payload, next continuation index)
@@ -245,7 +245,8 @@ class ConfigDecoder:
             if header & 0x40 or len(block) < 2:
                 raise ValueError("bad first block")
             # TS/SC-NET: the count is the command byte plus this block's payload bytes (02 AE 07). AXM
-            # writes 03 AE 07 to a real D600 and reports it working (§2.9): both are taken.
+            # writes 03 AE 07 to a real D600 and reports it working (docs/device-protocols.md §2.9): both are
+            # taken.
             if count not in (len(block) - 1, len(block)):
                 raise ValueError(f"length {count} for {len(block) - 1} bytes after byte 0")
             command, payload = block[1], bytes(block[2:])
@@ -378,8 +379,8 @@ class D600:
 
     def link_gone(self, path):
         say(f"disconnected {path}")
-        # Scanner mode is set per session (§2.3: every public client writes AE 07 after connecting);
-        # a half-received config command goes with the link.
+        # Scanner mode is set per session (docs/device-protocols.md §2.3: every public client writes AE 07
+        # after connecting); a half-received config command goes with the link.
         self.mode = None
         self.config = ConfigDecoder()
 

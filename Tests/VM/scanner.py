@@ -11,7 +11,7 @@
         SPP initiator mode (#FNI<host>#): connects from ADDR to the host's RFCOMM channel N, sends
         one frame, waits for the host to close (at most 30 s).
 
-The frame is the one device-protocols.md §5.3 shows a Socket scanner sending in SPP mode:
+The frame is the one docs/device-protocols.md §5.3 shows a Socket scanner sending in SPP mode:
 STX, a big-endian total length, 15 header bytes, the data, CR, the AIM identifier trailer, ETX.
 """
 

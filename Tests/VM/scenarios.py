@@ -25,7 +25,7 @@ SCANNER_NAME = "Scanner One"
 # Class of Device set in main.conf: major class Peripheral (0x05), minor 0x40, as a scanner reports.
 SCANNER_CLASS_OF_DEVICE = 0x000540
 NO_BUS = "unix:path=/nonexistent/system_bus_socket"
-# SKT result codes as exit statuses (ARCHITECTURE.md: exit status = |SKT code|).
+# SKT result codes as exit statuses (docs/architecture.md: exit status = |SKT code|).
 EXIT_NOT_FOUND = 17
 CODE128 = {"id": 15, "name": "Code 128"}
 # The D600 model on hci1 (d600.py; docs/device-protocols.md §2): its advertised service, its SDK type

@@ -1,5 +1,5 @@
 // A fixed-signature C layer over libbluetooth (BlueZ) for Swift. Swift cannot import HCIGETDEVLIST
-// (an _IOR macro), BDADDR_ANY (a compound literal) or htobs() (swift-on-linux.md), and sockaddr_rc and
+// (an _IOR macro), BDADDR_ANY (a compound literal) or htobs() (docs/swift-on-linux.md), and sockaddr_rc and
 // sdp_list_t are awkward to build from Swift, so each call the Bluetooth target needs is one function
 // here taking plain bytes. Every address is 6 bytes in bdaddr_t order (little-endian, last byte of the
 // printed form first); the Swift BluetoothAddress type is the one place that reverses them.

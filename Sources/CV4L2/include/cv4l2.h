@@ -1,6 +1,6 @@
 // What Swift cannot import from <linux/videodev2.h>: the VIDIOC_* request numbers are _IOR/_IOWR macros and
-// the V4L2_PIX_FMT_* codes are v4l2_fourcc() macros (swift-on-linux.md: wrap such macros in static inline
-// functions). The structs and V4L2_CAP_* constants import directly.
+// the V4L2_PIX_FMT_* codes are v4l2_fourcc() macros (docs/swift-on-linux.md: wrap such macros in static
+// inline functions). The structs and V4L2_CAP_* constants import directly.
 #ifndef CV4L2_H
 #define CV4L2_H
 

@@ -1,5 +1,5 @@
 // C ABI over zxing-cpp 1.4.0 (C++ only). Swift imports this header; the C++ lives in czxing.cpp, so no
-// importer needs C++ interop (swift-on-linux.md: direct interop is viral).
+// importer needs C++ interop (docs/swift-on-linux.md: direct interop is viral).
 #ifndef CZXING_H
 #define CZXING_H
 

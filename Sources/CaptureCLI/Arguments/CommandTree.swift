@@ -1,4 +1,4 @@
-// The command line contract (ARCHITECTURE.md §1). Names here are published: never rename one.
+// The command line contract (docs/architecture.md §1). Names here are published: never rename one.
 
 enum CommandTree {
   static let programName = "capture"
@@ -23,7 +23,7 @@ enum CommandTree {
     OptionSpec(long: "version", help: "Print the version of capture."),
   ]
 
-  /// SocketCam frame sources (ARCHITECTURE.md §1 SOURCE).
+  /// SocketCam frame sources (docs/architecture.md §1 SOURCE).
   static let sourceOptions: [OptionSpec] = [
     OptionSpec(
       long: "image", valueName: "FILE", kind: .file,
@@ -41,7 +41,7 @@ enum CommandTree {
   static let timeoutOption = OptionSpec(
     long: "timeout", valueName: "DUR", kind: .duration, help: "Give up after DUR; exit 42 when it runs out.")
 
-  /// Keyboard-wedge scanners type key positions for the layout they were set up for (issue 4).
+  /// Keyboard-wedge scanners type key positions for the layout they were set up for.
   static let keymapOption = OptionSpec(
     long: "keymap", valueName: "LAYOUT", kind: .choice(["us", "de", "fr", "uk"]),
     help: "The keyboard layout hid: scanners type for: us (default), de, fr or uk.")
@@ -52,7 +52,7 @@ enum CommandTree {
       "socketcam, a Bluetooth address, a remembered device's id, alias or friendly name (looked up in that order), tcp://HOST[:PORT], serial:/dev/PATH[?baud=N] or hid:/dev/input/eventN[?keymap=de&timeout=100ms] (hid:auto finds a scanner)."
   )
 
-  /// get and set also reach the device manager (capture-sdk.md §2.2 scope DeviceManager), home of the
+  /// get and set also reach the device manager (docs/capture-sdk.md §2.2 scope DeviceManager), home of the
   /// Favorite setting (§7.16).
   static let propertyDeviceOperand = OperandSpec(
     name: "DEVICE", kind: .device,

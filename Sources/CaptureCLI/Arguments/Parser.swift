@@ -1,5 +1,5 @@
 // Turns argv into a ParsedArguments against the command tree. Every usage problem becomes a UsageError
-// here or in a command's options builder, before any device is touched (ARCHITECTURE.md §4).
+// here or in a command's options builder, before any device is touched (docs/architecture.md §4).
 
 /// A usage error: exit 18 (ESKT_INVALIDPARAMETER) with a one-line message and the command's usage.
 import CaptureCore

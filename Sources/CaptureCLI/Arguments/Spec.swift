@@ -1,6 +1,6 @@
 // The declarative command tree: one value describes every command, option and operand. The parser,
 // `--help`, the man pages and the shell completions are all generated from it, so they cannot drift
-// (the swift-argument-parser model, ARCHITECTURE.md §4).
+// (the swift-argument-parser model, docs/architecture.md §4).
 
 /// What kind of value an option or operand takes; drives validation and shell completion.
 enum ValueKind: Sendable, Equatable {

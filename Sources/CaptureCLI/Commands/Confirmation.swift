@@ -5,7 +5,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// The host's verdict on a decoded code (the SDK's App confirmation mode, capture-sdk.md §7.4).
+/// The host's verdict on a decoded code (the SDK's App confirmation mode, docs/capture-sdk.md §7.4).
 enum HostVerdict: String, Sendable { case good, bad }
 
 /// Who gives the verdict: a command run per code (`--confirm CMD`) or a co-process answering on
@@ -18,7 +18,7 @@ protocol HostJudge: Sendable {
 }
 
 /// `listen --confirm CMD`: the host acknowledgement of the SDK's App confirmation mode
-/// (DataConfirmationMode.app, capture-sdk.md §7.4). CMD runs once per decoded code with the data on
+/// (DataConfirmationMode.app, docs/capture-sdk.md §7.4). CMD runs once per decoded code with the data on
 /// its stdin and the event as JSON in CAPTURE_EVENT; exit 0 is a good read, anything else (or running
 /// past the time limit) a bad one. The verdict goes to the device as DataConfirmationDevice (good =
 /// green LED, good beep, good rumble = 0x15; bad = 0x2A) where the device can take it.
@@ -77,7 +77,7 @@ struct ConfirmCommand: HostJudge {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    // A child must not inherit capture's blocked signals or ignored SIGPIPE (swift-on-linux.md:
+    // A child must not inherit capture's blocked signals or ignored SIGPIPE (docs/swift-on-linux.md:
     // children of Swift threads inherit a blocked mask), and gets its own process group so a
     // timed-out command is killed with everything it started.
     var empty = sigset_t()

@@ -37,7 +37,7 @@ enum ConnectCommand {
     }
   }
 
-  /// socketcam: enable SocketCam (SocketCamStatus, capture-sdk.md §7.13) and print its arrival.
+  /// socketcam: enable SocketCam (SocketCamStatus, docs/capture-sdk.md §7.13) and print its arrival.
   /// A Bluetooth address: connect, pair if needed, remember, print the arrival(s).
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     guard let given = options.selector, !options.showPairingCode else {
@@ -92,7 +92,7 @@ enum ConnectCommand {
   }
 
   /// --classic: SDP finds the scanner's serial port channel, RFCOMM connects (the scanner in SPP
-  /// acceptor mode, device-protocols.md §5.2), then it is remembered with transport "classic" so later
+  /// acceptor mode, docs/device-protocols.md §5.2), then it is remembered with transport "classic" so later
   /// commands open it over RFCOMM. With --pair, bluetoothd pairs and trusts it first (BR/EDR
   /// discovery when it does not know the address yet); a failure after pairing says pairing happened.
   static func connectClassic(_ selector: DeviceSelector, _ options: Options, _ context: Context)
@@ -128,7 +128,7 @@ enum ConnectCommand {
   }
 
   /// --show-pairing-code: the SPP initiator command barcodes for this host's adapter address
-  /// (device-protocols.md §5.2), which a user scans so the scanner connects here (`listen --accept`).
+  /// (docs/device-protocols.md §5.2), which a user scans so the scanner connects here (`listen --accept`).
   static func showPairingCode(_ context: Context) async throws(CaptureError) -> ResultCode {
     let code = try await context.system.pairingBarcodes(adapter: context.globals.adapter)
     if context.output.isJSON {
@@ -277,7 +277,7 @@ enum ListCommand {
     }
     let output = context.output
     if output.isJSON {
-      // The document is an object, so the device manager's Favorite (capture-sdk.md §7.16) is one more
+      // The document is an object, so the device manager's Favorite (docs/capture-sdk.md §7.16) is one more
       // key beside "devices"; always present, "" when auto-connect is off.
       output.json(
         .object([
@@ -331,7 +331,7 @@ enum DiscoverCommand {
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     let transport = options.le ? "le" : options.classic ? "bredr" : "auto"
     let output = context.output
-    // BlueZ is preferred whenever bluetoothd runs (issue 4); without it, --classic asks HCI directly.
+    // BlueZ is preferred whenever bluetoothd runs; without it, --classic asks HCI directly.
     if options.classic, await !context.system.bluetoothdReachable(adapter: context.globals.adapter) {
       return try await classicInquiry(options, context)
     }
@@ -432,8 +432,8 @@ enum PartnershipCommand {
       _ = try await context.system.connect(
         address: address, adapter: adapter, pair: true, timeout: context.globals.timeout)
     case "reset":
-      // The D600 config command that deletes its bonds (0F FE DA FA ED, device-protocols.md §2.6), then the
-      // host forgets its side, so neither keeps a stale key. Other models have no public command for it.
+      // The D600 config command that deletes its bonds (0F FE DA FA ED, docs/device-protocols.md §2.6), then
+      // the host forgets its side, so neither keeps a stale key. Other models have no public command for it.
       let device = try await context.open(selector)
       do throws(CaptureError) {
         guard device.capabilities.canWrite(PropertyID.deletePairingBondingDevice) else {

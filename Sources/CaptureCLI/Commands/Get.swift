@@ -29,7 +29,7 @@ enum GetCommand {
     }
   }
 
-  /// `dmcc:NAME` (ARCHITECTURE.md §1 has no syntax for native parameters; issue 4 deliverable 5 adds it).
+  /// `dmcc:NAME` (a native DMCC parameter, docs/architecture.md §1 PROPERTY).
   static func isRaw(_ word: String) -> Bool { word.lowercased().hasPrefix("dmcc:") }
 
   struct Options: Sendable {

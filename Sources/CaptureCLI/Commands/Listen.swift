@@ -194,7 +194,7 @@ enum ListenCommand {
 }
 
 extension ListenCommand {
-  /// The batteryLevel, power and buttons events need their NotificationsDevice bit (capture-sdk.md §4.1,
+  /// The batteryLevel, power and buttons events need their NotificationsDevice bit (docs/capture-sdk.md §4.1,
   /// §7.6): for each device that has the setting, read it and set it only when a wanted bit is off.
   /// A device that cannot report an explicitly asked kind gets a warning, never a made-up event; when no
   /// device can report any of the asked kinds (and nothing else was asked), listening would print
@@ -263,7 +263,7 @@ extension ListenCommand {
   }
 
   /// Asks the host for its verdict on a code (--confirm CMD or --confirm-stdin) and tells the device
-  /// when it can take one (DataConfirmationDevice: good 0x15 / bad 0x2A, capture-sdk.md §7.4).
+  /// when it can take one (DataConfirmationDevice: good 0x15 / bad 0x2A, docs/capture-sdk.md §7.4).
   static func confirmation(
     _ judge: any HostJudge, _ device: @escaping @Sendable (String) -> (any Device)?
   ) -> EventSink.Confirm {

@@ -35,7 +35,7 @@ enum TriggerCommand {
     var isCamera: Bool { sources.contains { if case .camera = $0 { true } else { false } } }
   }
 
-  /// The SDK's Start keeps a scanner reading for about 3 s (capture-sdk.md §7.1); a camera read without
+  /// The SDK's Start keeps a scanner reading for about 3 s (docs/capture-sdk.md §7.1); a camera read without
   /// --timeout uses the same window.
   static let cameraReadWindow: Duration = .seconds(3)
   /// `trigger DEV start --wait` on a scanner waits this long for a code without --timeout.

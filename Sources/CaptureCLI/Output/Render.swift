@@ -1,6 +1,6 @@
 import CaptureCore
 
-/// The published shapes (ARCHITECTURE.md §1 "Output"). Keys are camelCase and never renamed.
+/// The published shapes (docs/architecture.md §1 "Output"). Keys are camelCase and never renamed.
 enum Render {
   /// `model` only when the device reports one: optional keys are left out, never null (as `tagId`,
   /// `points`, `origin` and `valueName` are).
@@ -44,7 +44,7 @@ enum Render {
       members["current"] = .int(level.current)
       members["minimum"] = .int(level.minimum)
       members["maximum"] = .int(level.maximum)
-      // The SDK's packed ulong (capture-sdk.md §7.3), as power and buttons carry their raw value.
+      // The SDK's packed ulong (docs/capture-sdk.md §7.3), as power and buttons carry their raw value.
       members["value"] = .int(level.packed)
     case .power(let state):
       members["state"] = .string(state.cliName)

@@ -6,7 +6,7 @@ public struct Capabilities: Sendable {
   public var events: Set<EventKind>
   /// The data sources `get --all` walks for DataSourceDevice.
   public var dataSources: [DataSource]
-  /// The NotificationsDevice bits the device can act on (capture-sdk.md §7.6); empty when it has no
+  /// The NotificationsDevice bits the device can act on (docs/capture-sdk.md §7.6); empty when it has no
   /// NotificationsDevice setting. The Power, Buttons and BatteryLevel events "need the Notifications
   /// bit" (§4.1), so a kind is in `events` only when its bits are here.
   public var notifications: Notifications
@@ -32,7 +32,7 @@ public protocol Device: AnyObject, Sendable {
   var info: DeviceInfo { get }
   var capabilities: Capabilities { get }
   /// Reads a property. `argument` carries the get-time value some properties need (the data source id
-  /// for DataSourceDevice, the action byte for SoundConfigDevice, capture-sdk.md §2.2 "Get" column).
+  /// for DataSourceDevice, the action byte for SoundConfigDevice, docs/capture-sdk.md §2.2 "Get" column).
   func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue
   func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError)
   /// Sends a trigger action. Decoded data arrives on `events`.
@@ -44,7 +44,7 @@ public protocol Device: AnyObject, Sendable {
   var events: AsyncStream<Event> { get }
   func close() async
   /// Reads a device-native parameter that has no SDK property, named `scheme:NAME` as typed
-  /// (`dmcc:DEVICE.TYPE` for a Cognex DataMan, device-protocols.md §7). Its value is the device's text.
+  /// (`dmcc:DEVICE.TYPE` for a Cognex DataMan, docs/device-protocols.md §7). Its value is the device's text.
   func getRaw(_ name: String) async throws(CaptureError) -> String
   /// Writes a device-native parameter (see `getRaw`); `value` is passed as the user typed it.
   func setRaw(_ name: String, _ value: String) async throws(CaptureError)

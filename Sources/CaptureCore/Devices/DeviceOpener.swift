@@ -1,4 +1,4 @@
-/// One SocketCam frame source from the command line (ARCHITECTURE.md §1 SOURCE).
+/// One SocketCam frame source from the command line (docs/architecture.md §1 SOURCE).
 /// Images and directories are file names as bytes (`FilePath`): a name that is not UTF-8 is opened as
 /// it was typed.
 public enum FrameSourceItem: Sendable, Hashable {

@@ -1,4 +1,4 @@
-/// How the command line names a device (ARCHITECTURE.md §1 "DEVICE selectors").
+/// How the command line names a device (docs/architecture.md §1 "DEVICE selectors").
 public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
   case socketCam
   /// A Bluetooth address, upper-case `AA:BB:CC:DD:EE:FF`.
@@ -12,7 +12,7 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
   case hid(path: String)
   /// A remembered device's alias or friendly name.
   case name(String)
-  /// `manager`: the SDK's device manager (capture-sdk.md §2.2 scope "DeviceManager"), the handle the
+  /// `manager`: the SDK's device manager (docs/capture-sdk.md §2.2 scope "DeviceManager"), the handle the
   /// Favorite setting lives on (§7.16). Only `get` and `set` take it.
   case deviceManager
 

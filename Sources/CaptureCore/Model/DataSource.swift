@@ -1,14 +1,15 @@
-// Data sources: barcode symbologies and NFC/RFID tag types (capture-sdk.md §6). A decoded-data event carries
-// one (§8), and DataSourceDevice enables or disables one (§2.2, §6.3).
+// Data sources: barcode symbologies and NFC/RFID tag types (docs/capture-sdk.md §6). A decoded-data event
+// carries one (§8), and DataSourceDevice enables or disables one (§2.2, §6.3).
 
 public struct DataSource: Hashable, Sendable, CustomStringConvertible {
   public let rawValue: Int32
   public init(_ rawValue: Int32) { self.rawValue = rawValue }
 
-  /// The §6.1 name, e.g. "SymbologyQRCode", "TagTypeFelica", "NotSpecified"; nil for an unknown id.
+  /// The docs/capture-sdk.md §6.1 name, e.g. "SymbologyQRCode", "TagTypeFelica", "NotSpecified"; nil for an
+  /// unknown id.
   public var sdkName: String? { Self.byRawValue[rawValue]?.sdkName }
-  /// A display name in the style of the SDK's `DataSourceName` (§8), e.g. "QR Code", "EAN 13";
-  /// "Unknown (n)" for an id §6.1 does not list.
+  /// A display name in the style of the SDK's `DataSourceName` (docs/capture-sdk.md §8), e.g. "QR Code", "EAN
+  /// 13"; "Unknown (n)" for an id §6.1 does not list.
   public var name: String { Self.byRawValue[rawValue]?.display ?? "Unknown (\(rawValue))" }
   /// Kebab-case of the SDK name without its `Symbology`/`TagType` prefix ("qr-code", "iso14443-type-a");
   /// the decimal id for an unknown one.
@@ -16,19 +17,19 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
     guard let sdkName else { return "\(rawValue)" }
     return kebabCase(Self.strippingPrefix(sdkName))
   }
-  /// A barcode symbology: 1…51 (§6.1; 0 is NotSpecified and 52 the sentinel).
+  /// A barcode symbology: 1…51 (docs/capture-sdk.md §6.1; 0 is NotSpecified and 52 the sentinel).
   public var isSymbology: Bool { (1...51).contains(rawValue) }
-  /// An NFC/RFID tag type: 0x100…0x10B (§6.1; 0x10C is the sentinel).
+  /// An NFC/RFID tag type: 0x100…0x10B (docs/capture-sdk.md §6.1; 0x10C is the sentinel).
   public var isTagType: Bool { (0x100...0x10B).contains(rawValue) }
   /// The "Last…" entries: LastSymbologyID (52) and TagTypeLastTagType (0x10C); not real data sources.
   public var isSentinel: Bool { rawValue == 52 || rawValue == 0x10C }
-  /// Whether §6.1 lists this id (sentinels included).
+  /// Whether docs/capture-sdk.md §6.1 lists this id (sentinels included).
   public var isKnown: Bool { Self.byRawValue[rawValue] != nil }
   public var description: String { name }
 
   // MARK: Parsing
 
-  /// Parses a data source as a user types it (ARCHITECTURE.md §1): a known numeric id (decimal or `0x`
+  /// Parses a data source as a user types it (docs/architecture.md §1): a known numeric id (decimal or `0x`
   /// hex), or a name matched case-insensitively ignoring `-`, `_`, spaces and a leading `Symbology` /
   /// `TagType` prefix against the SDK name or the display name (so "qr-code", "QRCode",
   /// "SymbologyQRCode", "QR Code" are one), or one of a few common aliases ("qr", "dm", "upc-e", "itf",
@@ -82,7 +83,7 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
     return sdkName
   }
 
-  // MARK: Known data sources (§6.1)
+  // MARK: Known data sources (docs/capture-sdk.md §6.1)
 
   /// NotSpecified (0, 0x000).
   public static let notSpecified = DataSource(0)
@@ -217,7 +218,7 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
   /// TagTypeLastTagType (268, 0x10C).
   public static let lastTagType = DataSource(268)
 
-  /// Every §6.1 entry in table order, sentinels included.
+  /// Every docs/capture-sdk.md §6.1 entry in table order, sentinels included.
   public static let known: [DataSource] = catalog.map(\.source)
   /// The real symbologies, 1…51.
   public static let symbologies: [DataSource] = known.filter(\.isSymbology)
@@ -298,7 +299,7 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
   ]
 }
 
-/// Whether a data source is on (capture-sdk.md §6.2). `defaultStatus` (-1) is what a get request sends.
+/// Whether a data source is on (docs/capture-sdk.md §6.2). `defaultStatus` (-1) is what a get request sends.
 public enum DataSourceStatus: Int8, Sendable, CaseIterable {
   case defaultStatus = -1
   case disable = 0
@@ -315,7 +316,7 @@ public enum DataSourceStatus: Int8, Sendable, CaseIterable {
     }
   }
 
-  /// The §6.2 SDK spelling: "Default", "Disable", "Enable", "NotSupported".
+  /// The docs/capture-sdk.md §6.2 SDK spelling: "Default", "Disable", "Enable", "NotSupported".
   public var sdkName: String {
     switch self {
     case .defaultStatus: "Default"
@@ -338,7 +339,7 @@ public enum DataSourceStatus: Int8, Sendable, CaseIterable {
   }
 }
 
-/// Which parts of a DataSource struct are meaningful (capture-sdk.md §6.3).
+/// Which parts of a DataSource struct are meaningful (docs/capture-sdk.md §6.3).
 public struct DataSourceFlags: OptionSet, Sendable, Hashable {
   public let rawValue: UInt8
   public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -351,7 +352,7 @@ public struct DataSourceFlags: OptionSet, Sendable, Hashable {
 
 /// A named set of data sources that `set DEVICE data-source GROUP STATUS` and `get DEVICE data-source
 /// GROUP` expand to the members the device supports. The SDK has no such groups: membership is this
-/// project's reading of the symbology each §6.1 id names (docs/capture-sdk.md §6.1).
+/// project's reading of the symbology each docs/capture-sdk.md §6.1 id names (docs/capture-sdk.md §6.1).
 ///
 /// - `all`: every real symbology and tag type (not NotSpecified, not the two Last… sentinels).
 /// - `1d`: the linear symbologies, stacked-linear GS1 DataBar included.

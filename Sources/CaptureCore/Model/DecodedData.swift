@@ -1,4 +1,4 @@
-/// One decoded barcode or tag read (capture-sdk.md §8 DecodedData). The raw bytes are the truth;
+/// One decoded barcode or tag read (docs/capture-sdk.md §8 DecodedData). The raw bytes are the truth;
 /// `text` is a readable view of them.
 public struct DecodedData: Sendable, Hashable {
   public struct Point: Sendable, Hashable {

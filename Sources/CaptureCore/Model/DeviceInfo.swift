@@ -1,4 +1,4 @@
-/// What an arrival event says about a device (capture-sdk.md §8 DeviceInfo), keyed for the command line
+/// What an arrival event says about a device (docs/capture-sdk.md §8 DeviceInfo), keyed for the command line
 /// by `id`: the selector text that reaches it again ("socketcam", a Bluetooth address, a transport URI) —
 /// never the SDK's per-connection GUID, which changes on every connection.
 public struct DeviceInfo: Sendable, Hashable {

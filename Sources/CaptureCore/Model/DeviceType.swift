@@ -1,7 +1,7 @@
-// Device type codes (capture-sdk.md §5). The value is a bit field (§5.1): class, interface, functions and
-// product id, so an unknown future model still decodes into something useful.
+// Device type codes (docs/capture-sdk.md §5). The value is a bit field (§5.1): class, interface, functions
+// and product id, so an unknown future model still decodes into something useful.
 
-/// The interface byte of a device type (§5.1, bits 23–16).
+/// The interface byte of a device type (docs/capture-sdk.md §5.1, bits 23–16).
 public enum DeviceInterface: UInt8, Sendable, CaseIterable {
   case none = 0
   case sd
@@ -12,7 +12,7 @@ public enum DeviceInterface: UInt8, Sendable, CaseIterable {
   case ble
   case nfc
 
-  /// The §5.1 spelling: "None", "SD", "CF", "Bluetooth", "Serial", "Ble", "NFC".
+  /// The docs/capture-sdk.md §5.1 spelling: "None", "SD", "CF", "Bluetooth", "Serial", "Ble", "NFC".
   public var name: String {
     switch self {
     case .none: "None"
@@ -26,8 +26,8 @@ public enum DeviceInterface: UInt8, Sendable, CaseIterable {
   }
 }
 
-/// The function bits of a device type (§5.1, bits 13–8). An empty set is "Legacy": models published
-/// before the bits existed (most Classic scanners) carry no function bits at all.
+/// The function bits of a device type (docs/capture-sdk.md §5.1, bits 13–8). An empty set is "Legacy": models
+/// published before the bits existed (most Classic scanners) carry no function bits at all.
 public struct DeviceFunctions: OptionSet, Sendable, Hashable {
   public let rawValue: UInt8
   public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -37,7 +37,8 @@ public struct DeviceFunctions: OptionSet, Sendable, Hashable {
   public static let nfcWriter = DeviceFunctions(rawValue: 4)
   public static let unknown = DeviceFunctions(rawValue: 8)
 
-  /// The §5.1 names of the bits that are set, e.g. ["NFCReader", "NFCWriter"]; empty for Legacy.
+  /// The docs/capture-sdk.md §5.1 names of the bits that are set, e.g. ["NFCReader", "NFCWriter"]; empty for
+  /// Legacy.
   public var names: [String] {
     [(Self.scanner, "Scanner"), (.nfcReader, "NFCReader"), (.nfcWriter, "NFCWriter"), (.unknown, "Unknown")]
       .filter { contains($0.0) }.map(\.1)
@@ -48,14 +49,14 @@ public struct DeviceType: Hashable, Sendable, CustomStringConvertible {
   public let rawValue: UInt32
   public init(_ rawValue: UInt32) { self.rawValue = rawValue }
 
-  // MARK: Bit layout (§5.1)
+  // MARK: Bit layout (docs/capture-sdk.md §5.1)
 
   /// Bits 25–24: 0 = Device, 1 = DeviceManager.
   public var classID: UInt8 { UInt8((rawValue >> 24) & 0x3) }
   public var isDeviceManager: Bool { classID == 1 }
   /// Bits 23–16 as a number, for values `interface` does not know.
   public var interfaceID: UInt8 { UInt8((rawValue >> 16) & 0xFF) }
-  /// Bits 23–16; nil when the byte is not one of the §5.1 interfaces.
+  /// Bits 23–16; nil when the byte is not one of the docs/capture-sdk.md §5.1 interfaces.
   public var interface: DeviceInterface? { DeviceInterface(rawValue: interfaceID) }
   /// Bits 13–8.
   public var functions: DeviceFunctions { DeviceFunctions(rawValue: UInt8((rawValue >> 8) & 0x3F)) }
@@ -64,26 +65,26 @@ public struct DeviceType: Hashable, Sendable, CustomStringConvertible {
 
   // MARK: Names
 
-  /// The SDK name, e.g. "SocketCamC820"; nil for a value §5.2 does not list.
+  /// The SDK name, e.g. "SocketCamC820"; nil for a value docs/capture-sdk.md §5.2 does not list.
   public var sdkName: String? { Self.byRawValue[rawValue]?.sdkName }
-  /// The §5.2 "Model" column, e.g. "SocketCam C820", "Model D740".
+  /// The docs/capture-sdk.md §5.2 "Model" column, e.g. "SocketCam C820", "Model D740".
   public var modelName: String? { Self.byRawValue[rawValue]?.model }
-  /// The SDK name, or "Unknown" (the JSON output's `typeName`, ARCHITECTURE.md §1).
+  /// The SDK name, or "Unknown" (the JSON output's `typeName`, docs/architecture.md §1).
   public var typeName: String { sdkName ?? "Unknown" }
-  /// The two SocketCam types; both have interface None (§5.2 product aliases).
+  /// The two SocketCam types; both have interface None (docs/capture-sdk.md §5.2 product aliases).
   public var isSocketCam: Bool { self == .socketCamC820 || self == .socketCamC860 }
   public var hex: String { hexString(rawValue) }
   public var description: String { sdkName ?? "Unknown(\(hex))" }
 
-  /// Looks up a §5.2 SDK name, case-insensitive ("SocketCamC820", "scannerd740"). "SoftScan", the 2021
-  /// name of C820 (§5.2 history), is accepted too.
+  /// Looks up a docs/capture-sdk.md §5.2 SDK name, case-insensitive ("SocketCamC820", "scannerd740").
+  /// "SoftScan", the 2021 name of C820 (§5.2 history), is accepted too.
   public static func named(_ sdkName: String) -> DeviceType? {
     let key = lookupKey(sdkName)
     if key == "softscan" { return .socketCamC820 }
     return catalog.first { lookupKey($0.sdkName) == key }?.type
   }
 
-  // MARK: Known types (§5.2)
+  // MARK: Known types (docs/capture-sdk.md §5.2)
 
   /// None 0x0: No device.
   public static let none = DeviceType(0)
@@ -180,7 +181,7 @@ public struct DeviceType: Hashable, Sendable, CustomStringConvertible {
   /// BleUnknown 0x5082B: Ble type unknown to this SDK version.
   public static let bleUnknown = DeviceType(329771)
 
-  /// Every §5.2 value in table order.
+  /// Every docs/capture-sdk.md §5.2 value in table order.
   public static let known: [DeviceType] = catalog.map(\.type)
 
   static let byRawValue: [UInt32: (sdkName: String, model: String)] = Dictionary(

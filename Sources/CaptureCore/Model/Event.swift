@@ -3,7 +3,7 @@
 #endif
 
 /// Kinds of event the command line streams; the raw values are the published `event` key values
-/// (past-tense facts, camelCase, after the SDK's CaptureEventIds, capture-sdk.md §4.1).
+/// (past-tense facts, camelCase, after the SDK's CaptureEventIds, docs/capture-sdk.md §4.1).
 public enum EventKind: String, Sendable, CaseIterable, Hashable {
   case deviceArrival
   case deviceRemoval

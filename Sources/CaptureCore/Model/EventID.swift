@@ -1,4 +1,4 @@
-// Capture event ids (capture-sdk.md §4.1, current numbering: LogTrace = 21, LastID = 22) and event data
+// Capture event ids (docs/capture-sdk.md §4.1, current numbering: LogTrace = 21, LastID = 22) and event data
 // types (§4.2). JS 1.3.50 numbered 15/16 differently (CcidStatus/LastID); the 2026 headers win.
 
 public enum EventID: Int32, Sendable, CaseIterable, CustomStringConvertible {
@@ -49,7 +49,7 @@ public enum EventID: Int32, Sendable, CaseIterable, CustomStringConvertible {
   /// sentinel.
   case lastID = 22
 
-  /// The lowerCamel name, e.g. "decodedData": the JSON output's `event` key (ARCHITECTURE.md §1).
+  /// The lowerCamel name, e.g. "decodedData": the JSON output's `event` key (docs/architecture.md §1).
   public var name: String {
     switch self {
     case .notInitialized: "notInitialized"
@@ -78,7 +78,7 @@ public enum EventID: Int32, Sendable, CaseIterable, CustomStringConvertible {
     }
   }
 
-  /// The SDK spelling from §4.1, e.g. "DecodedData".
+  /// The SDK spelling from docs/capture-sdk.md §4.1, e.g. "DecodedData".
   public var sdkName: String {
     switch self {
     case .notInitialized: "NotInitialized"
@@ -110,7 +110,7 @@ public enum EventID: Int32, Sendable, CaseIterable, CustomStringConvertible {
   /// Kebab-case, for `--events` lists ("decoded-data").
   public var cliName: String { kebabCase(sdkName) }
 
-  /// The data type the event carries (§4.1 "Data type", from the 2026 iOS header).
+  /// The data type the event carries (docs/capture-sdk.md §4.1 "Data type", from the 2026 iOS header).
   public var dataType: EventDataType {
     switch self {
     case .notInitialized: .none
@@ -139,7 +139,7 @@ public enum EventID: Int32, Sendable, CaseIterable, CustomStringConvertible {
     }
   }
 
-  /// The §4.1 one-line meaning.
+  /// The docs/capture-sdk.md §4.1 one-line meaning.
   public var meaning: String {
     switch self {
     case .notInitialized: "Capture was not initialised correctly after open"
@@ -181,8 +181,8 @@ public enum EventID: Int32, Sendable, CaseIterable, CustomStringConvertible {
   }
 }
 
-/// The `type` of an event's value (§4.2). These numbers differ from the property types: Byte is 1 here
-/// but 2 for properties.
+/// The `type` of an event's value (docs/capture-sdk.md §4.2). These numbers differ from the property types:
+/// Byte is 1 here but 2 for properties.
 public enum EventDataType: UInt8, Sendable, CaseIterable {
   case none = 0
   case byte = 1
@@ -195,7 +195,7 @@ public enum EventDataType: UInt8, Sendable, CaseIterable {
   case object = 7
   case lastID = 8
 
-  /// The §4.2 spelling ("DecodedData").
+  /// The docs/capture-sdk.md §4.2 spelling ("DecodedData").
   public var name: String {
     switch self {
     case .none: "None"

@@ -1,5 +1,6 @@
-// Name helpers shared by the model tables. The CLI spells SDK names in kebab-case (ARCHITECTURE.md §1,
-// PROPERTY), so one rule must turn every SDK spelling (capture-sdk.md §0 naming table) into one stable form.
+// Name helpers shared by the model tables. The CLI spells SDK names in kebab-case (docs/architecture.md §1,
+// PROPERTY), so one rule must turn every SDK spelling (docs/capture-sdk.md §0 naming table) into one stable
+// form.
 
 /// Converts a CamelCase SDK name to kebab-case.
 ///

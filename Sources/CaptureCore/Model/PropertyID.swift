@@ -1,8 +1,8 @@
-// CaptureSDK property ids (capture-sdk.md §2). The full 32-bit value is the identity (§2.1 caveats: several
-// ids share group/id and differ only in their type bits), so the struct wraps the raw value and decodes
-// the fields on demand instead of storing them.
+// CaptureSDK property ids (docs/capture-sdk.md §2). The full 32-bit value is the identity (§2.1 caveats:
+// several ids share group/id and differ only in their type bits), so the struct wraps the raw value and
+// decodes the fields on demand instead of storing them.
 
-/// The group byte of a property id (§2.1, bits 15–8; S3 `GroupIds`).
+/// The group byte of a property id (docs/capture-sdk.md §2.1, bits 15–8; S3 `GroupIds`).
 public enum PropertyGroup: Sendable, Hashable, CustomStringConvertible {
   case general
   case localFunctions
@@ -29,7 +29,7 @@ public enum PropertyGroup: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
-  /// The §2.2 spelling: "General", "LocalFunctions", "ManagerFunctions", or the number.
+  /// The docs/capture-sdk.md §2.2 spelling: "General", "LocalFunctions", "ManagerFunctions", or the number.
   public var description: String {
     switch self {
     case .general: "General"
@@ -40,8 +40,8 @@ public enum PropertyGroup: Sendable, Hashable, CustomStringConvertible {
   }
 }
 
-/// Which handle a property is sent on (§2.2 "Scope"): the root client, an opened device, or the opened
-/// BLE device manager (which arrives with event 11, §4.1).
+/// Which handle a property is sent on (docs/capture-sdk.md §2.2 "Scope"): the root client, an opened device,
+/// or the opened BLE device manager (which arrives with event 11, §4.1).
 public enum PropertyScope: String, Sendable, CaseIterable {
   case capture
   case device
@@ -54,10 +54,10 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   public init(rawValue: Int32) { self.rawValue = rawValue }
   public init(_ raw: Int32) { self.rawValue = raw }
 
-  /// The same 32 bits, unsigned (the form of the §2.2 "Hex" column).
+  /// The same 32 bits, unsigned (the form of the docs/capture-sdk.md §2.2 "Hex" column).
   public var unsignedValue: UInt32 { UInt32(bitPattern: rawValue) }
 
-  // MARK: Bit layout (§2.1)
+  // MARK: Bit layout (docs/capture-sdk.md §2.1)
 
   /// Bit 31: a property of the main Capture object (`SKTPROPIDCAPTURE`).
   public var isCaptureProperty: Bool { rawValue < 0 }
@@ -71,10 +71,10 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   /// Bits 7–0.
   public var idInGroup: UInt8 { UInt8(unsignedValue & 0xFF) }
 
-  /// A get is allowed unless the get type is NotApplicable (§2.2: "NotApplicable means the property cannot
-  /// be read"). Nibbles outside §3 (or the LastType sentinel) count as not readable.
+  /// A get is allowed unless the get type is NotApplicable (docs/capture-sdk.md §2.2: "NotApplicable means
+  /// the property cannot be read"). Nibbles outside §3 (or the LastType sentinel) count as not readable.
   public var isReadable: Bool { Self.usable(getType) }
-  /// A set is allowed unless the set type is NotApplicable (§2.2).
+  /// A set is allowed unless the set type is NotApplicable (docs/capture-sdk.md §2.2).
   public var isWritable: Bool { Self.usable(setType) }
 
   private static func usable(_ type: PropertyType?) -> Bool {
@@ -82,9 +82,9 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
     return type != .notApplicable && type != .lastType
   }
 
-  /// The §2.2 scope for a known id. For an unknown id it is inferred from the bits: bit 31 means the root
-  /// client, group 2 (ManagerFunctions) the device manager, anything else a device. The bit alone is not
-  /// enough for known ids (SinglePartnership is a Capture property in group 1, §2.1 caveats).
+  /// The docs/capture-sdk.md §2.2 scope for a known id. For an unknown id it is inferred from the bits: bit
+  /// 31 means the root client, group 2 (ManagerFunctions) the device manager, anything else a device. The bit
+  /// alone is not enough for known ids (SinglePartnership is a Capture property in group 1, §2.1 caveats).
   public var scope: PropertyScope {
     if let entry { return entry.scope }
     if isCaptureProperty { return .capture }
@@ -94,16 +94,18 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
 
   // MARK: Names
 
-  /// The SDK name without prefix, e.g. "TriggerDevice" (§2.2 "Name"); nil for an unknown id.
+  /// The SDK name without prefix, e.g. "TriggerDevice" (docs/capture-sdk.md §2.2 "Name"); nil for an unknown
+  /// id.
   public var sdkName: String? { entry?.sdkName }
-  /// The CLI spelling (ARCHITECTURE.md §1, PROPERTY): kebab-case of the SDK name without a trailing
+  /// The CLI spelling (docs/architecture.md §1, PROPERTY): kebab-case of the SDK name without a trailing
   /// `Device`, e.g. "trigger", "friendly-name"; the `hex` form for an unknown id.
   public var cliName: String { entry?.cliName ?? hex }
-  /// The §2.2 one-line meaning; nil for an unknown id.
+  /// The docs/capture-sdk.md §2.2 one-line meaning; nil for an unknown id.
   public var meaning: String? { entry?.meaning }
-  /// The data-editing properties that only the 2023 JSON lists, flagged deprecated there (§2.2).
+  /// The data-editing properties that only the 2023 JSON lists, flagged deprecated there (docs/capture-sdk.md
+  /// §2.2).
   public var isDeprecated: Bool { entry?.deprecated ?? false }
-  /// Whether this id is in the §2.2 table (including the deprecated ones).
+  /// Whether this id is in the docs/capture-sdk.md §2.2 table (including the deprecated ones).
   public var isKnown: Bool { entry != nil }
   /// `0x` and 8 uppercase hex digits, e.g. "0x0001010B".
   public var hex: String { hexString(unsignedValue) }
@@ -115,7 +117,7 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   /// Parses a property as a user types it: the CLI name ("friendly-name", case-insensitive, `_` same as
   /// `-`), the SDK name ("FriendlyNameDevice", case-insensitive), hex ("0x00050100"), decimal
   /// ("327936") or negative decimal ("-2147418111"). A number that no table knows still gives an id,
-  /// because the device is the judge and answers ESKT_NOTSUPPORTED (ARCHITECTURE.md §2).
+  /// because the device is the judge and answers ESKT_NOTSUPPORTED (docs/architecture.md §2).
   ///
   /// When a name belongs to several properties ("version" is Version on the root client and VersionDevice
   /// on a device) the one whose scope equals `scope` wins, else the device one.
@@ -139,7 +141,7 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
     return catalog.filter { $0.cliKey == key || $0.sdkKey == key }.map(\.id)
   }
 
-  // MARK: Known properties (§2.2)
+  // MARK: Known properties (docs/capture-sdk.md §2.2)
 
   /// Abort 0x80100000 (Capture): tell Capture the client is shutting down; removals then Terminate event
   /// follow.
@@ -276,38 +278,38 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   public static let removeDevice = PropertyID(-2146107372)
   /// ResetDevice 0x00100100 (Device): power-cycle a BLE device when on power, else power off.
   public static let resetDevice = PropertyID(1048832)
-  /// DataEditingProfile 0x80050009 (Capture, deprecated data editing; value computed in §2.2 from the 2023
-  /// JSON).
+  /// DataEditingProfile 0x80050009 (Capture, deprecated data editing; value computed in docs/capture-sdk.md
+  /// §2.2 from the 2023 JSON).
   public static let dataEditingProfile = PropertyID(-2147155959)
-  /// DataEditingCurrentProfile 0x8005000A (Capture, deprecated data editing; value computed in §2.2 from the
-  /// 2023 JSON).
+  /// DataEditingCurrentProfile 0x8005000A (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingCurrentProfile = PropertyID(-2147155958)
-  /// DataEditingTriggerSymbologies 0x8055000B (Capture, deprecated data editing; value computed in §2.2 from
-  /// the 2023 JSON).
+  /// DataEditingTriggerSymbologies 0x8055000B (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingTriggerSymbologies = PropertyID(-2141913077)
-  /// DataEditingTriggerMinLength 0x8055000C (Capture, deprecated data editing; value computed in §2.2 from
-  /// the 2023 JSON).
+  /// DataEditingTriggerMinLength 0x8055000C (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingTriggerMinLength = PropertyID(-2141913076)
-  /// DataEditingTriggerMaxLength 0x8055000D (Capture, deprecated data editing; value computed in §2.2 from
-  /// the 2023 JSON).
+  /// DataEditingTriggerMaxLength 0x8055000D (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingTriggerMaxLength = PropertyID(-2141913075)
-  /// DataEditingTriggerStartsBy 0x8055000E (Capture, deprecated data editing; value computed in §2.2 from the
-  /// 2023 JSON).
+  /// DataEditingTriggerStartsBy 0x8055000E (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingTriggerStartsBy = PropertyID(-2141913074)
-  /// DataEditingTriggerEndsWith 0x8055000F (Capture, deprecated data editing; value computed in §2.2 from the
-  /// 2023 JSON).
+  /// DataEditingTriggerEndsWith 0x8055000F (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingTriggerEndsWith = PropertyID(-2141913073)
-  /// DataEditingTriggerContains 0x80550010 (Capture, deprecated data editing; value computed in §2.2 from the
-  /// 2023 JSON).
+  /// DataEditingTriggerContains 0x80550010 (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingTriggerContains = PropertyID(-2141913072)
-  /// DataEditingOperation 0x80550011 (Capture, deprecated data editing; value computed in §2.2 from the 2023
-  /// JSON).
+  /// DataEditingOperation 0x80550011 (Capture, deprecated data editing; value computed in docs/capture-sdk.md
+  /// §2.2 from the 2023 JSON).
   public static let dataEditingOperation = PropertyID(-2141913071)
-  /// DataEditingImportExport 0x80550012 (Capture, deprecated data editing; value computed in §2.2 from the
-  /// 2023 JSON).
+  /// DataEditingImportExport 0x80550012 (Capture, deprecated data editing; value computed in
+  /// docs/capture-sdk.md §2.2 from the 2023 JSON).
   public static let dataEditingImportExport = PropertyID(-2141913070)
 
-  /// Every property of §2.2 in table order, then the deprecated data-editing ones.
+  /// Every property of docs/capture-sdk.md §2.2 in table order, then the deprecated data-editing ones.
   public static let known: [PropertyID] = catalog.map(\.id)
   /// `known` without the deprecated data-editing properties.
   public static let current: [PropertyID] = catalog.filter { !$0.deprecated }.map(\.id)
@@ -342,7 +344,7 @@ public struct PropertyID: Hashable, Sendable, RawRepresentable, CustomStringConv
   static let byRawValue: [Int32: Entry] = Dictionary(
     catalog.map { ($0.id.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
 
-  /// §2.2 rows (name, scope, meaning), then the deprecated data-editing ids.
+  /// docs/capture-sdk.md §2.2 rows (name, scope, meaning), then the deprecated data-editing ids.
   static let catalog: [Entry] = [
     Entry(
       .abort, "Abort", .capture,

@@ -1,4 +1,4 @@
-// A typed property value: the payload of a get reply or a set request (capture-sdk.md §3 gives the JSON
+// A typed property value: the payload of a get reply or a set request (docs/capture-sdk.md §3 gives the JSON
 // shape of each type). Enum and Object (§3 values 8 and 9) carry no portable payload, so they have no case.
 public enum PropertyValue: Sendable, Hashable {
   case none
@@ -9,7 +9,7 @@ public enum PropertyValue: Sendable, Hashable {
   case version(VersionValue)
   case dataSource(DataSourceValue)
 
-  /// The §3 type number that goes in the `type` field next to this value.
+  /// The docs/capture-sdk.md §3 type number that goes in the `type` field next to this value.
   public var type: PropertyType {
     switch self {
     case .none: .none
@@ -48,8 +48,9 @@ public enum PropertyValue: Sendable, Hashable {
   }
 }
 
-/// The Version type (§3 value 6): `{major, middle, minor, build, year, month, day, hour, minute}`.
-/// Used by Version (capture service) and VersionDevice (firmware), §2.2.
+/// The Version type (docs/capture-sdk.md §3 value 6):
+/// `{major, middle, minor, build, year, month, day, hour, minute}`. Used by Version (capture service) and
+/// VersionDevice (firmware), §2.2.
 public struct VersionValue: Sendable, Hashable, CustomStringConvertible {
   public var major: Int
   public var middle: Int
@@ -87,13 +88,14 @@ public struct VersionValue: Sendable, Hashable, CustomStringConvertible {
   private func pad(_ n: Int) -> String { n < 10 && n >= 0 ? "0\(n)" : "\(n)" }
 }
 
-/// The DataSource type (§3 value 7, §6.3): `{id, name, status, flags}`; the name is derived from the id.
+/// The DataSource type (docs/capture-sdk.md §3 value 7, §6.3): `{id, name, status, flags}`; the name is
+/// derived from the id.
 public struct DataSourceValue: Sendable, Hashable {
   public var id: DataSource
   public var status: DataSourceStatus
   public var flags: DataSourceFlags
 
-  /// `flags` defaults to `.status`, the flag every source sends (§6.3).
+  /// `flags` defaults to `.status`, the flag every source sends (docs/capture-sdk.md §6.3).
   public init(id: DataSource, status: DataSourceStatus, flags: DataSourceFlags = .status) {
     self.id = id
     self.status = status

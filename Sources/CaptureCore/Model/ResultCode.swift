@@ -1,4 +1,4 @@
-// SKT result codes (capture-sdk.md §1). Success is `rawValue >= 0` (`SKTSUCCESS`); positive values are
+// SKT result codes (docs/capture-sdk.md §1). Success is `rawValue >= 0` (`SKTSUCCESS`); positive values are
 // warnings, negative values errors. The numbers are the wire values of JSON-RPC error codes and event
 // results.
 public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
@@ -6,9 +6,9 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
   public init(_ rawValue: Int32) { self.rawValue = rawValue }
 
   public var isSuccess: Bool { rawValue >= 0 }
-  /// A positive code: success, but with a warning (capture-sdk.md §1).
+  /// A positive code: success, but with a warning (docs/capture-sdk.md §1).
   public var isWarning: Bool { rawValue > 0 }
-  /// Whether any source defines this value (§1 leaves gaps, e.g. -58, -65…-69).
+  /// Whether any source defines this value (docs/capture-sdk.md §1 leaves gaps, e.g. -58, -65…-69).
   public var isKnown: Bool { ResultCode.table[rawValue] != nil }
   /// The C/JS/Dart name, e.g. `ESKT_NOTSUPPORTED`; `ESKT_UNKNOWN` for a value no source defines.
   public var name: String { ResultCode.table[rawValue]?.name ?? "ESKT_UNKNOWN" }
@@ -16,7 +16,7 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
   public var description: String { "\(name) (\(rawValue))" }
 
   /// Looks a code up by name: `ESKT_NOTSUPPORTED`, `NOTSUPPORTED` or the Swift-style `E_NOTSUPPORTED`
-  /// (capture-sdk.md §0 naming table), case-insensitive. Both names of -90 are accepted.
+  /// (docs/capture-sdk.md §0 naming table), case-insensitive. Both names of -90 are accepted.
   public static func named(_ text: String) -> ResultCode? {
     var key = text.trimmingWhitespace().uppercased()
     if key.hasPrefix("SKTCAPTUREE_") { key = "ESKT_" + key.dropFirst("SKTCAPTUREE_".count) }
@@ -187,13 +187,14 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
   public static let serviceNotCommunicating = ResultCode(-87)
   /// ESKT_LASSOIDEXPIRED (-88): Lasso id expired.
   public static let lassoIdExpired = ResultCode(-88)
-  /// ESKT_LASSOIDTNOTMATCHING (-89): Lasso id mismatch. The stray T is in the SDK's own name (§1); the
-  /// Swift name drops it.
+  /// ESKT_LASSOIDTNOTMATCHING (-89): Lasso id mismatch. The stray T is in the SDK's own name
+  /// (docs/capture-sdk.md §1); the Swift name drops it.
   public static let lassoIdNotMatching = ResultCode(-89)
   /// ESKT_LASSOIDALREADYSET (-90): device already has a Lasso id.
   public static let lassoIdAlreadySet = ResultCode(-90)
-  /// Same value as `lassoIdAlreadySet`: the 2023 JSON, JS 1.3.50 and the 2021 iOS header name it so (§1).
-  /// ESKT_OVERLAYVIEWNOTSET (-90): SocketCam overlay view not set (older name for -90).
+  /// Same value as `lassoIdAlreadySet`: the 2023 JSON, JS 1.3.50 and the 2021 iOS header name it so
+  /// (docs/capture-sdk.md §1). ESKT_OVERLAYVIEWNOTSET (-90): SocketCam overlay view not set (older name for
+  /// -90).
   public static let overlayViewNotSet = ResultCode(-90)
   /// ESKT_CANCEL (-91): operation cancelled (also: SocketCam view closed without scan).
   public static let cancel = ResultCode(-91)
@@ -214,7 +215,7 @@ public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
   /// ESKT_BLUETOOTHPERMISSIONMISSING (-99): host Bluetooth permission missing.
   public static let bluetoothPermissionMissing = ResultCode(-99)
 
-  /// Every row of capture-sdk.md §1 in its order (descending value). -90 appears twice: the 2026 name
+  /// Every row of docs/capture-sdk.md §1 in its order (descending value). -90 appears twice: the 2026 name
   /// ESKT_LASSOIDALREADYSET first (so `name` returns it), then the older ESKT_OVERLAYVIEWNOTSET.
   public static let all: [(code: ResultCode, name: String, meaning: String)] = [
     (.lassoDisabled, "ESKT_LASSODISABLED", "warning: Lasso feature switched off"),

@@ -1,5 +1,5 @@
-// Enumerations used as property values (capture-sdk.md §7). Every enum carries the SDK's real number as its
-// raw value and a kebab-case `cliName` the CLI prints and parses; `parse` accepts either.
+// Enumerations used as property values (docs/capture-sdk.md §7). Every enum carries the SDK's real number as
+// its raw value and a kebab-case `cliName` the CLI prints and parses; `parse` accepts either.
 
 /// A property-value enum: real SDK numbers as raw values, plus the CLI spelling.
 public protocol CaptureValueEnum: CaseIterable, Sendable, Hashable, RawRepresentable
@@ -30,7 +30,7 @@ extension CaptureValueEnum {
   }
 }
 
-/// A bit-mask property value (§7.5, §7.6, §7.7, §7.8) with a name for every known bit.
+/// A bit-mask property value (docs/capture-sdk.md §7.5, §7.6, §7.7, §7.8) with a name for every known bit.
 public protocol CaptureOptionSet: OptionSet, Sendable, Hashable
 where RawValue: FixedWidthInteger & Sendable, Element == Self {
   /// Every known bit with its kebab-case name, in bit order.
@@ -68,9 +68,9 @@ extension CaptureOptionSet {
   }
 }
 
-/// TriggerDevice values (capture-sdk.md §7.1): start/stop a read, enable/disable the trigger button.
+/// TriggerDevice values (docs/capture-sdk.md §7.1): start/stop a read, enable/disable the trigger button.
 public enum Trigger: UInt8, CaptureValueEnum {
-  /// Start a read; the scanner keeps reading for about 3 s (S7 note in §7.1).
+  /// Start a read; the scanner keeps reading for about 3 s (S7 note in docs/capture-sdk.md §7.1).
   case start = 1
   case stop = 2
   /// Enable the trigger button.
@@ -78,7 +78,7 @@ public enum Trigger: UInt8, CaptureValueEnum {
   /// Disable the trigger button.
   case disable = 4
   case continuousScan = 5
-  /// Newer than the 2023 sources, which stop at 5 (§7.1).
+  /// Newer than the 2023 sources, which stop at 5 (docs/capture-sdk.md §7.1).
   case continuousScanUntilRead = 6
 
   public var cliName: String {
@@ -98,7 +98,7 @@ public enum Trigger: UInt8, CaptureValueEnum {
   ]
 }
 
-/// The device's trigger mode (§7.1); no property sets it directly.
+/// The device's trigger mode (docs/capture-sdk.md §7.1); no property sets it directly.
 public enum TriggerMode: UInt8, CaptureValueEnum {
   case localOnly = 1
   case remoteAndLocal = 2
@@ -107,7 +107,8 @@ public enum TriggerMode: UInt8, CaptureValueEnum {
   case presentation = 5
 }
 
-/// Power source (PowerStateDevice get and the Power event, §7.2). The state is the low byte of the ulong.
+/// Power source (PowerStateDevice get and the Power event, docs/capture-sdk.md §7.2). The state is the low
+/// byte of the ulong.
 public enum PowerState: UInt8, CaptureValueEnum {
   case unknown = 0
   case onBattery = 1
@@ -121,28 +122,28 @@ public enum PowerState: UInt8, CaptureValueEnum {
   ]
 }
 
-/// LED field of a data confirmation (§7.4).
+/// LED field of a data confirmation (docs/capture-sdk.md §7.4).
 public enum DataConfirmationLed: UInt8, CaptureValueEnum {
   case none = 0
   case green = 1
   case red = 2
 }
 
-/// Beep field of a data confirmation (§7.4).
+/// Beep field of a data confirmation (docs/capture-sdk.md §7.4).
 public enum DataConfirmationBeep: UInt8, CaptureValueEnum {
   case none = 0
   case good = 1
   case bad = 2
 }
 
-/// Rumble field of a data confirmation (§7.4).
+/// Rumble field of a data confirmation (docs/capture-sdk.md §7.4).
 public enum DataConfirmationRumble: UInt8, CaptureValueEnum {
   case none = 0
   case good = 1
   case bad = 2
 }
 
-/// Who acknowledges decoded data (DataConfirmationMode, capture-level byte, §7.4).
+/// Who acknowledges decoded data (DataConfirmationMode, capture-level byte, docs/capture-sdk.md §7.4).
 public enum DataConfirmationMode: UInt8, CaptureValueEnum {
   /// Use the device's own setting.
   case off = 0
@@ -161,14 +162,14 @@ public enum DataConfirmationMode: UInt8, CaptureValueEnum {
   ]
 }
 
-/// LocalAcknowledgmentDevice byte (§7.4): the device acknowledges data itself.
+/// LocalAcknowledgmentDevice byte (docs/capture-sdk.md §7.4): the device acknowledges data itself.
 public enum DeviceDataAcknowledgment: UInt8, CaptureValueEnum {
   case off = 0
   case on = 1
 }
 
-/// DataFormatDevice byte (§7.10). The last four are for NFC readers; the S1 docs say only tagTypeAndId and
-/// tagTypeAndData are accepted.
+/// DataFormatDevice byte (docs/capture-sdk.md §7.10). The last four are for NFC readers; the S1 docs say only
+/// tagTypeAndId and tagTypeAndData are accepted.
 public enum DataFormat: UInt8, CaptureValueEnum {
   case raw = 0
   /// The default.
@@ -179,20 +180,20 @@ public enum DataFormat: UInt8, CaptureValueEnum {
   case tagTypeAndData = 12
 }
 
-/// SecurityModeDevice byte: Bluetooth security (§7.11).
+/// SecurityModeDevice byte: Bluetooth security (docs/capture-sdk.md §7.11).
 public enum SecurityMode: UInt8, CaptureValueEnum {
   case none = 0
   case authentication = 1
   case authenticationEncryption = 2
 }
 
-/// DeletePairingBondingDevice byte (§7.11).
+/// DeletePairingBondingDevice byte (docs/capture-sdk.md §7.11).
 public enum DeletePairing: UInt8, CaptureValueEnum {
   case current = 0
   case all = 1
 }
 
-/// Bluetooth profile (§7.11). The 2023 sources stop at hid.
+/// Bluetooth profile (docs/capture-sdk.md §7.11). The 2023 sources stop at hid.
 public enum ProfileSelect: UInt8, CaptureValueEnum {
   case none = 0
   /// Application (SPP) mode.
@@ -203,14 +204,14 @@ public enum ProfileSelect: UInt8, CaptureValueEnum {
   case coupler = 4
 }
 
-/// Bluetooth role in ProfileConfigDevice (§7.11; the array layout was not found).
+/// Bluetooth role in ProfileConfigDevice (docs/capture-sdk.md §7.11; the array layout was not found).
 public enum ProfileConfigRole: UInt8, CaptureValueEnum {
   case none = 0
   case acceptor = 1
   case initiator = 2
 }
 
-/// DisconnectDevice byte (§7.11).
+/// DisconnectDevice byte (docs/capture-sdk.md §7.11).
 public enum Disconnect: UInt8, CaptureValueEnum {
   case startProfile = 0
   case disableRadio = 1
@@ -218,7 +219,7 @@ public enum Disconnect: UInt8, CaptureValueEnum {
   case makeAvailable = 2
 }
 
-/// ConnectReasonDevice value: why the device connected (§7.11).
+/// ConnectReasonDevice value: why the device connected (docs/capture-sdk.md §7.11).
 public enum ConnectReason: UInt8, CaptureValueEnum {
   case unknown = 0
   case powerOn = 1
@@ -228,20 +229,20 @@ public enum ConnectReason: UInt8, CaptureValueEnum {
   case retry = 5
 }
 
-/// StartUpRoleSPPDevice byte: reconnect-to-last-host behaviour (§7.11).
+/// StartUpRoleSPPDevice byte: reconnect-to-last-host behaviour (docs/capture-sdk.md §7.11).
 public enum StartUpRoleSpp: UInt8, CaptureValueEnum {
   case acceptor = 0
   case lastRole = 1
 }
 
-/// ConnectionBeepConfigDevice byte (§7.11).
+/// ConnectionBeepConfigDevice byte (docs/capture-sdk.md §7.11).
 public enum ConnectBeepConfig: UInt8, CaptureValueEnum {
   case noBeep = 0
   case beep = 1
 }
 
-/// StandConfigDevice ulong (§7.12), current numbering (2026 S1/S2, JS 1.3.50). The 2023 sources numbered
-/// MobileMode from 0 without Disabled.
+/// StandConfigDevice ulong (docs/capture-sdk.md §7.12), current numbering (2026 S1/S2, JS 1.3.50). The 2023
+/// sources numbered MobileMode from 0 without Disabled.
 public enum StandConfig: UInt32, CaptureValueEnum {
   case disabled = 0
   case mobileMode = 1
@@ -257,7 +258,8 @@ public enum StandConfig: UInt32, CaptureValueEnum {
   ]
 }
 
-/// SocketCamStatus capture-level byte (§7.13). Note the inverted order: enable is 0 and disable 1.
+/// SocketCamStatus capture-level byte (docs/capture-sdk.md §7.13). Note the inverted order: enable is 0 and
+/// disable 1.
 public enum SocketCamStatus: UInt8, CaptureValueEnum {
   case enable = 0
   case disable = 1
@@ -269,13 +271,13 @@ public enum SocketCamStatus: UInt8, CaptureValueEnum {
   ]
 }
 
-/// FlashDevice byte: the SocketCam torch (§7.13).
+/// FlashDevice byte: the SocketCam torch (docs/capture-sdk.md §7.13).
 public enum Flash: UInt8, CaptureValueEnum {
   case off = 0
   case on = 1
 }
 
-/// Single Partnership modes (§7.14; the SinglePartnership array layout was not found).
+/// Single Partnership modes (docs/capture-sdk.md §7.14; the SinglePartnership array layout was not found).
 public enum SinglePartnershipMode: UInt8, CaptureValueEnum {
   case disable = 0
   case webApi = 1
@@ -286,7 +288,7 @@ public enum SinglePartnershipMode: UInt8, CaptureValueEnum {
   case deviceId = 5
 }
 
-/// AddDevice byte (§7.15): which radio the add/discovery flow uses.
+/// AddDevice byte (docs/capture-sdk.md §7.15): which radio the add/discovery flow uses.
 public enum BluetoothDiscoveryMode: UInt8, CaptureValueEnum {
   /// Bluetooth Low Energy (S550, S370, S320, S721, …).
   case ble = 1
@@ -299,7 +301,8 @@ public enum BluetoothDiscoveryMode: UInt8, CaptureValueEnum {
   ]
 }
 
-/// Which action a sound or rumble configuration applies to (§7.9); a get sends it as a Byte.
+/// Which action a sound or rumble configuration applies to (docs/capture-sdk.md §7.9); a get sends it as a
+/// Byte.
 public enum SoundActionType: UInt8, CaptureValueEnum {
   case goodRead = 0
   case goodReadLocal = 1
@@ -307,7 +310,7 @@ public enum SoundActionType: UInt8, CaptureValueEnum {
   case badReadLocal = 3
 }
 
-/// Tone frequency in a sound configuration array (§7.9; big-endian uint16 on the wire).
+/// Tone frequency in a sound configuration array (docs/capture-sdk.md §7.9; big-endian uint16 on the wire).
 public enum SoundFrequency: UInt16, CaptureValueEnum {
   case none = 0
   case low = 1
@@ -315,14 +318,14 @@ public enum SoundFrequency: UInt16, CaptureValueEnum {
   case high = 3
 }
 
-/// MonitorMode selector (§7.17; debug service builds only).
+/// MonitorMode selector (docs/capture-sdk.md §7.17; debug service builds only).
 public enum MonitorDbg: UInt8, CaptureValueEnum {
   case level = 1
   case channel = 2
   case fileLineLevel = 3
 }
 
-/// StatisticCountersDevice counter ids (§7.17, `Counter`).
+/// StatisticCountersDevice counter ids (docs/capture-sdk.md §7.17, `Counter`).
 public enum StatisticCounter: Int16, CaptureValueEnum {
   case skip = -1
   case unknown = 0
@@ -358,7 +361,7 @@ public enum StatisticCounter: Int16, CaptureValueEnum {
   case standModeChange = 30
 }
 
-/// ThemeSelectionDevice themes (§7.17; the array layout was not found).
+/// ThemeSelectionDevice themes (docs/capture-sdk.md §7.17; the array layout was not found).
 public enum ThemeSelection: UInt8, CaptureValueEnum {
   case none = 0
   case health = 1
@@ -367,21 +370,22 @@ public enum ThemeSelection: UInt8, CaptureValueEnum {
   case membership = 4
 }
 
-/// LassoStatusDevice byte (§7.17).
+/// LassoStatusDevice byte (docs/capture-sdk.md §7.17).
 public enum LassoDeviceStatus: UInt8, CaptureValueEnum {
   case disable = 0
   case enable = 1
 }
 extension PowerState {
   /// Decodes the PowerStateDevice / Power event ulong: the state is the low byte (`SKTPOWER_GETSTATE`,
-  /// §7.2). A byte that is not a known state gives `.unknown`, the SDK's own "don't know" value.
+  /// docs/capture-sdk.md §7.2). A byte that is not a known state gives `.unknown`, the SDK's own "don't know"
+  /// value.
   public static func from(ulong value: UInt32) -> PowerState {
     PowerState(rawValue: UInt8(value & 0xFF)) ?? .unknown
   }
 }
 
-/// A packed data confirmation: the DataConfirmationDevice set value and DataConfirmationAction (§7.4).
-/// Two bits per field: `(reserved << 6) | (rumble << 4) | (beep << 2) | led`.
+/// A packed data confirmation: the DataConfirmationDevice set value and DataConfirmationAction
+/// (docs/capture-sdk.md §7.4). Two bits per field: `(reserved << 6) | (rumble << 4) | (beep << 2) | led`.
 public struct DataConfirmation: Sendable, Hashable, CustomStringConvertible {
   public var led: DataConfirmationLed
   public var beep: DataConfirmationBeep
@@ -413,9 +417,9 @@ public struct DataConfirmation: Sendable, Hashable, CustomStringConvertible {
     (reserved << 6) | (UInt32(rumble.rawValue) << 4) | (UInt32(beep.rawValue) << 2) | UInt32(led.rawValue)
   }
 
-  /// Green LED, good beep, good rumble: 0x15 (§7.4 example).
+  /// Green LED, good beep, good rumble: 0x15 (docs/capture-sdk.md §7.4 example).
   public static let good = DataConfirmation(led: .green, beep: .good, rumble: .good)
-  /// Red LED, bad beep, bad rumble: 0x2A (§7.4 example).
+  /// Red LED, bad beep, bad rumble: 0x2A (docs/capture-sdk.md §7.4 example).
   public static let bad = DataConfirmation(led: .red, beep: .bad, rumble: .bad)
 
   /// `"led=green,beep=good,rumble=none"`.
@@ -454,7 +458,7 @@ public struct DataConfirmation: Sendable, Hashable, CustomStringConvertible {
   }
 }
 
-/// LocalDecodeActionDevice byte mask (§7.5): what the device does by itself on a decode.
+/// LocalDecodeActionDevice byte mask (docs/capture-sdk.md §7.5): what the device does by itself on a decode.
 public struct LocalDecodeAction: CaptureOptionSet {
   public let rawValue: UInt8
   public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -468,8 +472,8 @@ public struct LocalDecodeAction: CaptureOptionSet {
   ]
 }
 
-/// NotificationsDevice ulong mask (§7.6): which button/power/battery events the device sends. C# and
-/// ScanAPI call the trigger bits ScanButtonPress/Release.
+/// NotificationsDevice ulong mask (docs/capture-sdk.md §7.6): which button/power/battery events the device
+/// sends. C# and ScanAPI call the trigger bits ScanButtonPress/Release.
 public struct Notifications: CaptureOptionSet {
   public let rawValue: UInt32
   public init(rawValue: UInt32) { self.rawValue = rawValue }
@@ -488,8 +492,8 @@ public struct Notifications: CaptureOptionSet {
   ]
 }
 
-/// ButtonsStatusDevice value and Buttons event (§7.7). On single-trigger devices the trigger shows as
-/// `middle`.
+/// ButtonsStatusDevice value and Buttons event (docs/capture-sdk.md §7.7). On single-trigger devices the
+/// trigger shows as `middle`.
 public struct ButtonsState: CaptureOptionSet {
   public let rawValue: UInt8
   public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -499,7 +503,7 @@ public struct ButtonsState: CaptureOptionSet {
   public static let middle = ButtonsState(rawValue: 0x04)
   public static let power = ButtonsState(rawValue: 0x08)
   /// 0x10 as in S2, S4 and ScanAPI's `SKTBUTTON_ISRINGDETACHED`; the 2026 iOS header's 0x16 is taken to
-  /// be a typo (§7.7).
+  /// be a typo (docs/capture-sdk.md §7.7).
   public static let ringDetach = ButtonsState(rawValue: 0x10)
 
   public static let namedMembers: [(name: String, value: ButtonsState)] = [
@@ -507,7 +511,7 @@ public struct ButtonsState: CaptureOptionSet {
   ]
 }
 
-/// The timer mask, first element of the TimersDevice array (§7.8).
+/// The timer mask, first element of the TimersDevice array (docs/capture-sdk.md §7.8).
 public struct TimerMask: CaptureOptionSet {
   public let rawValue: UInt16
   public init(rawValue: UInt16) { self.rawValue = rawValue }
@@ -523,9 +527,9 @@ public struct TimerMask: CaptureOptionSet {
   ]
 }
 
-/// A battery level (BatteryLevelDevice get and BatteryLevel event, §7.3), in the ScanAPI layout:
-/// current = `(v>>8)&0xFF`, minimum = `(v>>16)&0xFF`, maximum = `(v>>24)&0xFF`. The sources disagree on
-/// where min and max sit but agree that current is byte 1.
+/// A battery level (BatteryLevelDevice get and BatteryLevel event, docs/capture-sdk.md §7.3), in the ScanAPI
+/// layout: current = `(v>>8)&0xFF`, minimum = `(v>>16)&0xFF`, maximum = `(v>>24)&0xFF`. The sources disagree
+/// on where min and max sit but agree that current is byte 1.
 public struct BatteryLevel: Sendable, Hashable, CustomStringConvertible {
   public var current: UInt8
   public var minimum: UInt8
@@ -544,7 +548,7 @@ public struct BatteryLevel: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// Accepts what a device or service reports: Android sends a plain percentage instead of the packed
-  /// value, so a value ≤ 0xFF is read as a percentage of 0…100 (S2's rule in §7.3).
+  /// value, so a value ≤ 0xFF is read as a percentage of 0…100 (S2's rule in docs/capture-sdk.md §7.3).
   public init(reported value: UInt32) {
     if value > 0xFF {
       self.init(packed: value)
@@ -557,8 +561,8 @@ public struct BatteryLevel: Sendable, Hashable, CustomStringConvertible {
     (UInt32(maximum) << 24) | (UInt32(minimum) << 16) | (UInt32(current) << 8)
   }
 
-  /// current × 100 ÷ (max − min), the formula of the §7.3 docs, clamped to 0…100. When max ≤ min the
-  /// range is meaningless, and `current` is taken to be a percentage already.
+  /// current × 100 ÷ (max − min), the formula of the docs/capture-sdk.md §7.3 docs, clamped to 0…100. When
+  /// max ≤ min the range is meaningless, and `current` is taken to be a percentage already.
   public var percent: Int {
     let range = Int(maximum) - Int(minimum)
     guard range > 0 else { return min(100, Int(current)) }

@@ -25,7 +25,8 @@ public final class DeviceSupervisor: Sendable {
   var backlog: EventQueue { queue }
   private let request: OpenRequest
   private let opener: any DeviceOpener
-  /// Run on each opening before its events are forwarded (listen's notification setup, SDK §7.6).
+  /// Run on each opening before its events are forwarded (listen's notification setup, SDK
+  /// docs/capture-sdk.md §7.6).
   private let onOpen: @Sendable (any Device) async -> Void
   private let store: StateStore
   private let backoff: Backoff

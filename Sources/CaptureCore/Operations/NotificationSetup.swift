@@ -1,5 +1,5 @@
-/// Turning on the NotificationsDevice bits a listener needs (capture-sdk.md §7.6): the Power, Buttons and
-/// BatteryLevel events "need the Notifications bit" (§4.1). The SDK's rule is to read the setting first
+/// Turning on the NotificationsDevice bits a listener needs (docs/capture-sdk.md §7.6): the Power, Buttons
+/// and BatteryLevel events "need the Notifications bit" (§4.1). The SDK's rule is to read the setting first
 /// and set it only when it differs; the new value keeps every bit that was already on (another
 /// application, or the user, may rely on it) and adds the wanted ones.
 public enum NotificationSetup {
@@ -8,7 +8,7 @@ public enum NotificationSetup {
 
   /// The bits that make a device send these event kinds: BatteryLevelChange for batteryLevel,
   /// PowerState for power, the four button bits (trigger and power button, press and release) for
-  /// buttons (§7.6).
+  /// buttons (docs/capture-sdk.md §7.6).
   public static func bits(for kinds: Set<EventKind>) -> Notifications {
     var bits = Notifications()
     if kinds.contains(.batteryLevel) { bits.formUnion(.batteryLevelChange) }

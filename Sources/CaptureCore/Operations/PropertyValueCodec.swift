@@ -1,5 +1,5 @@
 /// Converts between command-line text and typed property values. The value's type comes from the
-/// property id's set-type bits (capture-sdk.md §2.1); where the SDK defines a value enum for a property
+/// property id's set-type bits (docs/capture-sdk.md §2.1); where the SDK defines a value enum for a property
 /// (§7), its names are accepted as well as numbers.
 public enum PropertyValueCodec {
   /// How many command-line words a `set` of this property takes (data-source: SOURCE STATUS).
@@ -19,7 +19,7 @@ public enum PropertyValueCodec {
     }
   }
 
-  /// The value to send with a get (capture-sdk.md §2.2 "Get" column, §6.3 for data sources).
+  /// The value to send with a get (docs/capture-sdk.md §2.2 "Get" column, §6.3 for data sources).
   public static func getArgument(_ property: PropertyID, _ words: [String]) throws(CaptureError)
     -> PropertyValue
   {
@@ -67,7 +67,7 @@ public enum PropertyValueCodec {
     }
   }
 
-  /// Values of properties the SDK gives an enum or flag set for (capture-sdk.md §7).
+  /// Values of properties the SDK gives an enum or flag set for (docs/capture-sdk.md §7).
   static func namedValue(_ p: PropertyID, _ word: String) throws(CaptureError) -> PropertyValue? {
     func need<T>(_ value: T?, _ what: String) throws(CaptureError) -> T {
       guard let value else {

@@ -1,13 +1,13 @@
 /// The SDK's device manager as `get manager …` / `set manager …` open it: the handle whose properties
-/// have scope "DeviceManager" (capture-sdk.md §2.2). Of those, capture keeps only Favorite (§7.16),
+/// have scope "DeviceManager" (docs/capture-sdk.md §2.2). Of those, capture keeps only Favorite (§7.16),
 /// stored in the state file under its lock; StartDiscovery, UniqueDeviceIdentifier and
 /// Connect/DisconnectDiscoveredDevice drive the SDK's own BLE manager, which `discover` and `connect`
 /// replace here, so they answer ESKT_NOTSUPPORTED like every property outside a capability table.
 /// A property of another scope (a device's friendly-name, Capture's socket-cam-status) sent to this
-/// handle is also NOTSUPPORTED: the SDK judges a property by the handle it is sent on (ARCHITECTURE.md
+/// handle is also NOTSUPPORTED: the SDK judges a property by the handle it is sent on (docs/architecture.md
 /// §2 "everything else answers ESKT_NOTSUPPORTED"), it is not a usage error.
 public final class DeviceManagerHandle: Device, Sendable {
-  /// The SDK's BLE device manager type (capture-sdk.md §5: DeviceManagerBle 0x1050001), the only
+  /// The SDK's BLE device manager type (docs/capture-sdk.md §5: DeviceManagerBle 0x1050001), the only
   /// device-manager type the SDK defines.
   public static let deviceInfo = DeviceInfo(
     id: DeviceSelector.deviceManagerWord, name: "Device Manager", type: .deviceManagerBle)

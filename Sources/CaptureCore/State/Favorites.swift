@@ -1,7 +1,7 @@
-/// The device manager's Favorite setting (capture-sdk.md §7.16, property 0x00050201, a string):
+/// The device manager's Favorite setting (docs/capture-sdk.md §7.16, property 0x00050201, a string):
 /// `"*"` auto-connects any Socket Mobile device found, `""` turns auto-connect off, otherwise a `;`
 /// separated list of identifiers. The SDK lists peripheral UUIDs; on Linux a device is identified the
-/// way the state file keys it (ARCHITECTURE.md §2 State): a Bluetooth address or a transport URI.
+/// way the state file keys it (docs/architecture.md §2 State): a Bluetooth address or a transport URI.
 public enum Favorites: Sendable, Hashable {
   case off
   case anySocketMobile

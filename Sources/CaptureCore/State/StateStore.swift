@@ -5,7 +5,7 @@ import FoundationEssentials
 #endif
 
 /// A device `capture connect` remembered. Keyed by Bluetooth address or transport URI, never by the
-/// SDK's per-connection GUID (ARCHITECTURE.md §2 State).
+/// SDK's per-connection GUID (docs/architecture.md §2 State).
 public struct RememberedDevice: Codable, Sendable, Hashable {
   public var id: String
   public var alias: String?
@@ -30,9 +30,10 @@ public struct RememberedDevice: Codable, Sendable, Hashable {
   }
 }
 
-/// SocketCam's persisted settings: a set survives the process (issue: "the set persists in the state file").
+/// SocketCam's persisted settings: a set survives the process (the state file, docs/architecture.md §2
+/// State).
 public struct SocketCamSettings: Codable, Sendable, Hashable {
-  /// SocketCamStatus value: 0 enable, 1 disable (capture-sdk.md §7.13, inverted on purpose).
+  /// SocketCamStatus value: 0 enable, 1 disable (docs/capture-sdk.md §7.13, inverted on purpose).
   public var status: UInt8 = 0
   public var friendlyName: String? = nil
   /// Data source id (decimal string) → DataSourceStatus raw value; absent means the default.
@@ -248,7 +249,7 @@ public struct StateStore: Sendable {
     }
   }
 
-  /// Remembers `device`, replacing any entry with its id (one entry per device, ARCHITECTURE.md §2
+  /// Remembers `device`, replacing any entry with its id (one entry per device, docs/architecture.md §2
   /// State). `keepingAlias`: a device remembered without an alias keeps the one it had (an automatic
   /// reconnect must not drop the user's name for it).
   public func remember(_ device: RememberedDevice, keepingAlias: Bool = false) throws(CaptureError) {

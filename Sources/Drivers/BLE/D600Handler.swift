@@ -38,7 +38,7 @@ final class D600Handler: BLEFamilyHandler {
     return [scan.path: .d600ScanData, config.path: .d600Config]
   }
 
-  /// Scanner mode (config AE 07, §2.3): without it the D600 sends no scan data.
+  /// Scanner mode (config AE 07, docs/device-protocols.md §2.3): without it the D600 sends no scan data.
   func broughtUp(_ gatt: BLEGatt) async throws(CaptureError) {
     let answer = try await config.command(
       D600ConfigCommand.operatingMode.rawValue, [D600OperatingMode.scanner])
@@ -84,8 +84,8 @@ final class D600Handler: BLEFamilyHandler {
     guard property == .deviceSpecific else {
       throw .notSupported("\(gatt.deviceName) does not support \(property.cliName) (\(property.hex))")
     }
-    // A raw D600 config command: first byte the command code, the rest its payload (§2.6); the
-    // answer's data comes back. Register read = 0E <addr>, write = 0D <addr> <bytes>.
+    // A raw D600 config command: first byte the command code, the rest its payload (docs/device-protocols.md
+    // §2.6); the answer's data comes back. Register read = 0E <addr>, write = 0D <addr> <bytes>.
     guard case .array(let bytes) = argument, let command = bytes.first else {
       throw .invalidParameter("device-specific needs the command bytes (e.g. 0e 01)")
     }
@@ -124,9 +124,9 @@ final class D600Handler: BLEFamilyHandler {
     }
   }
 
-  /// D600 scan-control opcodes A1/A0/A3 (§2.5). Their exact semantics are not public: this follows the
-  /// SpringCore CONTROL class they coincide with (A0 READER_STOP, A1 reader start) and TS's use of A3 for
-  /// the automatic mode.
+  /// D600 scan-control opcodes A1/A0/A3 (docs/device-protocols.md §2.5). Their exact semantics are not
+  /// public: this follows the SpringCore CONTROL class they coincide with (A0 READER_STOP, A1 reader start)
+  /// and TS's use of A3 for the automatic mode.
   func trigger(_ action: Trigger, _ gatt: BLEGatt) async throws(CaptureError) {
     switch action {
     case .start: try await scanControl(D600Control.scanMode(0xA1), gatt)
@@ -155,7 +155,7 @@ final class D600Handler: BLEFamilyHandler {
   }
 
   /// D600 scan data: the 2-hex-digit family names the tag type; malformed and oversized frames are
-  /// reported as errors with their bytes kept, never dropped silently (§2.4).
+  /// reported as errors with their bytes kept, never dropped silently (docs/device-protocols.md §2.4).
   private func emit(_ event: D600ScanEvent) {
     switch event {
     case .frame(let frame):

@@ -49,7 +49,7 @@ final class S550Handler: BLEFamilyHandler {
   }
 
   /// B0 tag read / B1 inserted carry the tag; the data is the tag's data when it has some, else its
-  /// UID (§3.4). A removal is not a read.
+  /// UID (docs/device-protocols.md §3.4). A removal is not a read.
   private func emit(_ event: DirectEvent) {
     switch event {
     case .message(let message):

@@ -6,15 +6,17 @@ import CaptureCore
 /// bluetoothd is absent, and this host's adapter address for the pairing barcodes.
 public enum ClassicDiscovery {
   /// The SDP service class Windows recognises Bluetooth barcode scanners in SPP mode by, which Socket
-  /// Mobile Classic scanners list (device-protocols.md §5.3, MS barcode-scanner-bluetooth-service-uuids).
+  /// Mobile Classic scanners list (docs/device-protocols.md §5.3, MS
+  /// barcode-scanner-bluetooth-service-uuids).
   public static let scannerServiceClass = UUID128("A1220169-E854-473E-9CB5-873ACBDF1F13")!
 
   /// How a device was recognised as a Socket Mobile scanner; the raw value is the `recognizedBy` JSON
   /// value of `discover`.
   public enum Recognition: String, Sendable, Equatable {
-    /// `Socket <model> [xxxxxx]` (§5.1).
+    /// `Socket <model> [xxxxxx]` (docs/device-protocols.md §5.1).
     case name
-    /// SDP service class `scannerServiceClass` (§5.3): from an SDP search, or bluetoothd's Device1.UUIDs.
+    /// SDP service class `scannerServiceClass` (docs/device-protocols.md §5.3): from an SDP search, or
+    /// bluetoothd's Device1.UUIDs.
     case serviceClass
   }
 
@@ -32,7 +34,7 @@ public enum ClassicDiscovery {
   }
 
   /// `Socket <model> [xxxxxx]`, xxxxxx being the last 6 hex digits of the BD address
-  /// (device-protocols.md §5.1, e.g. `Socket 7Xi [0A1B2C]`, `Socket CHS [0A1B2C]`).
+  /// (docs/device-protocols.md §5.1, e.g. `Socket 7Xi [0A1B2C]`, `Socket CHS [0A1B2C]`).
   public static func isSocketMobileName(_ name: String) -> Bool {
     guard name.hasPrefix("Socket "), name.hasSuffix("]"), let open = name.lastIndex(of: "[") else {
       return false

@@ -7,15 +7,16 @@ import Synchronization
   import Glibc
 #endif
 
-/// A Socket Mobile Bluetooth Classic scanner in SPP mode over an RFCOMM socket (issue 4 deliverable 1;
-/// device-protocols.md §5). Two ways to make the link:
+/// A Socket Mobile Bluetooth Classic scanner in SPP mode over an RFCOMM socket (docs/device-protocols.md §5).
+/// Two ways to make the link:
 /// - `initiate`: the scanner is in SPP acceptor mode (`#FNB00F40000#`) and this host connects to it:
 ///   SDP finds the channel of its Serial Port service (class 0x1101), then RFCOMM connects.
 /// - `accept`: the scanner is in SPP initiator mode (`#FNI<host address>#`) and connects to this host:
 ///   an RFCOMM server socket on a channel waits for it.
 ///
 /// The data is the SPP byte stream, parsed by `SPPFrameParser` like a tty's. Host→scanner commands in
-/// SPP mode are not public (§5.3), so it only listens. All calls go through `BluetoothSystem`.
+/// SPP mode are not public (docs/device-protocols.md §5.3), so it only listens. All calls go through
+/// `BluetoothSystem`.
 ///
 /// SDP decision: no fallback to a guessed channel. SDP runs over the same ACL link as RFCOMM, so when
 /// it cannot reach the scanner RFCOMM cannot either; and a device that answers SDP without a Serial
@@ -130,7 +131,7 @@ public final class ClassicSPPScanner: Device, Sendable {
   }
 
   /// A remembered scanner opened for `get`/`set` only: no RFCOMM link is made, because no property
-  /// comes over SPP (host→scanner commands are not public, device-protocols.md §5.3): the address is
+  /// comes over SPP (host→scanner commands are not public, docs/device-protocols.md §5.3): the address is
   /// known and the friendly name comes from bluetoothd or an HCI name request.
   public static func forProperties(
     _ address: BluetoothAddress, request: OpenRequest, system: any BluetoothSystem = LibBluetoothSystem(),
@@ -201,9 +202,10 @@ public final class ClassicSPPScanner: Device, Sendable {
     self.reconnects = reconnects
     self.connectTimeout = connectTimeout
     self.reader = reader
-    // A Classic scanner's model is not on the wire in SPP mode (§5.3): type None, as for serial. Its
-    // Bluetooth name ("Socket 7Xi [0A1B2C]", from discovery or the state file) names the model, when
-    // known; the placeholder below (remembered as the name of a scanner connected without one) does not.
+    // A Classic scanner's model is not on the wire in SPP mode (docs/device-protocols.md §5.3): type None, as
+    // for serial. Its Bluetooth name ("Socket 7Xi [0A1B2C]", from discovery or the state file) names the
+    // model, when known; the placeholder below (remembered as the name of a scanner connected without one)
+    // does not.
     let placeholder = "Bluetooth SPP scanner \(peer)"
     self.info = DeviceInfo(
       id: peer.description, name: name ?? placeholder, type: .none, model: name == placeholder ? nil : name)
@@ -230,7 +232,7 @@ public final class ClassicSPPScanner: Device, Sendable {
   public func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
     if property == .friendlyNameDevice {
       throw .notSupported(
-        "\(info.name): the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (device-protocols.md §5.3)"
+        "\(info.name): the friendly name of a Classic scanner cannot be set: host→scanner commands in SPP mode are not public (docs/device-protocols.md §5.3)"
       )
     }
     throw unsupported(property)

@@ -1,7 +1,7 @@
 import Bluetooth
 
 /// The command barcode texts that put a Socket Mobile Classic scanner in SPP initiator mode towards
-/// this host (device-protocols.md §5.2: 1D scanners read Code 128 `#FNI<addr>#`, 2D scanners read
+/// this host (docs/device-protocols.md §5.2: 1D scanners read Code 128 `#FNI<addr>#`, 2D scanners read
 /// `#FNC SPP Initiator <addr>#`; the address is 12 hex digits without colons).
 public struct PairingCode: Sendable, Equatable {
   public var host: BluetoothAddress

@@ -1,11 +1,11 @@
-// The DMCC wire format (Cognex DataMan Control Commands), device-protocols.md §7. Pure and
+// The DMCC wire format (Cognex DataMan Control Commands), docs/device-protocols.md §7. Pure and
 // import-free so it can be table-tested and fuzzed without a socket.
 
-/// One DMCC command line: `header command [arguments] footer` (§7 "Command syntax").
+/// One DMCC command line: `header command [arguments] footer` (docs/device-protocols.md §7 "Command syntax").
 public struct DMCCCommand: Sendable, Equatable {
   /// The command and its arguments, already quoted where needed (`GET DEVICE.NAME`).
   public var text: String
-  /// Append the checksum byte (header `||1…>`, §7 "Header").
+  /// Append the checksum byte (header `||1…>`, docs/device-protocols.md §7 "Header").
   public var checksum: Bool
   /// Echoed by the reader in the reply header so a reply can be matched to its command.
   public var commandID: Int?
@@ -16,8 +16,8 @@ public struct DMCCCommand: Sendable, Equatable {
     self.commandID = commandID
   }
 
-  /// The header: `||>` with the defaults, else `||checksum:id>` / `||checksum>` (§7 examples `||>`,
-  /// `||0:123>`, `||1>`).
+  /// The header: `||>` with the defaults, else `||checksum:id>` / `||checksum>` (docs/device-protocols.md §7
+  /// examples `||>`, `||0:123>`, `||1>`).
   public var header: String {
     if !checksum && commandID == nil { return "||>" }
     let flag = checksum ? "1" : "0"
@@ -25,9 +25,9 @@ public struct DMCCCommand: Sendable, Equatable {
   }
 
   /// The bytes on the wire. With `checksum`, the last byte before CR LF is the XOR of every byte that
-  /// precedes it on the line — header, command and arguments. §7 says only "XOR of bytes"; taking the
-  /// whole line before the checksum byte is the plain reading (nothing else is excluded by the text).
-  /// To be verified on a reader.
+  /// precedes it on the line — header, command and arguments. docs/device-protocols.md §7 says only "XOR of
+  /// bytes"; taking the whole line before the checksum byte is the plain reading (nothing else is excluded by
+  /// the text). To be verified on a reader.
   public func encoded() -> [UInt8] {
     var bytes = Array(header.utf8) + Array(text.utf8)
     if checksum { bytes.append(DMCC.xor(bytes[...])) }
@@ -42,12 +42,12 @@ public struct DMCCCommand: Sendable, Equatable {
 }
 
 public enum DMCC {
-  /// XOR of the bytes, the DMCC checksum (§7 "Header": checksum 1).
+  /// XOR of the bytes, the DMCC checksum (docs/device-protocols.md §7 "Header": checksum 1).
   public static func xor(_ bytes: ArraySlice<UInt8>) -> UInt8 { bytes.reduce(0, ^) }
 
   /// A DMCC string argument: double quotes, with backslash before quote, backslash and pipe, and
-  /// `\t` `\r` `\n` for tab, CR and LF (§7 "Arguments"). The pipe is escaped because `||` starts a
-  /// header.
+  /// `\t` `\r` `\n` for tab, CR and LF (docs/device-protocols.md §7 "Arguments"). The pipe is escaped because
+  /// `||` starts a header.
   public static func quote(_ text: String) -> String {
     var out = "\""
     for scalar in text.unicodeScalars {
@@ -106,11 +106,11 @@ public enum DMCC {
     return bare ? value : quote(value)
   }
 
-  /// Extended-mode status (§7 "Status codes") → the SKT result code (capture-sdk.md; real negative
-  /// values): 0 ok, 1 a read string (not an error), 100 → -38 COMMUNICATIONERROR, 101 command invalid
-  /// and 102 parameter invalid → -18 INVALIDPARAMETER, 103 → -36 INVALIDCHECKSUM, 104 → -37
-  /// COMMANDDENIED, 105 → -32 NOTAVAILABLE; the rest of the manual's list was not retrieved, so any
-  /// other status is -38.
+  /// Extended-mode status (docs/device-protocols.md §7 "Status codes") → the SKT result code
+  /// (docs/capture-sdk.md; real negative values): 0 ok, 1 a read string (not an error), 100 → -38
+  /// COMMUNICATIONERROR, 101 command invalid and 102 parameter invalid → -18 INVALIDPARAMETER, 103 → -36
+  /// INVALIDCHECKSUM, 104 → -37 COMMANDDENIED, 105 → -32 NOTAVAILABLE; the rest of the manual's list was not
+  /// retrieved, so any other status is -38.
   public static func sktCode(status: Int) -> Int32 {
     switch status {
     case 0, 1: 0
@@ -122,8 +122,9 @@ public enum DMCC {
     }
   }
 
-  /// RFC 2045 base64 (read data in extended mode, §7 "Extended reply"). Line breaks and spaces are
-  /// skipped as RFC 2045 allows; any other character outside the alphabet, or a bad length, is nil.
+  /// RFC 2045 base64 (read data in extended mode, docs/device-protocols.md §7 "Extended reply"). Line breaks
+  /// and spaces are skipped as RFC 2045 allows; any other character outside the alphabet, or a bad length, is
+  /// nil.
   public static func base64Decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
     var out: [UInt8] = []
     out.reserveCapacity(text.count * 3 / 4)
@@ -185,7 +186,8 @@ public enum DMCCMessage: Sendable, Equatable {
   /// Status 1, a reader-initiated read string; `bytes` is the base64-decoded data (the raw data when it
   /// is not base64, so nothing is lost).
   case read(commandID: Int?, bytes: [UInt8])
-  /// A line without a header: silent mode (§7 "Response mode" 0) sends read results as plain text.
+  /// A line without a header: silent mode (docs/device-protocols.md §7 "Response mode" 0) sends read results
+  /// as plain text.
   case plain([UInt8])
   /// A reply whose checksum byte does not match: the SKT answer is INVALIDCHECKSUM (-36).
   case badChecksum(commandID: Int?)
@@ -231,7 +233,7 @@ public struct DMCCResponseParser: Sendable {
     let bar = UInt8(ascii: "|")
     guard line.count >= 2, line[0] == bar, line[1] == bar else { return .plain(line) }
     // ||checksum:id[status]data — checksum and id are optional digits (the reader echoes the
-    // command's header, §7 "Extended reply").
+    // command's header, docs/device-protocols.md §7 "Extended reply").
     var i = 2
     func number() -> Int? {
       var value = 0

@@ -6,7 +6,7 @@ import Synchronization
 #endif
 
 /// What DMCC is carried over: a TCP connection (port 23) or a serial line — RS-232 or the USB COM port
-/// of a DataMan (device-protocols.md §7 "Transports"). The DataMan driver talks to this only.
+/// of a DataMan (docs/device-protocols.md §7 "Transports"). The DataMan driver talks to this only.
 protocol DMCCLink: AnyObject, Sendable {
   /// host:port or the tty path, for messages.
   var endpoint: String { get }

@@ -5,10 +5,10 @@ import Synchronization
   import Glibc
 #endif
 
-/// A Cognex DataMan reader over DMCC on TCP (`tcp://HOST[:PORT]`, port 23 by default; device-protocols.md
-/// §7). Commands go out with a command id in the header so every extended reply is matched to its
-/// command; a reader thread parses the stream, answers waiting commands and turns read results into
-/// `decodedData` events.
+/// A Cognex DataMan reader over DMCC on TCP (`tcp://HOST[:PORT]`, port 23 by default;
+/// docs/device-protocols.md §7). Commands go out with a command id in the header so every extended reply is
+/// matched to its command; a reader thread parses the stream, answers waiting commands and turns read results
+/// into `decodedData` events.
 public final class DataManReader: Device {
   public let info: DeviceInfo
   public var events: AsyncStream<Event> { queue.stream }
@@ -58,8 +58,8 @@ public final class DataManReader: Device {
 
   static func symbolParameter(_ source: DataSource) -> String? { symbols.first { $0.0 == source }?.1 }
 
-  /// Connects, switches the reader to extended responses (`SET COM.DMCC-RESPONSE 1`, §7 "Response
-  /// mode") and reads DEVICE.TYPE and DEVICE.NAME for the arrival.
+  /// Connects, switches the reader to extended responses (`SET COM.DMCC-RESPONSE 1`, docs/device-protocols.md
+  /// §7 "Response mode") and reads DEVICE.TYPE and DEVICE.NAME for the arrival.
   public static func open(host: String, port: UInt16, request: OpenRequest) async throws(CaptureError)
     -> DataManReader
   {
@@ -82,7 +82,7 @@ public final class DataManReader: Device {
   }
 
   /// A DataMan on a serial line (`serial:/dev/PATH?protocol=dmcc[&baud=N]`): the same DMCC, over RS-232
-  /// or the reader's USB COM port (device-protocols.md §7 "Transports").
+  /// or the reader's USB COM port (docs/device-protocols.md §7 "Transports").
   public static func open(serialPath path: String, parameters: [String: String], request: OpenRequest)
     async throws(CaptureError) -> DataManReader
   {
@@ -125,7 +125,7 @@ public final class DataManReader: Device {
       }
     }
     let (model, name) = (greeting.model, greeting.name)
-    // DeviceType.none: the SDK has no device type value for a Cognex reader (capture-sdk.md lists
+    // DeviceType.none: the SDK has no device type value for a Cognex reader (docs/capture-sdk.md lists
     // Socket Mobile models only); the reader's own DEVICE.TYPE (DM8072, …) is the model.
     let info = DeviceInfo(
       id: id, name: name.isEmpty ? "DataMan \(model)" : name, type: .none, model: model.isEmpty ? nil : model)
@@ -217,7 +217,8 @@ public final class DataManReader: Device {
     }
   }
 
-  /// `TRIGGER ON` / `TRIGGER OFF` (§7 "Commands"); the read result arrives later as a status-1 line.
+  /// `TRIGGER ON` / `TRIGGER OFF` (docs/device-protocols.md §7 "Commands"); the read result arrives later as
+  /// a status-1 line.
   public func trigger(_ action: Trigger) async throws(CaptureError) {
     switch action {
     case .start: _ = try await command("TRIGGER ON")
@@ -404,7 +405,8 @@ public final class DataManReader: Device {
     case .read(_, let bytes):
       yieldRead(bytes)
     case .plain(let bytes):
-      // A line without a header is a silent-mode read result (§7 "Response mode" 0): kept, not dropped.
+      // A line without a header is a silent-mode read result (docs/device-protocols.md §7 "Response mode" 0):
+      // kept, not dropped.
       yieldRead(bytes)
     case .badChecksum(let id):
       let error = CaptureError(.invalidChecksum, "\(connection.endpoint): a DMCC reply had a bad checksum")

@@ -5,7 +5,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// A TCP client socket for DMCC (device-protocols.md §7: Telnet port, 23 by default). Nothing blocks
+/// A TCP client socket for DMCC (docs/device-protocols.md §7: Telnet port, 23 by default). Nothing blocks
 /// without a bound: connect waits in poll(2) with a deadline, reads wait in poll with a timeout so the
 /// caller can notice cancellation and deadlines. These calls block their thread, so they run on the
 /// reader thread or the `BlockingExecutor`, never on the cooperative pool. errno becomes an SKT code

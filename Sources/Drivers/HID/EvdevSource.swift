@@ -4,7 +4,7 @@ import CaptureCore
   import Glibc
 #endif
 
-/// The system calls an evdev reader makes, behind one seam (ARCHITECTURE.md §5.2): EVIOCGRAB,
+/// The system calls an evdev reader makes, behind one seam (docs/architecture.md §5.2): EVIOCGRAB,
 /// EVIOCGNAME and EVIOCGID need a real input device, which tests and this machine do not have, so
 /// tests substitute a fake that hands out a FIFO or socketpair descriptor and answers the ioctls.
 public protocol EvdevSystem: Sendable {

@@ -63,11 +63,10 @@ public struct WedgeSettings: Sendable, Equatable {
   }
 }
 
-/// A keyboard-wedge barcode scanner read from evdev (`hid:/dev/input/eventN`, `hid:auto`; issue 4
-/// deliverable 4). It types codes as key presses; the driver grabs the device (EVIOCGRAB) so scans do
-/// not also land in the focused window, translates keys with the scanner's keymap and reports each
-/// code as decodedData. A keyboard has no command channel, so trigger and every settable property
-/// answer NOTSUPPORTED.
+/// A keyboard-wedge barcode scanner read from evdev (`hid:/dev/input/eventN`, `hid:auto`). It types codes as
+/// key presses; the driver grabs the device (EVIOCGRAB) so scans do not also land in the focused window,
+/// translates keys with the scanner's keymap and reports each code as decodedData. A keyboard has no command
+/// channel, so trigger and every settable property answer NOTSUPPORTED.
 public final class KeyboardWedge: Device, Sendable {
   public let info: DeviceInfo
   public var events: AsyncStream<Event> { channel.events }
@@ -80,7 +79,8 @@ public final class KeyboardWedge: Device, Sendable {
   private let channel: EventChannel
   private let reader: ReaderThread
 
-  /// How often a reconnecting scanner looks for its device node (issue 4: "listen waits for it").
+  /// How often a reconnecting scanner looks for its device node (`listen` waits for it, docs/architecture.md
+  /// §1).
   static let reconnectMicroseconds: useconds_t = 250_000
 
   public var capabilities: Capabilities {
@@ -138,7 +138,7 @@ public final class KeyboardWedge: Device, Sendable {
     self.reconnects = reconnects
     self.system = system
     self.warn = warn
-    // No published device type has a keyboard interface (capture-sdk.md §5.2): type None (0), and the
+    // No published device type has a keyboard interface (docs/capture-sdk.md §5.2): type None (0), and the
     // input device's name as the model.
     self.info = DeviceInfo(id: selector, name: name, type: .none, model: model)
     self.reader = ReaderThread(label: "capture.hid.\(path)")

@@ -1,10 +1,11 @@
-// The byte-stream side of a Socket scanner in SPP mode (device-protocols.md §5.3) and of any serial
+// The byte-stream side of a Socket scanner in SPP mode (docs/device-protocols.md §5.3) and of any serial
 // scanner that sends plain text lines. Pure Swift, no imports: it is fed bytes and returns events, so
 // it can be table-tested, fuzzed and benchmarked without a tty.
 
 /// How the stream is delimited (the `framing=` selector parameter).
 public enum SPPFraming: String, Sendable, CaseIterable {
-  /// STX (0x02) + 2-byte big-endian total length + header + payload + trailer + ETX (0x03), §5.3.
+  /// STX (0x02) + 2-byte big-endian total length + header + payload + trailer + ETX (0x03),
+  /// docs/device-protocols.md §5.3.
   case stx
   /// Text terminated by CR, LF or CRLF.
   case line
@@ -24,7 +25,7 @@ public enum SPPEvent: Sendable, Equatable {
 
 /// An incremental parser: `feed` any split of the stream, `finish` at its end.
 ///
-/// Rules (device-protocols.md §5.3 and issue 4 "Bad input and faults"):
+/// Rules (docs/device-protocols.md §5.3; hostile input is normal input, docs/architecture.md §2):
 /// - A framed candidate is a frame only if its ETX sits exactly at the stated total length and that
 ///   length is at most `maxFrameLength`; otherwise its STX is treated as garbage and the bytes after
 ///   it are scanned again for the next STX. So a length that lies costs one candidate, never more
@@ -46,7 +47,8 @@ public struct SPPFrameParser: Sendable {
   static let lf: UInt8 = 0x0A
   /// No frame or line is longer than this: the parser never buffers more for one record.
   public static let maxFrameLength = 4096
-  /// §5.3 capture: STX, two length bytes, then a 15-byte header before the barcode text.
+  /// docs/device-protocols.md §5.3 capture: STX, two length bytes, then a 15-byte header before the barcode
+  /// text.
   public static let textOffset = 3 + 15
   /// STX + length + header + ETX: a shorter frame cannot carry text where the capture puts it.
   public static let minimumCodeFrameLength = textOffset + 1
@@ -235,8 +237,8 @@ public struct SPPFrameParser: Sendable {
 
   /// Extracts the text of a complete frame (its ETX already checked).
   ///
-  /// The meaning of the header and trailer bytes is Unknown (§5.3). The heuristic, from the one
-  /// captured frame: the text starts after the 15-byte header and ends at the first CR that is
+  /// The meaning of the header and trailer bytes is Unknown (docs/device-protocols.md §5.3). The heuristic,
+  /// from the one captured frame: the text starts after the 15-byte header and ends at the first CR that is
   /// followed by `]` (the AIM-like trailer `]C0…`); without such a trailer the text runs to the ETX.
   /// The AIM identifier, when present and in `aimSources`, gives the data source.
   public static func decodeFrame(_ frame: [UInt8]) -> SPPEvent {
@@ -259,7 +261,7 @@ public struct SPPFrameParser: Sendable {
   }
 
   /// AIM symbology identifiers (ISO/IEC 15424: `]` + code character + modifier) whose symbology is
-  /// unambiguous, to SDK data source ids (capture-sdk.md DataSource). Identifiers shared by several
+  /// unambiguous, to SDK data source ids (docs/capture-sdk.md DataSource). Identifiers shared by several
   /// symbologies or with modifiers that change the meaning are left out: NotSpecified beats a guess.
   static let aimSources: [[UInt8]: Int32] = [
     Array("A0".utf8): 11,  // Code 39

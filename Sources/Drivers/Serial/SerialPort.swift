@@ -49,7 +49,7 @@ public struct SerialSettings: Sendable, Equatable {
   }
 }
 
-/// An open tty in raw mode. Owns its descriptor and nothing else (ARCHITECTURE.md §2 transports).
+/// An open tty in raw mode. Owns its descriptor and nothing else (docs/architecture.md §2 transports).
 /// Not thread-safe: one reader owns it.
 final class SerialPort {
   enum ReadResult: Equatable {

@@ -7,9 +7,9 @@ import Synchronization
 #endif
 
 /// A barcode scanner on a tty (`serial:/dev/PATH?baud=N&parity=..&framing=stx|line|auto`): a Socket
-/// scanner in SPP mode over /dev/rfcommN, or any scanner on /dev/ttyACM*, /dev/ttyUSB* (issue 4
-/// deliverables 2 and 3). It only listens: the host→scanner commands of SPP mode are not public
-/// (device-protocols.md §5.3), so trigger and every settable property answer NOTSUPPORTED.
+/// scanner in SPP mode over /dev/rfcommN, or any scanner on /dev/ttyACM*, /dev/ttyUSB*. It only listens: the
+/// host→scanner commands of SPP mode are not public (docs/device-protocols.md §5.3), so trigger and every
+/// settable property answer NOTSUPPORTED.
 public final class SerialScanner: Device, Sendable {
   public let info: DeviceInfo
   public var events: AsyncStream<Event> { channel.events }
@@ -24,7 +24,8 @@ public final class SerialScanner: Device, Sendable {
 
   /// How long the line must stay quiet before a frame still short of its stated length is given up.
   static let stallMilliseconds = 500
-  /// How often a reconnecting scanner looks for its device node (issue 4: "listen waits for it").
+  /// How often a reconnecting scanner looks for its device node (`listen` waits for it, docs/architecture.md
+  /// §1).
   static let reconnectMicroseconds: useconds_t = 250_000
   static let pollMilliseconds: Int32 = 100
 
@@ -69,7 +70,7 @@ public final class SerialScanner: Device, Sendable {
     self.settings = settings
     self.framing = framing
     self.reconnects = reconnects
-    // No published device type has the Serial interface (capture-sdk.md §5.2): type None (0), and as
+    // No published device type has the Serial interface (docs/capture-sdk.md §5.2): type None (0), and as
     // the model what the host knows of the line (the USB adapter's product, else the tty's name).
     self.info = DeviceInfo(
       id: selector, name: "Serial scanner (\(path))", type: .none, model: TTYModel.describe(path: path))

@@ -6,7 +6,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// SocketCam C820, the software scanner (capture-sdk.md §5.2: SocketCamC820 = 5, interface None):
+/// SocketCam C820, the software scanner (docs/capture-sdk.md §5.2: SocketCamC820 = 5, interface None):
 /// decodes frames from images, stdin or a V4L2 camera with ZBar and zxing-cpp.
 public final class SocketCam: Device, @unchecked Sendable {
   public static let defaultName = "SocketCam C820"

@@ -1,7 +1,7 @@
 import CaptureCore
 import Decoders
 
-/// SocketCam's decoders' formats ↔ the SDK's data source ids (capture-sdk.md §6.1).
+/// SocketCam's decoders' formats ↔ the SDK's data source ids (docs/capture-sdk.md §6.1).
 enum SymbologyMap {
   static let pairs: [(BarcodeFormat, DataSource)] = [
     (.aztec, .aztec), (.codabar, .codabar), (.code39, .code39), (.code93, .code93), (.code128, .code128),

@@ -1,4 +1,4 @@
-// BER-like TLVs of SpringCore Smart Reader events (device-protocols.md §3.4, SC-DOC TLV pages, AXM).
+// BER-like TLVs of SpringCore Smart Reader events (docs/device-protocols.md §3.4, SC-DOC TLV pages, AXM).
 
 /// Why a TLV list could not be parsed. Offsets index the input.
 public enum TLVError: Error, Sendable, Hashable {
@@ -13,7 +13,7 @@ public enum TLVError: Error, Sendable, Hashable {
 }
 
 /// Single-byte tags, lengths below 0x80 written directly, 0x81…0x84 followed by 1–4 big-endian length
-/// bytes (device-protocols.md §3.4, SC-DOC, AXM). Non-minimal long forms (`81 05`) are accepted.
+/// bytes (docs/device-protocols.md §3.4, SC-DOC, AXM). Non-minimal long forms (`81 05`) are accepted.
 public enum BerTLV {
   public static func parse(_ bytes: [UInt8]) -> Result<[(tag: UInt8, value: [UInt8])], TLVError> {
     var items: [(tag: UInt8, value: [UInt8])] = []

@@ -1,7 +1,7 @@
 // D600 device-configuration characteristic: block framing, command codes and answers
-// (device-protocols.md §2.6, TS `blocks.service.ts` + `configure.page`, SC-NET `SoMoD600.cs`, AXM).
+// (docs/device-protocols.md §2.6, TS `blocks.service.ts` + `configure.page`, SC-NET `SoMoD600.cs`, AXM).
 
-/// Config command codes (device-protocols.md §2.6, TS `configure.page.html/.ts`; SC-NET for AE).
+/// Config command codes (docs/device-protocols.md §2.6, TS `configure.page.html/.ts`; SC-NET for AE).
 public enum D600ConfigCommand: UInt8, Sendable, CaseIterable {
   /// 1-byte address + value bytes.
   case writeRegister = 0x0D
@@ -19,7 +19,7 @@ public enum D600ConfigCommand: UInt8, Sendable, CaseIterable {
   case getDeviceData = 0x20
   case pushTemporaryConfig = 0x8D
   case resetMCU = 0x8E
-  /// The scan-control commands of §2.5, block-framed (same parameters).
+  /// The scan-control commands of docs/device-protocols.md §2.5, block-framed (same parameters).
   case playSequence = 0x90
   case leds = 0x91
   case buzzer = 0x92
@@ -28,14 +28,14 @@ public enum D600ConfigCommand: UInt8, Sendable, CaseIterable {
   case operatingMode = 0xAE
 }
 
-/// Payloads of command 0F (device-protocols.md §2.6, TS).
+/// Payloads of command 0F (docs/device-protocols.md §2.6, TS).
 public enum D600ResetMagic {
   public static let deleteBonds: [UInt8] = [0xFE, 0xDA, 0xFA, 0xED]
   public static let deleteBondsAndFactoryReset: [UInt8] = [0xDA, 0xFA, 0xED, 0xFE]
   public static let factoryReset: [UInt8] = [0xFE, 0xED, 0xFA, 0xDA]
 }
 
-/// Values of command AE (device-protocols.md §2.6/§2.7, TS, AXM, SC-NET).
+/// Values of command AE (docs/device-protocols.md §2.6/§2.7, TS, AXM, SC-NET).
 public enum D600OperatingMode {
   /// "RFID"/scanner mode, written before enabling scan-data notifications (TS, AXM).
   public static let scanner: UInt8 = 0x07
@@ -47,7 +47,7 @@ public enum D600OperatingMode {
   public static let leavePCSC: UInt8 = 0x00
 }
 
-/// Splits a config command into BLE writes (device-protocols.md §2.6, TS `blocks.service.ts`).
+/// Splits a config command into BLE writes (docs/device-protocols.md §2.6, TS `blocks.service.ts`).
 ///
 /// * First block: byte 0 = (payload bytes in this block + 1) | `0x20` if more blocks follow; byte 1 =
 ///   command; then up to `blockSize - 2` payload bytes.
@@ -56,7 +56,7 @@ public enum D600OperatingMode {
 ///
 /// The low five bits thus count the bytes after byte 0 in every block.
 ///
-/// Discrepancy (device-protocols.md §2.6/§2.9/§8.1): AXM writes `03 AE 07` for command AE with one
+/// Discrepancy (docs/device-protocols.md §2.6/§2.9/§8.1): AXM writes `03 AE 07` for command AE with one
 /// parameter, SC-NET and TS give `02 AE 07`. We follow TS and SC-NET (payload + 1, i.e. the command byte
 /// plus the payload bytes); AXM's 03 would count the header byte too. To be confirmed on hardware.
 public enum D600ConfigBlocks {
@@ -98,23 +98,23 @@ public enum D600ConfigBlocks {
     encode(command: command.rawValue, payload: payload, blockSize: blockSize)
   }
 
-  /// `AE <mode>`: e.g. `[[02 AE 07]]` for scanner mode (device-protocols.md §2.3, TS, SC-NET).
+  /// `AE <mode>`: e.g. `[[02 AE 07]]` for scanner mode (docs/device-protocols.md §2.3, TS, SC-NET).
   public static func operatingMode(_ mode: UInt8) -> [[UInt8]] {
     encode(.operatingMode, payload: [mode])
   }
 
-  /// `0D <address> <value…>` (device-protocols.md §2.6, TS; register map Unknown).
+  /// `0D <address> <value…>` (docs/device-protocols.md §2.6, TS; register map Unknown).
   public static func writeRegister(address: UInt8, value: [UInt8]) -> [[UInt8]] {
     encode(.writeRegister, payload: [address] + value)
   }
 
-  /// `0E <address>` (device-protocols.md §2.6, TS).
+  /// `0E <address>` (docs/device-protocols.md §2.6, TS).
   public static func readRegister(address: UInt8) -> [[UInt8]] {
     encode(.readRegister, payload: [address])
   }
 }
 
-/// One config answer: status byte (0x00 = success) and data (device-protocols.md §2.6, TS).
+/// One config answer: status byte (0x00 = success) and data (docs/device-protocols.md §2.6, TS).
 public struct D600ConfigAnswer: Sendable, Hashable {
   public var status: UInt8
   public var data: [UInt8]
@@ -150,7 +150,7 @@ public enum D600ConfigAnswerError: Error, Sendable, Hashable {
   case tooLong(partial: D600ConfigAnswer)
 }
 
-/// Reassembles config answers from notifications (device-protocols.md §2.6, TS).
+/// Reassembles config answers from notifications (docs/device-protocols.md §2.6, TS).
 ///
 /// * First block: bits 7-6 of byte 0 are 0, bit 5 = chained (more blocks follow), byte 1 = status, data
 ///   from byte 2 (TS).

@@ -1,4 +1,4 @@
-// D600 scan-control characteristic commands (device-protocols.md §2.5, TS `connect.page.ts`,
+// D600 scan-control characteristic commands (docs/device-protocols.md §2.5, TS `connect.page.ts`,
 // `scanner-control.page.ts/.html`, `ble.service.ts`, `utils.ts`).
 
 /// An RGB LED setting. For the FW >= 1.44 layout each channel is on (0xFF) or off (0x00) (TS).
@@ -19,7 +19,7 @@ public struct D600RGB: Sendable, Hashable {
   public static let blue = D600RGB(red: 0x00, green: 0x00, blue: 0xFF)
 }
 
-/// One LED of the FW >= 1.44 LED command: delay, colour, mode (device-protocols.md §2.5, TS). TS's UI
+/// One LED of the FW >= 1.44 LED command: delay, colour, mode (docs/device-protocols.md §2.5, TS). TS's UI
 /// defaults are delay 100 (labelled "ms") and mode 0x01; what the mode values mean is Unknown.
 public struct D600LED: Sendable, Hashable {
   public var delay: UInt8
@@ -37,12 +37,12 @@ public struct D600LED: Sendable, Hashable {
 }
 
 /// Scan-control commands: TS writes a 20-byte buffer, byte 0 = command, then the parameters, the rest
-/// zero; the keep-alive is a 1-byte write (device-protocols.md §2.5, TS).
+/// zero; the keep-alive is a 1-byte write (docs/device-protocols.md §2.5, TS).
 public enum D600Control {
   /// TS's write size for every command but the keep-alive.
   public static let bufferLength = 20
 
-  /// Command codes (device-protocols.md §2.5, TS labels).
+  /// Command codes (docs/device-protocols.md §2.5, TS labels).
   public static let nop: UInt8 = 0x00
   public static let playSequenceCode: UInt8 = 0x90
   public static let ledsCode: UInt8 = 0x91
@@ -58,14 +58,15 @@ public enum D600Control {
     return buffer
   }
 
-  /// `00`, one byte: NOP / keep-alive, optionally sent after each frame (device-protocols.md §2.3/§2.5, TS).
+  /// `00`, one byte: NOP / keep-alive, optionally sent after each frame (docs/device-protocols.md §2.3/§2.5,
+  /// TS).
   public static func keepAlive() -> [UInt8] { [nop] }
 
   /// `90 <id>`: play a UI sequence (TS's UI default id is 0x01).
   public static func playSequence(_ id: UInt8) -> [UInt8] { command(playSequenceCode, [id]) }
 
   /// `91`, firmware >= 1.44 layout: pwrDelay, pwrR, pwrG, pwrB, pwrMode, scanDelay, scanR, scanG, scanB,
-  /// scanMode, bleDelay, bleB, bleMode (device-protocols.md §2.5, TS). The BLE LED is blue only: only
+  /// scanMode, bleDelay, bleB, bleMode (docs/device-protocols.md §2.5, TS). The BLE LED is blue only: only
   /// `ble.color.blue` is sent.
   public static func leds(power: D600LED, scan: D600LED, ble: D600LED) -> [UInt8] {
     command(
@@ -78,7 +79,7 @@ public enum D600Control {
   }
 
   /// `91`, firmware < 1.44 layout: duration, RFID-R, RFID-G, RFID-B, PWR-R, PWR-G, PWR-B, BT
-  /// (device-protocols.md §2.5, TS). TS's UI defaults are duration 1 and 0x01 per channel; whether the
+  /// (docs/device-protocols.md §2.5, TS). TS's UI defaults are duration 1 and 0x01 per channel; whether the
   /// channel bytes are on/off flags or levels is Unknown.
   public static func legacyLEDs(duration: UInt8, scan: D600RGB, power: D600RGB, bluetooth: UInt8) -> [UInt8] {
     command(
@@ -87,7 +88,7 @@ public enum D600Control {
   }
 
   /// True when the firmware (major, minor) from SW revision `2A28` needs the old LED layout (< 1.44,
-  /// device-protocols.md §2.3, TS). Unknown firmware gets the current layout.
+  /// docs/device-protocols.md §2.3, TS). Unknown firmware gets the current layout.
   public static func usesLegacyLEDLayout(firmware: (Int, Int)?) -> Bool {
     guard let firmware else { return false }
     return firmware < (1, 44)
@@ -112,10 +113,10 @@ public enum D600Control {
 
   /// A0, A1 or A3 with no parameters: scan-mode / trigger commands. TS's "single scan" button sends A1 in
   /// Auto mode and A0 otherwise; Auto→Single sends A3, Single→Auto sends A0. Exact semantics Unknown
-  /// (device-protocols.md §2.5, TS).
+  /// (docs/device-protocols.md §2.5, TS).
   public static func scanMode(_ op: UInt8) -> [UInt8] { command(op) }
 
-  /// The SDK's data confirmation (capture-sdk.md §7.4: LED green/red, beep good/bad, rumble good/bad) as
+  /// The SDK's data confirmation (docs/capture-sdk.md §7.4: LED green/red, beep good/bad, rumble good/bad) as
   /// scan-control writes, LED first, then buzzer, then vibrator.
   ///
   /// The SDK does not publish what a D600 does for these; this mapping is ours, to be tuned on hardware:
@@ -135,9 +136,10 @@ public enum D600Control {
     return writes
   }
 
-  /// A packed `DataConfirmationAction` (capture-sdk.md §7.4: LED = bits 0-1 (1 green, 2 red), beep = bits
-  /// 2-3 and rumble = bits 4-5 (1 good, 2 bad), 0 = none) as scan-control writes, each field mapped as in
-  /// ``confirmation(good:led:beep:rumble:firmware:)``. The value 3 in a field is not defined and is ignored.
+  /// A packed `DataConfirmationAction` (docs/capture-sdk.md §7.4: LED = bits 0-1 (1 green, 2 red), beep =
+  /// bits 2-3 and rumble = bits 4-5 (1 good, 2 bad), 0 = none) as scan-control writes, each field mapped as
+  /// in ``confirmation(good:led:beep:rumble:firmware:)``. The value 3 in a field is not defined and is
+  /// ignored.
   public static func confirmation(action: UInt32, firmware: (Int, Int)?) -> [[UInt8]] {
     let led = action & 3
     let beep = (action >> 2) & 3

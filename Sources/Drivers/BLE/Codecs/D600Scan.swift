@@ -1,7 +1,7 @@
-// D600 scan-data characteristic: frames and their reassembly (device-protocols.md §2.4, AXM + TS).
+// D600 scan-data characteristic: frames and their reassembly (docs/device-protocols.md §2.4, AXM + TS).
 
 /// One scan-data frame: two ASCII hex digits naming the tag family ("card type"), then the payload, up to
-/// (not including) the single `0x00` terminator (device-protocols.md §2.4, AXM `d600ReaderLib.js`, TS
+/// (not including) the single `0x00` terminator (docs/device-protocols.md §2.4, AXM `d600ReaderLib.js`, TS
 /// `scanner-data.service.ts`).
 public struct D600ScanFrame: Sendable, Hashable {
   /// The family prefix as sent, uppercased (`"4F"`); `"4F"` when ``familyIsImplied``.
@@ -13,7 +13,7 @@ public struct D600ScanFrame: Sendable, Hashable {
   /// The whole frame without its terminator.
   public var raw: [UInt8]
   /// The frame had no family prefix but starts with `"ht"`: AXM reads it as an NFC Forum URL, family 4F
-  /// implied (device-protocols.md §2.4, AXM).
+  /// implied (docs/device-protocols.md §2.4, AXM).
   public var familyIsImplied: Bool
 
   public init(
@@ -26,15 +26,15 @@ public struct D600ScanFrame: Sendable, Hashable {
     self.familyIsImplied = familyIsImplied
   }
 
-  /// The family name from the §2.4 table, `"Unknown 0xNN"` for codes not in it.
+  /// The family name from the docs/device-protocols.md §2.4 table, `"Unknown 0xNN"` for codes not in it.
   public var familyName: String { family.map(Self.familyName) ?? "Unknown" }
 
   /// The payload as UTF-8 text, nil when it is not valid UTF-8. AXM decodes NFC Forum (4F) payloads as
-  /// UTF-8 (device-protocols.md §2.4, AXM); the URI prefix is not expanded in the captured frames.
+  /// UTF-8 (docs/device-protocols.md §2.4, AXM); the URI prefix is not expanded in the captured frames.
   public var text: String? { String(validating: payload, as: UTF8.self) }
 
   /// A Thinfilm/Kovio (family 18) URL, by TS's rule: the payload starts `B7 03` (`http://`) or `B7 04`
-  /// (`https://`) and the URL ends at the first `FE` (device-protocols.md §2.4, TS). Without an `FE`
+  /// (`https://`) and the URL ends at the first `FE` (docs/device-protocols.md §2.4, TS). Without an `FE`
   /// the URL runs to the end of the payload (our choice). Nil for any other family or payload.
   public var thinfilmURL: String? {
     guard family == 0x18, payload.count >= 2, payload[0] == 0xB7 else { return nil }
@@ -49,7 +49,7 @@ public struct D600ScanFrame: Sendable, Hashable {
     return scheme + String(decoding: rest[..<end], as: UTF8.self)
   }
 
-  /// Tag family names (device-protocols.md §2.4, AXM `cardTypeMap`, TS `getCardTypeName`; the same list
+  /// Tag family names (docs/device-protocols.md §2.4, AXM `cardTypeMap`, TS `getCardTypeName`; the same list
   /// is the SpringCore HF protocol table, AXM `springCoreUtils.js`).
   public static func familyName(_ code: UInt8) -> String {
     switch code {
@@ -83,13 +83,13 @@ public enum D600ScanEvent: Sendable, Hashable {
   case malformed(raw: [UInt8])
 }
 
-/// Reassembles D600 scan-data notifications into frames (device-protocols.md §2.4, AXM + TS).
+/// Reassembles D600 scan-data notifications into frames (docs/device-protocols.md §2.4, AXM + TS).
 ///
 /// The notifications are one byte stream: every `0x00` ends a frame, so a frame may span notifications
 /// and one notification may end a frame and start the next. Empty frames (`00 00`) yield nothing. The
 /// events do not depend on where the stream is split.
 public struct D600ScanAssembler: Sendable {
-  /// TS caps a frame at 4096 bytes, its own choice (device-protocols.md §2.8).
+  /// TS caps a frame at 4096 bytes, its own choice (docs/device-protocols.md §2.8).
   public static let maxFrameLength = 4096
 
   /// The longest frame (without terminator) this assembler accepts; at least 2.
@@ -142,7 +142,7 @@ public struct D600ScanAssembler: Sendable {
     discarding = false
   }
 
-  /// Classifies one frame given without its terminator (device-protocols.md §2.4, AXM + TS).
+  /// Classifies one frame given without its terminator (docs/device-protocols.md §2.4, AXM + TS).
   public static func decode(frame raw: [UInt8]) -> D600ScanEvent {
     guard raw.count >= 2 else { return .malformed(raw: raw) }
     if let high = CodecHex.digitValue(raw[0]), let low = CodecHex.digitValue(raw[1]) {

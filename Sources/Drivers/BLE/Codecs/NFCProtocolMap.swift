@@ -1,7 +1,8 @@
 // NFC tag families ↔ CaptureSDK data source ids.
 
-/// The §2.4 family codes (device-protocols.md §2.4, AXM + TS; the same table is the SpringCore HF
-/// protocol list, §3.4, AXM) mapped to the CaptureSDK tag-type data source ids (capture-sdk.md §6.1).
+/// The docs/device-protocols.md §2.4 family codes (docs/device-protocols.md §2.4, AXM + TS; the same table is
+/// the SpringCore HF protocol list, §3.4, AXM) mapped to the CaptureSDK tag-type data source ids
+/// (docs/capture-sdk.md §6.1).
 public enum NFCProtocolMap {
   /// (family code, SDK id) pairs, in family order.
   public static let pairs: [(family: UInt8, sdkTagTypeID: Int32)] = [

@@ -1,11 +1,11 @@
-// SpringCore Direct protocol over BLE: messages and their reassembly (device-protocols.md §3.4, SC-DOC
+// SpringCore Direct protocol over BLE: messages and their reassembly (docs/device-protocols.md §3.4, SC-DOC
 // Direct pages, AXM `springCoreUtils.js` + `s550-data-test.js`).
 
 /// One Direct message: PCB, CLA, LEN (2 bytes, or 4 with the long-header bit), INS/STA/EVT, then LEN
-/// data bytes; LEN counts the bytes after INS/STA/EVT and is big-endian (device-protocols.md §3.4, AXM;
+/// data bytes; LEN counts the bytes after INS/STA/EVT and is big-endian (docs/device-protocols.md §3.4, AXM;
 /// the LEN rule is an Observation verified on AXM frames; big-endian for the 4-byte form is assumed).
 public struct DirectMessage: Sendable, Hashable {
-  /// PCB bits as AXM decodes them (device-protocols.md §3.4, AXM).
+  /// PCB bits as AXM decodes them (docs/device-protocols.md §3.4, AXM).
   public static let fromDeviceBit: UInt8 = 0x80
   public static let eventBit: UInt8 = 0x40
   public static let secureBit: UInt8 = 0x20
@@ -29,7 +29,7 @@ public struct DirectMessage: Sendable, Hashable {
   public var isFromDevice: Bool { pcb & Self.fromDeviceBit != 0 }
   /// b6: interrupt/event channel.
   public var isEvent: Bool { pcb & Self.eventBit != 0 }
-  /// b5: secure (ciphered) message (device-protocols.md §3.3 describes the CCID side only).
+  /// b5: secure (ciphered) message (docs/device-protocols.md §3.3 describes the CCID side only).
   public var isSecure: Bool { pcb & Self.secureBit != 0 }
   /// b4: 4-byte LEN.
   public var isLongHeader: Bool { pcb & Self.longHeaderBit != 0 }
@@ -53,7 +53,7 @@ public struct DirectMessage: Sendable, Hashable {
     return bytes + data
   }
 
-  /// A host command. The PCB a host must send is **Unknown** (device-protocols.md §3.4/§3.6: SC-DOC's
+  /// A host command. The PCB a host must send is **Unknown** (docs/device-protocols.md §3.4/§3.6: SC-DOC's
   /// page text was truncated); we use `0x00 | sequence` (direction host→device, command channel, not
   /// secure, short header unless the data need more), to be confirmed on hardware.
   public static func command(cla: UInt8, ins: UInt8, data: [UInt8] = [], sequence: UInt8 = 0) -> DirectMessage
@@ -62,7 +62,7 @@ public struct DirectMessage: Sendable, Hashable {
   }
 }
 
-/// Direct classes (CLA) (device-protocols.md §3.4, SC-DOC; 59, 5A, 5E named by AXM only).
+/// Direct classes (CLA) (docs/device-protocols.md §3.4, SC-DOC; 59, 5A, 5E named by AXM only).
 public enum DirectClass {
   public static let protocolClass: UInt8 = 0x00
   public static let control: UInt8 = 0x58
@@ -73,7 +73,7 @@ public enum DirectClass {
   public static let echo: UInt8 = 0x5E
 }
 
-/// PROTOCOL-class instructions (device-protocols.md §3.4, SC-DOC). Payloads are not documented here.
+/// PROTOCOL-class instructions (docs/device-protocols.md §3.4, SC-DOC). Payloads are not documented here.
 public enum DirectProtocolINS {
   public static let ping: UInt8 = 0x00
   public static let pingEvent: UInt8 = 0x01
@@ -86,7 +86,7 @@ public enum DirectProtocolINS {
   public static let following: UInt8 = 0xFF
 }
 
-/// CONTROL-class instructions (device-protocols.md §3.4, SC-DOC list, truncated after A1). Payloads are
+/// CONTROL-class instructions (docs/device-protocols.md §3.4, SC-DOC list, truncated after A1). Payloads are
 /// not documented here.
 public enum DirectControlINS {
   public static let getMode: UInt8 = 0x14
@@ -129,7 +129,7 @@ public enum DirectEvent: Sendable, Hashable {
 }
 
 /// Reassembles device→host Direct messages from indications on Direct_Response or Direct_Events
-/// (device-protocols.md §3.4, AXM: long messages span several indications, reassembled by LEN).
+/// (docs/device-protocols.md §3.4, AXM: long messages span several indications, reassembled by LEN).
 ///
 /// Rules:
 /// * A message may span indications, and one indication may end a message and start the next; a header

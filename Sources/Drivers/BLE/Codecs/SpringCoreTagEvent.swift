@@ -1,5 +1,5 @@
 // SpringCore Smart Reader tag events: READER class 5B, EVT B0 (tag read) and B1 (tag inserted/removed)
-// (device-protocols.md §3.4, SC-DOC `Events/Tag` + TLV pages, AXM `springCoreUtils.js`).
+// (docs/device-protocols.md §3.4, SC-DOC `Events/Tag` + TLV pages, AXM `springCoreUtils.js`).
 
 /// A tag event decoded from a Direct message.
 public struct SpringCoreTagEvent: Sendable, Hashable {
@@ -12,12 +12,12 @@ public struct SpringCoreTagEvent: Sendable, Hashable {
     case removed
   }
 
-  /// TLV C1, 4 bytes: flags, interface, protocol, template (device-protocols.md §3.4, SC-DOC, AXM).
+  /// TLV C1, 4 bytes: flags, interface, protocol, template (docs/device-protocols.md §3.4, SC-DOC, AXM).
   public struct TagInfo: Sendable, Hashable {
     public var flags: UInt8
     /// 00 unknown, 03 NFC/RFID HF, 06 RFID UHF, 84 Bluetooth (AXM).
     public var interface: UInt8
-    /// For HF the §2.4 family codes; UHF 03 = ISO 18000-6C; BLE 10/11/12 (AXM).
+    /// For HF the docs/device-protocols.md §2.4 family codes; UHF 03 = ISO 18000-6C; BLE 10/11/12 (AXM).
     public var `protocol`: UInt8
     public var template: UInt8
 
@@ -43,7 +43,7 @@ public struct SpringCoreTagEvent: Sendable, Hashable {
     public static let interfaceBluetooth: UInt8 = 0x84
   }
 
-  /// TLV tags (device-protocols.md §3.4, SC-DOC, AXM).
+  /// TLV tags (docs/device-protocols.md §3.4, SC-DOC, AXM).
   public static let tagInterfaceAndProtocols: UInt8 = 0x85
   public static let tagTagIndex: UInt8 = 0xC0
   public static let tagTagInfo: UInt8 = 0xC1
