@@ -381,6 +381,45 @@ struct BLEDeviceTests {
   }
 
   @Test(
+    "a code whose line could not be written (stdout on /dev/full) is confirmed bad to the D600, never good; exit 33",
+    .enabled(if: HardeningIOTests.hasPython))
+  func unwrittenCodeIsNotConfirmedGood() async throws {
+    try await withRig { rig, sandbox in
+      let dev = BlueZRig.devicePath(d600)
+      try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+      // The scan-control writes of a verdict, from two listens on a pipe: `true` says good, `false` bad.
+      func verdictWrites(_ command: String) async throws -> String {
+        async let listening = sandbox.capture(
+          ["--json", "listen", d600, "--count", "1", "--confirm", command], timeLimit: 30)
+        try await waitForBringUp(rig, d600)
+        try await rig.ctl("ClearWrites", dev)
+        try await scanText(rig, d600, "4F", "code")
+        let outcome = try await listening
+        #expect(outcome.status == 0, "\(outcome)")
+        return try await rig.ctl("GetWrites", dev)
+      }
+      let good = try await verdictWrites("true")
+      let bad = try await verdictWrites("false")
+      #expect(good != bad, "good and bad must be told apart on the wire: \(good)")
+
+      // The host says good, but the line cannot be written: the device hears bad. Plain output, whose
+      // first write is the code itself (with --json the arrival line would fail first).
+      async let full = HardeningIOTests.run(
+        sandbox, .full, ["listen", d600, "--count", "1", "--confirm", "true"], timeLimit: 30)
+      try await waitForBringUp(rig, d600)
+      try await rig.ctl("ClearWrites", dev)
+      try await scanText(rig, d600, "4F", "code")
+      let outcome = try await full
+      #expect(outcome.status == 33, "\(outcome)")
+      #expect(
+        outcome.errLines.contains { $0.hasPrefix(HardeningIOTests.writeFailed + "No space left on device") },
+        "\(outcome)")
+      let told = try await rig.ctl("GetWrites", dev)
+      #expect(told == bad, "told \(told); bad is \(bad); good is \(good)")
+    }
+  }
+
+  @Test(
     "listen --confirm-stdin: the co-process's good reaches a D600 (confirmed true); stdout is the question")
   func confirmStdinOnD600() async throws {
     try await withRig { rig, sandbox in

@@ -65,14 +65,23 @@ final class EventSink: Sendable {
     output.error(error)
   }
 
-  /// Writes one event line. A failed write is never silent: the first one is the command's error
-  /// (stderr, and the JSON error object) and stops listen; any later one (events still arriving while
-  /// the devices close) is a warning naming what was lost.
+  /// Writes one event line; false when it could not be written. A failed write is never silent: the
+  /// first one is the command's error (stderr, and the JSON error object) and stops listen; any later
+  /// one (events still arriving while the devices close) is a warning naming what was lost.
   @discardableResult
   private func emit(_ line: @autoclosure () -> String, kind: EventKind) -> Bool {
+    let written = write(line(), kind: kind)
+    if written == .firstFailure { onStreamFailure() }
+    return written == .yes
+  }
+
+  private enum Written { case yes, failed, firstFailure }
+
+  /// `emit` without the stop: the caller stops listen on `.firstFailure` when it is ready to.
+  private func write(_ line: @autoclosure () -> String, kind: EventKind) -> Written {
     do throws(CaptureError) {
       try stream.line(line())
-      return true
+      return .yes
     } catch {
       let first = streamBroken.withLock { broken in
         defer { broken = true }
@@ -80,11 +89,11 @@ final class EventSink: Sendable {
       }
       if first {
         fail(error)
-        onStreamFailure()
+        return .firstFailure
       } else {
         output.warn("\(kind.rawValue) event not written: \(error.message)")
       }
-      return false
+      return .failed
     }
   }
 
@@ -122,7 +131,9 @@ final class EventSink: Sendable {
     }
     guard let count else { return }
     let (verdict, tell) = await confirm(event, data)
-    var written = true
+    // A failed write stops listen only after the device was told (below): stopping first would close
+    // the device with its verdict half written.
+    var written = Written.yes
     if printed?.contains(.decodedData) ?? true {
       if output.isJSON {
         var json = Render.event(event)
@@ -131,19 +142,20 @@ final class EventSink: Sendable {
           members["confirmed"] = .bool(tell != nil)
           json = .object(members)
         }
-        written = emit(json.serialized, kind: event.kind)
+        written = write(json.serialized, kind: event.kind)
       } else if verdict == .good {
-        written = emit(data.plainLine, kind: event.kind)
+        written = write(data.plainLine, kind: event.kind)
       } else {
         output.info("\(event.device.name): host rejected \(data.plainLine)")
       }
     }
     if let tell {
-      let told: HostVerdict = written ? verdict : .bad
+      let told: HostVerdict = written == .yes ? verdict : .bad
       if !(await tell(told)) {
         output.warn("\(event.device.name): could not tell the device \(told.rawValue) for \(data.plainLine)")
       }
     }
+    if written == .firstFailure { onStreamFailure() }
     onDecoded(count)
     firstDecode.open()
   }
