@@ -105,32 +105,6 @@ struct HardeningArgsTests {
     #expect(try await sandbox.capture("get", "socketcam", "friendly-name").outLines == ["Till"])
   }
 
-  @Test(
-    "--output and --image names that are not UTF-8 are refused (18), never opened under another name",
-    .enabled(if: python))
-  func pathsNotYetOpenedAsBytes() async throws {
-    let sandbox = try Sandbox()
-    let output = try await RawArguments.run(
-      sandbox,
-      [
-        bytes("listen"), bytes("--output"), bytes("nu") + [0xFF] + bytes(".log"), bytes("--image"),
-        bytes("x.png"),
-      ])
-    Shape.expectUsageError(
-      output, command: "listen",
-      message: "--output: the file name 'nu\\xFF.log' is not UTF-8, which --output cannot open yet")
-    #expect(!sandbox.exists(sandbox.path("nu\u{FFFD}.log")))
-    let image = try await RawArguments.run(
-      sandbox,
-      [
-        bytes("trigger"), bytes("socketcam"), bytes("start"), bytes("--image"),
-        bytes("a") + [0xFF] + bytes(".png"),
-      ])
-    Shape.expectUsageError(
-      image, command: "trigger",
-      message: "--image: the file name 'a\\xFF.png' is not UTF-8, which SocketCam cannot open yet")
-  }
-
   // MARK: set --from is one validation
 
   func profile(_ sandbox: Sandbox, _ entries: String) throws -> String {

@@ -37,17 +37,6 @@ struct ParsedArguments: Sendable {
   func allValues(_ long: String) -> [String] { values[long] ?? [] }
   /// A file or directory option's value as bytes.
   func path(_ long: String) -> FilePath? { paths[long]?.last }
-  /// A path option for a reader that still opens a `String`: its text, or a usage error naming the
-  /// option when the name is not UTF-8 (rather than opening the U+FFFD spelling, another file).
-  func textPath(_ long: String) throws(UsageError) -> String? {
-    guard let path = path(long) else { return nil }
-    guard let text = path.string else {
-      throw UsageError(
-        message: "--\(long): the file name '\(path)' is not UTF-8, which --\(long) cannot open yet",
-        command: command?.name)
-    }
-    return text
-  }
   var wantsHelp: Bool { flag("help") }
 }
 
