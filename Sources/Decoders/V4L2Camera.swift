@@ -26,10 +26,24 @@ public final class V4L2Camera {
   /// `.unsupportedFormat`; other failures → `.unreadable`.
   /// - Parameters:
   ///   - width, height: requested size; the driver picks the nearest it supports (VIDIOC_S_FMT adjusts).
-  public init(path: String, width: Int? = nil, height: Int? = nil, bufferCount: Int = 4) throws(ImageError) {
+  public convenience init(path: String, width: Int? = nil, height: Int? = nil, bufferCount: Int = 4)
+    throws(ImageError)
+  {
+    try self.init(
+      pathBytes: Array(path.utf8), displayPath: path, width: width, height: height, bufferCount: bufferCount)
+  }
+
+  /// Opens the device by the exact bytes of its name (a Linux path need not be UTF-8); `displayPath`
+  /// names it in messages.
+  public init(
+    pathBytes: [UInt8], displayPath: String, width: Int? = nil, height: Int? = nil, bufferCount: Int = 4
+  ) throws(ImageError) {
+    let path = displayPath
     self.path = path
     // O_NONBLOCK: VIDIOC_DQBUF then returns EAGAIN instead of blocking, so poll() can enforce a timeout.
-    let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+    let fd = (pathBytes.map { CChar(bitPattern: $0) } + [0]).withUnsafeBufferPointer {
+      open($0.baseAddress!, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+    }
     guard fd >= 0 else { throw ImageLoader.mapErrno(errno, path) }
     var mapped: [UnsafeMutableRawBufferPointer] = []
     do throws(ImageError) {

@@ -181,6 +181,20 @@ struct HardeningImageTests {
     #expect(events.first?["origin"]?.string == "d/n\\xFF.png", "\(dir)")
   }
 
+  @Test(
+    "--camera with a non-UTF-8 name opens exactly that name: the error names its bytes (32), not a usage error"
+  )
+  func cameraByteName() async throws {
+    let sandbox = try Sandbox()
+    let outcome = try await Self.shell(
+      sandbox, "exec \"$0\" trigger socketcam start --camera \"$(printf '/dev/vid\\377')\"")
+    #expect(outcome.status == 32, "\(outcome)")
+    #expect(
+      outcome.errLines == [
+        "capture: ESKT_NOTAVAILABLE (-32): camera /dev/vid\\xFF is not available: /dev/vid\\xFF: No such file or directory"
+      ], "\(outcome)")
+  }
+
   @Test("dangling symbolic links and symbolic link loops in --dir get a warning each")
   func symlinks() async throws {
     let images = try Images.get()

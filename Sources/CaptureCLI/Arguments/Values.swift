@@ -71,14 +71,7 @@ enum Values {
     var items: [FrameSourceItem] = []
     var stdinUsed = false
     for ((option, value), path) in zip(parsed.ordered, parsed.orderedPaths) {
-      // Images and directories are opened by their bytes (`path`); a V4L2 device is opened by its
-      // text, so a camera name that is not UTF-8 is refused rather than opened under its U+FFFD
-      // spelling.
-      if option == "camera", let path, path.string == nil {
-        throw UsageError(
-          message: "--\(option): the file name '\(path)' is not UTF-8, which SocketCam cannot open yet",
-          command: parsed.command?.name)
-      }
+      // Images, directories and cameras are opened by their bytes (`path`), never by a U+FFFD spelling.
       switch option {
       case "image":
         if value == "-" {
@@ -103,7 +96,7 @@ enum Values {
           throw UsageError(
             message: "--camera needs a device path like /dev/video0", command: parsed.command?.name)
         }
-        items.append(.camera(value))
+        items.append(.camera(path ?? FilePath(value)))
       default: continue
       }
     }

@@ -5,7 +5,7 @@ public enum FrameSourceItem: Sendable, Hashable {
   case image(FilePath)
   case standardInput
   case directory(FilePath)
-  case camera(String)
+  case camera(FilePath)
 }
 
 /// How a device is opened for one command.

@@ -292,7 +292,7 @@ final class FramePass: Sendable {
   /// The camera loop runs on a `ReaderThread`: V4L2Camera.nextFrame waits in poll(2) for each frame
   /// (up to its frame timeout), which must not hold a thread of the cooperative pool. Cancelling the
   /// calling task asks the loop to stop; it returns after the frame it is waiting for.
-  func runCamera(_ path: String) async {
+  func runCamera(_ path: FilePath) async {
     let thread = ReaderThread(label: "capture.socketcam.camera")
     await withTaskCancellationHandler {
       await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -306,10 +306,11 @@ final class FramePass: Sendable {
     }
   }
 
-  private func cameraLoop(_ path: String, stopping: () -> Bool) {
+  private func cameraLoop(_ path: FilePath, stopping: () -> Bool) {
     let camera: V4L2Camera
-    do { camera = try V4L2Camera(path: path) } catch {
-      emit(Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path))))
+    do { camera = try V4L2Camera(pathBytes: path.bytes, displayPath: path.description) } catch {
+      emit(
+        Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path.description))))
       return
     }
     let reader = BarcodeReader(formats: formats)
@@ -318,7 +319,9 @@ final class FramePass: Sendable {
     while !stopping() {
       let frame: GrayImage
       do { frame = try camera.nextFrame() } catch {
-        emit(Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path))))
+        emit(
+          Event(
+            time: .now(), device: device, payload: .error(Self.cameraError(error, path: path.description))))
         return
       }
       if stopping() { return }
@@ -329,7 +332,9 @@ final class FramePass: Sendable {
         defer { lastSeen[key] = now }
         if let seen = lastSeen[key], now - seen < Self.repeatAfter { continue }
         emit(
-          Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: path))))
+          Event(
+            time: .now(), device: device,
+            payload: .decodedData(Self.decodedData(symbol, origin: path.description))))
         reported += 1
       }
       if untilFirstRead && reported > 0 { return }
