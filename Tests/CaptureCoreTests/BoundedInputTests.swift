@@ -96,10 +96,14 @@ struct BoundedInputTests {
   func asyncContents() async throws {
     let path = Self.temporaryDirectory() + "/p"
     #expect(mkfifo(path, 0o600) == 0)
-    DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) {
-      let fd = open(path, O_WRONLY)
-      _ = [UInt8]("hello".utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-      close(fd)
+    // open(O_WRONLY) waits for the reader to open the FIFO: on a thread of the blocking executor.
+    Task {
+      try await Task.sleep(for: .milliseconds(100))
+      await BlockingExecutor.shared.run { _ in
+        let fd = open(path, O_WRONLY)
+        _ = [UInt8]("hello".utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+      }
     }
     let bytes = try await BoundedInput.contents(
       of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100, timeout: .seconds(5))

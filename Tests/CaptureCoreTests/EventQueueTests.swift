@@ -77,11 +77,13 @@ private func number(_ event: Event) -> Int {
     queue.waitForRoom(timeoutMilliseconds: 50)
     #expect(queue.count == 4)
     let released = Flag()
-    let thread = DispatchSemaphore(value: 0)
-    DispatchQueue.global().async {
-      queue.waitForRoom(timeoutMilliseconds: 30_000)
-      released.value.store(true, ordering: .releasing)
-      thread.signal()
+    // The producer waits on a thread of the blocking executor, as a reader thread would: never on
+    // the cooperative pool (on Linux, Dispatch's global queues are that pool).
+    let thread = Task {
+      await BlockingExecutor.shared.run { _ in
+        queue.waitForRoom(timeoutMilliseconds: 30_000)
+        released.value.store(true, ordering: .releasing)
+      }
     }
     try await Task.sleep(for: .milliseconds(100))
     let early = released.value.load(ordering: .acquiring)
@@ -89,12 +91,7 @@ private func number(_ event: Event) -> Int {
     var iterator = queue.stream.makeAsyncIterator()
     #expect(await iterator.next().map(number) == 0)
     #expect(await iterator.next().map(number) == 1)  // down to 2 = limit / 2: the reader may go on
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      DispatchQueue.global().async {
-        thread.wait()
-        done.resume()
-      }
-    }
+    await thread.value
     let late = released.value.load(ordering: .acquiring)
     #expect(late)
     #expect(queue.hasRoom)
