@@ -77,13 +77,11 @@ private func number(_ event: Event) -> Int {
     queue.waitForRoom(timeoutMilliseconds: 50)
     #expect(queue.count == 4)
     let released = Flag()
-    // The producer waits on a thread of the blocking executor, as a reader thread would: never on
-    // the cooperative pool (on Linux, Dispatch's global queues are that pool).
-    let thread = Task {
-      await BlockingExecutor.shared.run { _ in
-        queue.waitForRoom(timeoutMilliseconds: 30_000)
-        released.value.store(true, ordering: .releasing)
-      }
+    // The producer waits on a thread of its own, as a reader thread does: never on the cooperative
+    // pool (on Linux, Dispatch's global queues are that pool).
+    startThread {
+      queue.waitForRoom(timeoutMilliseconds: 30_000)
+      released.value.store(true, ordering: .releasing)
     }
     try await Task.sleep(for: .milliseconds(100))
     let early = released.value.load(ordering: .acquiring)
@@ -91,7 +89,11 @@ private func number(_ event: Event) -> Int {
     var iterator = queue.stream.makeAsyncIterator()
     #expect(await iterator.next().map(number) == 0)
     #expect(await iterator.next().map(number) == 1)  // down to 2 = limit / 2: the reader may go on
-    await thread.value
+    // Released by the consumer, long before the wait's 30 s timeout (the safety net).
+    let deadline = ContinuousClock.now + .seconds(60)
+    while !released.value.load(ordering: .acquiring) && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(10))
+    }
     let late = released.value.load(ordering: .acquiring)
     #expect(late)
     #expect(queue.hasRoom)
