@@ -21,7 +21,7 @@ struct ConfirmTests {
   @Test("plain output passes only the codes the command confirms; the command sees the data and the event")
   func gatesPlainOutput() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let dir = try Self.qrThenCode128(sandbox, images)
     // Confirm only the QR payload; the command's own output must not reach stdout.
     let command = "grep -qx '\(images.qr.text)' && echo noise && test -n \"$CAPTURE_EVENT\""
@@ -34,7 +34,7 @@ struct ConfirmTests {
   @Test("JSON events carry confirmation good/bad and confirmed false on SocketCam, which cannot be told")
   func jsonVerdicts() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let dir = try Self.qrThenCode128(sandbox, images)
     let outcome = try await sandbox.capture([
       "--json", "listen", "--dir", dir, "--confirm", "grep -qx '\(images.qr.text)'",
@@ -49,7 +49,7 @@ struct ConfirmTests {
   @Test("a command that hangs past --confirm-timeout is killed and the code is bad")
   func timeout() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let outcome = try await sandbox.capture([
       "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 30", "--confirm-timeout", "300ms",
     ])
@@ -62,7 +62,7 @@ struct ConfirmTests {
   @Test("SIGINT while a command runs: it is killed, its code is bad, listen exits 0 without waiting it out")
   func interruptedWhileRunning() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     var interaction = Interaction()
     interaction.signal = (SIGINT, 2)
     let outcome = try await sandbox.capture(
@@ -78,7 +78,7 @@ struct ConfirmTests {
   @Test("a command that crashes (killed by a signal) is a bad verdict; listen goes on to the next code")
   func crash() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let dir = try Self.qrThenCode128(sandbox, images)
     // The QR's command dies of SIGSEGV; the Code 128's exits 0.
     let command = "if grep -qx '\(images.qr.text)'; then kill -SEGV $$; fi; exit 0"
@@ -92,7 +92,7 @@ struct ConfirmTests {
   @Test("a command that floods its output (8 MiB) cannot corrupt stdout or stall listen; its verdict counts")
   func flood() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let outcome = try await sandbox.capture([
       "--json", "listen", "--image", images.qr.path, "--confirm",
       "head -c 8388608 /dev/zero | tr '\\0' x; true",
@@ -144,7 +144,7 @@ struct ConfirmTests {
     "the command inherits stdin, stdout and stderr only: not the signal self-pipe nor any other descriptor")
   func inheritsOnlyStandardDescriptors() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     // capture is started with 0, 1 and 2 only (a python3 exec wrapper closes the rest), so anything
     // else the command holds came from capture. No redirection in the command: a shell that redirects
     // keeps a copy of the old descriptor. Its stdout is capture's stderr; `ls` is exec'd in place of the
@@ -222,7 +222,7 @@ struct ConfirmStdinTests {
   )
   func plainVerdicts() async throws {
     let sandbox = try Sandbox()
-    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let (dir, samples) = try Self.scans(sandbox, try await Images.get())
     let host = CoProcessHost(answers: [" GOOD \n", "bad\r\n", "\tGood\n"])
     let outcome = try await sandbox.capture(
       ["listen", "--dir", dir, "--confirm-stdin", "--output", "codes.txt"], interaction: host.interaction)
@@ -238,7 +238,7 @@ struct ConfirmStdinTests {
     "JSON: the question is the decodedData event; --output has every event with confirmation and confirmed")
   func jsonVerdicts() async throws {
     let sandbox = try Sandbox()
-    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let (dir, samples) = try Self.scans(sandbox, try await Images.get())
     let host = CoProcessHost(answers: ["good\n", "bad\n", "good\n"])
     let outcome = try await sandbox.capture(
       ["--json", "listen", "--dir", dir, "--confirm-stdin", "--output", "events.jsonl"],
@@ -267,7 +267,7 @@ struct ConfirmStdinTests {
   @Test("without --output, stdout carries only the questions")
   func questionsOnly() async throws {
     let sandbox = try Sandbox()
-    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let (dir, samples) = try Self.scans(sandbox, try await Images.get())
     let host = CoProcessHost { _, _ in "good\n" }
     let outcome = try await sandbox.capture(
       ["--json", "listen", "socketcam", "--dir", dir, "--confirm-stdin"], interaction: host.interaction)
@@ -279,7 +279,7 @@ struct ConfirmStdinTests {
   @Test("a code holding a line break is still one plain question line (C-style escapes)")
   func escapedQuestion() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let host = CoProcessHost { _, _ in "good\n" }
     let outcome = try await sandbox.capture(
       ["listen", "--image", images.binaryQR.path, "--confirm-stdin", "--output", "codes.txt"],
@@ -296,7 +296,7 @@ struct ConfirmStdinTests {
   @Test("an answer that is neither good nor bad: a warning naming it, and the code is bad")
   func garbage() async throws {
     let sandbox = try Sandbox()
-    let (dir, _) = try Self.scans(sandbox, try Images.get())
+    let (dir, _) = try Self.scans(sandbox, try await Images.get())
     let host = CoProcessHost(answers: ["maybe\n", "\n", "good\n"])
     let outcome = try await sandbox.capture(
       ["--json", "listen", "--dir", dir, "--confirm-stdin", "--output", "events.jsonl"],
@@ -314,7 +314,7 @@ struct ConfirmStdinTests {
   @Test("end of stdin: that code and every later one are bad, with one warning; exit 0")
   func endOfInput() async throws {
     let sandbox = try Sandbox()
-    let (dir, samples) = try Self.scans(sandbox, try Images.get())
+    let (dir, samples) = try Self.scans(sandbox, try await Images.get())
     let host = CoProcessHost(answers: ["good\n", nil])
     let outcome = try await sandbox.capture(
       ["--json", "listen", "--dir", dir, "--confirm-stdin", "--output", "events.jsonl"],
@@ -334,7 +334,7 @@ struct ConfirmStdinTests {
     "no answer within --confirm-timeout: the code is bad with a warning; the next answer is the next code's")
   func timeout() async throws {
     let sandbox = try Sandbox()
-    let (dir, _) = try Self.scans(sandbox, try Images.get())
+    let (dir, _) = try Self.scans(sandbox, try await Images.get())
     let host = CoProcessHost(answers: ["", "good\n", "bad\n"])
     let outcome = try await sandbox.capture(
       [
@@ -389,7 +389,7 @@ struct ConfirmStdinTests {
   @Test("SIGINT while an answer is awaited: listen stops without waiting out --confirm-timeout and exits 0")
   func interruptedWhileWaiting() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let host = CoProcessHost { _, _ in "" }
     var interaction = host.interaction
     // Long after the one code was asked about; long before the 60 s time limit would end the wait.

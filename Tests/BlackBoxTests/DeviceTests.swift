@@ -112,7 +112,7 @@ struct DeviceTests {
 
   @Test("a disabled SocketCam does not read: exit 32")
   func disabledSocketCam() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     #expect(try await sandbox.capture("set", "socketcam", "socket-cam-status", "disable").status == 0)
     #expect(try await sandbox.capture("get", "socketcam", "socket-cam-status").outLines == ["disable"])
@@ -132,7 +132,7 @@ struct DeviceTests {
     "a corrupt state file exits 85 naming it and where it was moved; the bytes are kept there and the next command starts empty",
     arguments: corruptStateCommands)
   func corruptState(_ arguments: [String]) async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     try sandbox.copy(images.qr.path, to: "qr.png")
     let garbage: [UInt8] = Array("{\"schemaVersion\": 1, \"devices\": [ garbage".utf8) + [0xFF, 0x00, 0x0A]

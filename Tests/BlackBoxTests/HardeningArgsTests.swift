@@ -316,7 +316,7 @@ struct HardeningArgsTests {
 
   @Test("plain output escapes line breaks, tabs, the backslash and control bytes C-style; --json is exact")
   func plainEscaping() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let expected = #"\x00\xFF\x01\x80binary\xFE\n\x7F"#
     for command in [["trigger", "socketcam", "start"], ["listen"]] {

@@ -105,7 +105,7 @@ struct HardeningIOTests {
   @Test(
     "a reader that went away: listen and trigger end quietly with their own status", .enabled(if: hasPython))
   func brokenPipeStreams() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     _ = try ListenTests.scans(sandbox, images)
     try sandbox.copy(images.qr.path, to: "qr.png")
@@ -153,7 +153,7 @@ struct HardeningIOTests {
     "stdout on /dev/full or closed: listen and trigger stop with 33 and one error line; codes are not lost silently",
     .enabled(if: hasPython))
   func failedWritesStopStreams() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     _ = try ListenTests.scans(sandbox, images)
     try sandbox.copy(images.qr.path, to: "qr.png")
@@ -263,7 +263,7 @@ struct HardeningIOTests {
       interaction: Interaction(started: { pid in
         // Once listen catches SIGHUP (its handler is installed after the state was read), swap the
         // file for a FIFO, send SIGHUP, and SIGTERM a second later.
-        DispatchQueue.global().async {
+        detachThread {
           let deadline = Date().addingTimeInterval(10)
           while !Self.catches(pid, SIGHUP) && Date() < deadline { usleep(20_000) }
           unlink(path)
@@ -327,7 +327,9 @@ struct HardeningIOTests {
     let fifo = sandbox.path("profile.fifo")
     #expect(mkfifo(fifo, 0o600) == 0)
     let profile = Self.profile
-    DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) {
+    // open(O_WRONLY) waits for capture to open the FIFO for reading: on a thread of its own.
+    detachThread {
+      usleep(300_000)
       let fd = open(fifo, O_WRONLY)
       guard fd >= 0 else { return }
       _ = Array(profile.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -372,7 +374,7 @@ struct HardeningIOTests {
 
   @Test("listen --output DIR is 64 and an over-long path 63, as documented, not 33")
   func outputPathErrors() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     _ = try ListenTests.scans(sandbox, images)
     _ = try sandbox.makeDirectory("logs")

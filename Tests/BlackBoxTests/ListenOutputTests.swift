@@ -33,7 +33,7 @@ struct ListenOutputTests {
     "the file gets the lines stdout would carry, stdout stays empty, a second run appends, mode 0600; - is stdout"
   )
   func appendsWhatStdoutWouldCarry() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let samples = try ListenTests.scans(sandbox, images)
     for _ in 0..<2 {
@@ -132,7 +132,7 @@ struct ListenOutputTests {
   @Test("a directory capture may not write in exits 64 before any device is touched")
   func unwritableDirectory() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let image = try sandbox.copy(images.qr.path, to: "qr.png")
     _ = try sandbox.makeDirectory("locked")
     chmod(sandbox.path("locked"), 0o555)
@@ -161,7 +161,7 @@ struct ListenOutputTests {
   @Test("a directory that does not exist exits 63")
   func missingDirectory() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let outcome = try await sandbox.capture(
       "listen", "--image", images.qr.path, "--output", "no/such/dir/events.log")
     Shape.expectFailure(
@@ -174,7 +174,7 @@ struct ListenOutputTests {
   )
   func fullDisk() async throws {
     let sandbox = try Sandbox()
-    let images = try Images.get()
+    let images = try await Images.get()
     let outcome = try await sandbox.capture("listen", "--image", images.qr.path, "--output", "/dev/full")
     #expect(outcome.status == 33, "\(outcome)")
     #expect(outcome.stdout.isEmpty, "\(outcome)")

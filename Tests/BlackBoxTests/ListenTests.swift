@@ -18,7 +18,7 @@ struct ListenTests {
 
   @Test("--json listen socketcam --dir: arrival, one decodedData per code in name order, removal")
   func stream() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let samples = try Self.scans(sandbox, images)
     let outcome = try await sandbox.capture("--json", "listen", "socketcam", "--dir", "scans")
@@ -44,7 +44,7 @@ struct ListenTests {
 
   @Test("plain listen prints only the texts, one per line; SOURCE without DEVICE means socketcam")
   func plain() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let samples = try Self.scans(sandbox, images)
     try sandbox.write("scans/notes.txt", "hello\n")
@@ -56,7 +56,7 @@ struct ListenTests {
 
   @Test("--count N stops after exactly N decoded codes", arguments: [1, 2])
   func count(_ n: Int) async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     // Enough files that decoding the rest cannot finish before listen has stopped.
     let samples = [
@@ -84,7 +84,7 @@ struct ListenTests {
 
   @Test("--count larger than the source: exhausted source ends the stream with exit 0")
   func countBeyondSource() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let samples = try Self.scans(sandbox, images)
     let outcome = try await sandbox.capture("listen", "--count", "10", "--dir", "scans")
@@ -94,7 +94,7 @@ struct ListenTests {
 
   @Test("--events decodedData prints only decodedData events")
   func eventsFilter() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let samples = try Self.scans(sandbox, images)
     let outcome = try await sandbox.capture(
@@ -113,7 +113,7 @@ struct ListenTests {
 
   @Test("a directory without any barcode exits 17")
   func noBarcode() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     try sandbox.copy(images.blank, to: "empty/blank.pgm")
     let outcome = try await sandbox.capture("--json", "listen", "--dir", "empty")
@@ -170,7 +170,7 @@ struct ListenTests {
 
   @Test("a missing file mid-stream is an error event; the stream goes on; exit 63")
   func errorEventInStream() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let missing = sandbox.path("missing.png")
     let message = "cannot open '\(missing)': No such file or directory"
@@ -207,7 +207,7 @@ struct ListenTests {
 
   @Test("listen --image - reads stdin")
   func standardInput() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
       ["listen", "--image", "-"], stdin: try sandbox.read(images.code128.path))

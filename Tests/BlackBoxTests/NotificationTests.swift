@@ -142,7 +142,7 @@ struct NotificationTests {
   @Test(
     "a device without notifications: --events batteryLevel warns and exits 15; with decodedData it goes on")
   func deviceWithoutNotifications() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let get = try await sandbox.capture(["get", "socketcam", "notifications"])
     #expect(get.status == 15, "\(get)")

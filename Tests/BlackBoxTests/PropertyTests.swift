@@ -65,7 +65,7 @@ struct PropertyTests {
 
   @Test("disabling QR Code makes a QR image exit 17, in a later process; enabling brings it back")
   func dataSourceSteersDecoding() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let set = try await sandbox.capture("set", "socketcam", "data-source", "qr-code", "disable")
     #expect(set.status == 0, "\(set)")
@@ -89,7 +89,7 @@ struct PropertyTests {
 
   @Test("set data-source ean13 disable persists and steers decoding")
   func ean13Disable() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     #expect(try await sandbox.capture("set", "socketcam", "data-source", "ean13", "disable").status == 0)
     #expect(try await sandbox.capture("get", "socketcam", "data-source", "EAN_13").outLines == ["disable"])
@@ -104,7 +104,7 @@ struct PropertyTests {
     #expect(try await sandbox.capture("set", "socketcam", "friendly-name", "Dock 4").status == 0)
     #expect(try await sandbox.capture("get", "socketcam", "friendly-name").outLines == ["Dock 4"])
     // Events carry the new name.
-    let images = try Images.get()
+    let images = try await Images.get()
     let event = Shape.jsonLines(
       try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", images.qr.path))
     #expect(event.first?["device"]?["name"] == .string("Dock 4"))
@@ -370,7 +370,7 @@ struct PropertyTests {
 
   @Test("set data-source all disable qr-code enable: only QR Code decodes, each source written once")
   func onlyQR() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let set = try await sandbox.capture(
       "--json", "set", "socketcam", "data-source", "all", "disable", "qr-code", "enable")

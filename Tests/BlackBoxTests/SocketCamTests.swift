@@ -20,7 +20,7 @@ struct SocketCamTests {
 
   @Test("each symbology decodes to its text, data source and bytes", arguments: symbologies)
   func decodes(_ name: String) async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sample = Self.sample(name, images)
     let sandbox = try Sandbox()
 
@@ -42,7 +42,7 @@ struct SocketCamTests {
 
   @Test("QR Code corner points are the symbol's corners, clockwise from top-left")
   func qrPoints() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
       "--json", "trigger", "socketcam", "start", "--image", images.qr.path)
@@ -55,7 +55,7 @@ struct SocketCamTests {
 
   @Test("a batch prints every code, text alone per line, in command-line order")
   func batchPlain() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let all = [images.ean13, images.qr, images.pdf417, images.code128, images.dataMatrix, images.qrSecond]
     let outcome = try await sandbox.capture(
@@ -76,7 +76,7 @@ struct SocketCamTests {
 
   @Test("relative paths are reported as given")
   func relativeOrigin() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     try sandbox.copy(images.qr.path, to: "in/label.png")
     let outcome = try await sandbox.capture(
@@ -90,7 +90,7 @@ struct SocketCamTests {
 
   @Test("a missing file in a batch: the good file's code is still printed, exit 63 naming the file")
   func batchWithMissingFile() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let missing = sandbox.path("missing.png")
     let message = "cannot open '\(missing)': No such file or directory"
@@ -123,7 +123,7 @@ struct SocketCamTests {
 
   @Test("the first error decides the exit status; later files are still decoded")
   func firstErrorWins() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let truncated = try sandbox.write("truncated.png", Array(try sandbox.read(images.qr.path).prefix(100)))
     let missing = sandbox.path("missing.png")
@@ -142,7 +142,7 @@ struct SocketCamTests {
 
   @Test("a truncated PNG exits 34 naming the file")
   func truncatedPNG() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let truncated = try sandbox.write("truncated.png", Array(try sandbox.read(images.qr.path).prefix(100)))
     let outcome = try await sandbox.capture("trigger", "socketcam", "start", "--image", truncated)
@@ -176,7 +176,7 @@ struct SocketCamTests {
 
   @Test("an unreadable file exits 64", .enabled(if: getuid() != 0, "root reads every file"))
   func accessDenied() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let locked = try sandbox.copy(images.qr.path, to: "locked.png")
     chmod(locked, 0)
@@ -186,7 +186,7 @@ struct SocketCamTests {
 
   @Test("an image without a barcode exits 17")
   func blankImage() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     Shape.expectFailure(
       try await sandbox.capture("trigger", "socketcam", "start", "--image", images.blank), status: 17,
@@ -199,7 +199,7 @@ struct SocketCamTests {
 
   @Test("--dir decodes in name order and skips a non-image with a warning")
   func directoryWithNonImage() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     try sandbox.copy(images.ean13.path, to: "scans/b.png")
     try sandbox.copy(images.qr.path, to: "scans/a.png")
@@ -219,7 +219,7 @@ struct SocketCamTests {
 
   @Test("--dir does not recurse: a subdirectory is skipped with a warning")
   func subdirectory() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     try sandbox.copy(images.qr.path, to: "top/a.png")
     try sandbox.copy(images.ean13.path, to: "top/sub/b.png")
@@ -239,7 +239,7 @@ struct SocketCamTests {
 
   @Test("--image - reads the image from standard input")
   func standardInput() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let bytes = try sandbox.read(images.pdf417.path)
     let plain = try await sandbox.capture(["trigger", "socketcam", "start", "--image", "-"], stdin: bytes)
@@ -258,7 +258,7 @@ struct SocketCamTests {
 
   @Test("a binary QR payload: base64 bytes are byte-exact, text escapes the invalid bytes")
   func binaryPayload() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
       "--json", "trigger", "socketcam", "start", "--image", images.binaryQR.path)
@@ -298,7 +298,7 @@ struct SocketCamTests {
 
   @Test("two codes in one image: one decodedData each")
   func twoCodesInOneImage() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let plain = try await sandbox.capture("trigger", "socketcam", "start", "--image", images.twoCodes)
     #expect(plain.status == 0, "\(plain)")
@@ -318,7 +318,7 @@ struct SocketCamTests {
 
   @Test("PNM images: binary PPM in colour and plain-text PGM")
   func pnm() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
       "trigger", "socketcam", "start", "--image", images.ppm, "--image", images.plainPGM)
@@ -359,7 +359,7 @@ struct SocketCamTests {
 
   @Test("trigger continuous and start --wait read a finite source like start")
   func continuousAndWait() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let continuous = try await sandbox.capture(
       "trigger", "socketcam", "continuous", "--image", images.qr.path, "--image", images.code128.path)

@@ -1,4 +1,5 @@
 import CaptureCore
+import Dispatch
 import Synchronization
 import Testing
 
@@ -6,75 +7,133 @@ import Testing
   import Glibc
 #endif
 
-/// How long a fresh task on the cooperative pool takes to run and finish while `blocked` holds the
-/// executor's threads: the measure of "nothing blocks the pool".
-func poolLatency() async -> Duration {
-  let start = ContinuousClock.now
-  await Task.detached { _ = 1 + 1 }.value
-  return ContinuousClock.now - start
+let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+
+/// How long a pool-freedom test may take at most: a safety net that never fires on a healthy run,
+/// however loaded (the suites run concurrently in one process on a shared 2-core machine). A test
+/// that hits it failed: what it waited for could not run.
+let safetyDeadline: Duration = .seconds(60)
+
+/// A gate that blocking jobs wait at, on their own threads, until `open()`. The waits block their
+/// thread (a DispatchSemaphore), exactly as a connect or an HCI inquiry would.
+final class Gate: Sendable {
+  private let semaphore = DispatchSemaphore(value: 0)
+  private let opened = Atomic<Bool>(false)
+  private let waitingCount = Atomic<Int>(0)
+
+  /// How many are waiting at the gate (or went through it).
+  var waiting: Int { waitingCount.load(ordering: .acquiring) }
+
+  func open() {
+    opened.store(true, ordering: .releasing)
+    semaphore.signal()
+  }
+
+  /// Blocks the calling thread until the gate opens or `deadline` passes; true when it opened.
+  func wait(until deadline: ContinuousClock.Instant) -> Bool {
+    waitingCount.add(1, ordering: .sequentiallyConsistent)
+    while !opened.load(ordering: .acquiring) {
+      let left = deadline - ContinuousClock.now
+      guard left > .zero else { return false }
+      let (seconds, attoseconds) = left.components
+      let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+      _ = semaphore.wait(timeout: .now() + .nanoseconds(nanoseconds))
+    }
+    // Pass the wake-up on: every waiter goes through one signal.
+    semaphore.signal()
+    return true
+  }
 }
 
-let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+/// Suspends (never blocks) until `condition` holds or `deadline` passes; true when it held.
+func eventually(
+  until deadline: ContinuousClock.Instant, _ condition: @Sendable () -> Bool
+) async -> Bool {
+  while !condition() {
+    guard ContinuousClock.now < deadline else { return false }
+    try? await Task.sleep(for: .milliseconds(10))
+  }
+  return true
+}
 
 final class Started: Sendable {
   let ids = Mutex<[Int]>([])
+  /// Jobs running now and the most that ever ran at once.
+  let running = Mutex((now: 0, most: 0))
+  let submitted = Atomic<Int>(0)
+  let flag = Atomic<Bool>(false)
 }
 
 @Suite("BlockingExecutor")
 struct BlockingExecutorTests {
   struct Failure: Error, Equatable { let code: Int }
 
+  /// Deterministic, not timed: the jobs block their threads at a gate that only a task on the
+  /// cooperative pool opens. Had they run on the pool (its width is the core count), that task could
+  /// not run until the jobs gave up at the safety deadline, and every job would report the gate shut.
   @Test("more blocking jobs than cores leave the cooperative pool free: a concurrent task runs at once")
   func poolStaysFree() async throws {
     let executor = BlockingExecutor(label: "test.free", limit: 64)
     let jobs = cores * 2 + 2
-    try await withThrowingTaskGroup(of: Int.self) { group in
-      for i in 0..<jobs {
+    let gate = Gate()
+    let deadline = ContinuousClock.now + safetyDeadline
+    let released = await withTaskGroup(of: Bool.self) { group in
+      for _ in 0..<jobs {
         group.addTask {
-          try await executor.run { _ throws(Failure) in
-            usleep(8_000_000)  // a blocking call: sleeps its thread, not a task
-            return i
-          }
+          await executor.run { _ in gate.wait(until: deadline) }
         }
       }
-      // Every job is in usleep by now; a pool of `cores` threads held by them would not run this.
-      // A pool whose threads the blocking work held would wake this task late, by seconds.
-      let asleep = ContinuousClock.now
-      try await Task.sleep(for: .milliseconds(300))
-      // Generous: other suites in this process load the pool too; a blocked pool makes this 8 s and more.
-      let late = ContinuousClock.now - asleep - .milliseconds(300)
-      #expect(late < .seconds(5), "the sleeping task woke \(late) late")
-      let latency = await poolLatency()
-      #expect(latency < .seconds(5), "a pool task waited \(latency) behind \(jobs) blocking jobs")
-      var results: [Int] = []
-      for try await value in group { results.append(value) }
-      #expect(results.sorted() == Array(0..<jobs))
+      // Every job blocks its thread at the gate; this wait suspends, it needs a free pool thread.
+      let allWaiting = await eventually(until: deadline) { gate.waiting == jobs }
+      #expect(allWaiting, "only \(gate.waiting) of \(jobs) jobs reached the gate")
+      // A fresh task on the pool opens the gate while every job holds its thread.
+      await Task.detached { gate.open() }.value
+      var released: [Bool] = []
+      for await value in group { released.append(value) }
+      return released
     }
+    #expect(released == Array(repeating: true, count: jobs), "a job gave up at the gate: the pool was held")
+    // Every job held a thread at the same time, so each had one of its own.
     #expect(executor.peakThreadCount == jobs)
   }
 
-  @Test("the bound: jobs beyond `limit` wait for a thread, in order, and all run")
+  /// Deterministic: the first `limit` jobs hold their threads at a gate, so the bound is reached
+  /// whatever order the tasks submit in and however late they are scheduled.
+  @Test("the bound: jobs beyond `limit` wait for a thread, and all run")
   func bounded() async throws {
     let executor = BlockingExecutor(label: "test.bound", limit: 2)
-    let order = Started()
-    let start = ContinuousClock.now
-    await withTaskGroup(of: Void.self) { group in
+    let started = Started()
+    let gate = Gate()
+    let deadline = ContinuousClock.now + safetyDeadline
+    await withTaskGroup(of: Bool.self) { group in
       for i in 0..<6 {
         group.addTask {
-          await executor.run { _ in
-            order.ids.withLock { $0.append(i) }
-            usleep(200_000)
+          started.submitted.add(1, ordering: .sequentiallyConsistent)
+          return await executor.run { _ in
+            started.running.withLock {
+              $0.now += 1; $0.most = max($0.most, $0.now)
+            }
+            started.ids.withLock { $0.append(i) }
+            let opened = gate.wait(until: deadline)
+            started.running.withLock { $0.now -= 1 }
+            return opened
           }
         }
-        // Submitted in order (each submit happens before the next task starts).
-        try? await Task.sleep(for: .milliseconds(10))
       }
+      let twoStarted = await eventually(until: deadline) {
+        started.ids.withLock { $0.count } >= 2 && started.submitted.load(ordering: .acquiring) == 6
+      }
+      #expect(twoStarted)
+      // Two threads are held at the gate: the other four jobs wait for one. (A job the bound let
+      // through would show up here, unless it came later than this look: then `most` catches it.)
+      try? await Task.sleep(for: .milliseconds(100))
+      #expect(started.ids.withLock { $0.count } == 2)
+      gate.open()
+      for await opened in group { #expect(opened) }
     }
-    let elapsed = ContinuousClock.now - start
     #expect(executor.peakThreadCount == 2)
-    #expect(order.ids.withLock { $0 }.sorted() == Array(0..<6))
-    // Six 200 ms jobs on two threads: three rounds.
-    #expect(elapsed >= .milliseconds(590), "\(elapsed)")
+    #expect(started.running.withLock { $0.most } == 2)
+    #expect(started.ids.withLock { $0 }.sorted() == Array(0..<6))
   }
 
   @Test("a job runs on an executor thread, never on the cooperative pool")
@@ -95,24 +154,27 @@ struct BlockingExecutorTests {
     }
   }
 
+  /// Deterministic: the job runs until it sees its Cancellation, and it returns false only if it
+  /// never did before the safety deadline.
   @Test("cancelling the awaiting task sets the job's Cancellation; a job that looks at it returns early")
   func cancellation() async {
     let executor = BlockingExecutor(label: "test.cancel", limit: 1)
-    let start = ContinuousClock.now
+    let started = Started()
+    let deadline = ContinuousClock.now + safetyDeadline
     let task = Task {
       await executor.run { job -> Bool in
-        let until = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < until {
+        started.flag.store(true, ordering: .releasing)
+        while ContinuousClock.now < deadline {
           if job.isCancelled { return true }
           usleep(20_000)
         }
         return false
       }
     }
-    try? await Task.sleep(for: .milliseconds(200))
+    // Cancelled while the job runs, not before it started.
+    #expect(await eventually(until: deadline) { started.flag.load(ordering: .acquiring) })
     task.cancel()
-    #expect(await task.value == true)
-    #expect(ContinuousClock.now - start < .seconds(5))
+    #expect(await task.value == true, "the job never saw the cancellation")
   }
 
   @Test("an idle thread leaves after idleExit, and a later job starts a new one")
@@ -120,8 +182,8 @@ struct BlockingExecutorTests {
     let executor = BlockingExecutor(label: "test.idle", limit: 4, idleExit: .milliseconds(100))
     await executor.run { _ in }
     #expect(executor.peakThreadCount == 1)
-    try await Task.sleep(for: .milliseconds(1500))
-    #expect(executor.threadCount == 0)
+    // Leaving takes idleExit; the safety deadline only covers a loaded machine's scheduling.
+    #expect(await eventually(until: .now + safetyDeadline) { executor.threadCount == 0 })
     #expect(await executor.run { _ in 42 } == 42)
     #expect(executor.peakThreadCount == 1)
   }

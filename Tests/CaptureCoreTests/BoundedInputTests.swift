@@ -96,13 +96,17 @@ struct BoundedInputTests {
   func asyncContents() async throws {
     let path = Self.temporaryDirectory() + "/p"
     #expect(mkfifo(path, 0o600) == 0)
-    DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) {
+    // open(O_WRONLY) waits for the reader to open the FIFO: on a thread of its own, which needs no
+    // pool thread to start either.
+    startThread {
+      usleep(100_000)
       let fd = open(path, O_WRONLY)
       _ = [UInt8]("hello".utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
       close(fd)
     }
+    // The writer comes 100 ms later; the timeout is only a safety net for a loaded machine.
     let bytes = try await BoundedInput.contents(
-      of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100, timeout: .seconds(5))
+      of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100, timeout: .seconds(30))
     #expect(bytes == Array("hello".utf8))
 
     let task = Task {

@@ -77,11 +77,11 @@ private func number(_ event: Event) -> Int {
     queue.waitForRoom(timeoutMilliseconds: 50)
     #expect(queue.count == 4)
     let released = Flag()
-    let thread = DispatchSemaphore(value: 0)
-    DispatchQueue.global().async {
+    // The producer waits on a thread of its own, as a reader thread does: never on the cooperative
+    // pool (on Linux, Dispatch's global queues are that pool).
+    startThread {
       queue.waitForRoom(timeoutMilliseconds: 30_000)
       released.value.store(true, ordering: .releasing)
-      thread.signal()
     }
     try await Task.sleep(for: .milliseconds(100))
     let early = released.value.load(ordering: .acquiring)
@@ -89,11 +89,10 @@ private func number(_ event: Event) -> Int {
     var iterator = queue.stream.makeAsyncIterator()
     #expect(await iterator.next().map(number) == 0)
     #expect(await iterator.next().map(number) == 1)  // down to 2 = limit / 2: the reader may go on
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      DispatchQueue.global().async {
-        thread.wait()
-        done.resume()
-      }
+    // Released by the consumer, long before the wait's 30 s timeout (the safety net).
+    let deadline = ContinuousClock.now + .seconds(60)
+    while !released.value.load(ordering: .acquiring) && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(10))
     }
     let late = released.value.load(ordering: .acquiring)
     #expect(late)

@@ -685,13 +685,43 @@ func decodedTexts(_ events: [Event]) -> [String] {
   }
 }
 
+/// A gate that inquiries block their thread at until a task opens it.
+final class InquiryGate: Sendable {
+  private let state = Mutex((open: false, waiting: 0, gaveUp: 0))
+
+  var waiting: Int { state.withLock { $0.waiting } }
+  /// Waits that ended at their deadline with the gate still shut.
+  var gaveUp: Int { state.withLock { $0.gaveUp } }
+
+  func open() { state.withLock { $0.open = true } }
+
+  /// Blocks the calling thread (short sleeps, as a blocking call holds it) until the gate opens or
+  /// `deadline` passes.
+  func wait(until deadline: ContinuousClock.Instant) {
+    state.withLock { $0.waiting += 1 }
+    while !state.withLock({ $0.open }) {
+      if ContinuousClock.now >= deadline {
+        state.withLock { $0.gaveUp += 1 }
+        return
+      }
+      usleep(5_000)
+    }
+  }
+}
+
 @Suite struct ClassicBlockingTests {
   static let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 
+  /// Deterministic, not timed: every inquiry blocks its thread at a gate that only a task on the
+  /// cooperative pool opens. Had the inquiries run on the pool (as wide as the core count), that task
+  /// could not run before they gave up at the safety deadline (60 s, which a healthy run never
+  /// nears, however loaded the machine).
   @Test("HCI inquiries block the blocking executor, not the cooperative pool: a concurrent task runs at once")
   func inquiryLeavesThePoolFree() async throws {
     let fake = FakeBluetoothSystem()
-    fake.script { $0.inquiryBlocks = .seconds(8) }
+    let gate = InquiryGate()
+    let deadline = ContinuousClock.now + .seconds(60)
+    fake.script { $0.inquiryWait = { gate.wait(until: deadline) } }
     let inquiries = Self.cores + 2
     try await withThrowingTaskGroup(of: Int.self) { group in
       for _ in 0..<inquiries {
@@ -699,18 +729,16 @@ func decodedTexts(_ events: [Event]) -> [String] {
           try await ClassicDiscovery.inquiry(adapter: nil, seconds: 1, all: true, system: fake).count
         }
       }
-      // A pool whose threads the blocking work held would wake this task late, by seconds.
-      let asleep = ContinuousClock.now
-      try await Task.sleep(for: .milliseconds(400))
-      // Generous: other suites in this process load the pool too; a blocked pool makes this 8 s and more.
-      let late = ContinuousClock.now - asleep - .milliseconds(400)
-      #expect(late < .seconds(5), "the sleeping task woke \(late) late")
-      let probe = ContinuousClock.now
-      await Task.detached { _ = 1 + 1 }.value
-      let latency = ContinuousClock.now - probe
-      #expect(latency < .seconds(5), "a pool task waited \(latency) behind \(inquiries) inquiries")
+      // Suspends (needs a free pool thread) until every inquiry holds its thread at the gate.
+      while gate.waiting < inquiries && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(10))
+      }
+      #expect(gate.waiting == inquiries)
+      // A fresh pool task opens the gate while every inquiry blocks.
+      await Task.detached { gate.open() }.value
       for try await count in group { #expect(count == 0) }
     }
+    #expect(gate.gaveUp == 0, "an inquiry gave up at the gate: the pool task could not run")
     #expect(fake.count("inquiry") == inquiries)
     #expect(fake.state.withLock { $0.inquiryOnWorker } == Array(repeating: true, count: inquiries))
   }

@@ -24,6 +24,8 @@ final class FakeBluetoothSystem: BluetoothSystem {
     var inquiry: Result<[InquiryResult], Errno> = .success([])
     /// How long an inquiry blocks its thread, as the real one does for length × 1.28 s.
     var inquiryBlocks: Duration = .zero
+    /// Called by every inquiry, on its thread, after it is logged: a test's gate it blocks at.
+    var inquiryWait: (@Sendable () -> Void)? = nil
     /// Per inquiry: whether it ran on a BlockingExecutor thread.
     var inquiryOnWorker: [Bool] = []
     var names: [BluetoothAddress: String] = [:]
@@ -113,11 +115,12 @@ final class FakeBluetoothSystem: BluetoothSystem {
   }
 
   func inquiry(device: Int, length: Int, maxResponses: Int) throws(Errno) -> [InquiryResult] {
-    let (result, blocks) = state.withLock { s in
+    let (result, blocks, wait) = state.withLock { s in
       s.log.append("inquiry")
       s.inquiryOnWorker.append(BlockingExecutor.isWorkerThread)
-      return (s.inquiry, s.inquiryBlocks)
+      return (s.inquiry, s.inquiryBlocks, s.inquiryWait)
     }
+    wait?()
     if blocks > .zero {
       let (seconds, attoseconds) = blocks.components
       usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))

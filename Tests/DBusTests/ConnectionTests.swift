@@ -27,7 +27,7 @@ import Testing
   }
 
   @Test func connectsAndHasAUniqueName() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let connection = try bus.connect()
     defer { connection.close() }
@@ -39,7 +39,7 @@ import Testing
   }
 
   @Test func callsTheBusDriver() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let connection = try bus.connect()
     defer { connection.close() }
@@ -75,7 +75,7 @@ import Testing
   }
 
   @Test func roundTripsEveryValueType() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
@@ -140,7 +140,7 @@ import Testing
   }
 
   @Test func passesFileDescriptors() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
@@ -167,7 +167,7 @@ import Testing
   }
 
   @Test func errorRepliesKeepTheirNameAndMessage() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
@@ -197,7 +197,7 @@ import Testing
   }
 
   @Test func introspectionAndPeerAreAnswered() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server, path: "/org/example")
@@ -231,7 +231,7 @@ import Testing
   }
 
   @Test func callTimeoutGivesNoReply() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
@@ -255,7 +255,7 @@ import Testing
   }
 
   @Test func cancellingTheTaskCancelsTheCall() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
@@ -287,7 +287,7 @@ import Testing
   }
 
   @Test func missingNameGivesServiceUnknown() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let client = try bus.connect()
     defer { client.close() }
@@ -302,7 +302,7 @@ import Testing
   }
 
   @Test func signalsAreFilteredByMemberPathAndArg0InOrder() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let emitter = try bus.connect()
     defer { emitter.close() }
@@ -354,7 +354,7 @@ import Testing
   }
 
   @Test func streamsTenThousandSignalsWithoutLoss() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let emitter = try bus.connect()
     defer { emitter.close() }
@@ -403,7 +403,7 @@ import Testing
   }
 
   @Test func endingAStreamRemovesItsMatch() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let emitter = try bus.connect()
     defer { emitter.close() }
@@ -448,7 +448,7 @@ import Testing
   }
 
   @Test func losingTheBusFailsCallsEndsStreamsAndWakesWaiters() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     try Self.exportTestObject(on: server)
@@ -484,7 +484,7 @@ import Testing
   }
 
   @Test func closingEndsEverything() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let server = try bus.connect()
     defer { server.close() }
@@ -514,7 +514,7 @@ import Testing
   }
 
   @Test func waitingCanBeCancelled() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let connection = try bus.connect()
     defer { connection.close() }
@@ -528,7 +528,7 @@ import Testing
   }
 
   @Test func parsesManagedObjectsAndProperties() async throws {
-    let pair = try TestBus.pair()
+    let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
     let adapter: [String: DBusValue] = ["Address": .string("00:11:22:33:44:55"), "Powered": .boolean(true)]
@@ -627,7 +627,7 @@ import Testing
   }
 
   @Test func systemHonoursTheEnvironment() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1)
     defer { unsetenv("DBUS_SYSTEM_BUS_ADDRESS") }
@@ -642,7 +642,7 @@ import Testing
       #expect(systemSeen)
     }
     // Read again on every call: a second bus at another address.
-    let second = try TestBus()
+    let second = try await TestBus.started()
     defer { second.stop() }
     setenv("DBUS_SYSTEM_BUS_ADDRESS", second.address, 1)
     let again = try DBusConnection.system()
@@ -671,7 +671,7 @@ import Testing
   }
 
   @Test func invalidArgumentsAreRefusedNotFatal() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let connection = try bus.connect()
     defer { connection.close() }
@@ -736,7 +736,7 @@ import Testing
   }
 
   @Test func droppingTheConnectionClosesIt() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let observer = try bus.connect()
     defer { observer.close() }
@@ -753,7 +753,7 @@ import Testing
   }
 
   @Test func connectionsFreeTheirCoreWhenClosedOrDropped() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let cores = try await withDeadline {
       let server = try bus.connect()
@@ -780,7 +780,7 @@ import Testing
   }
 
   @Test func handlersAreCancelledWhenTheConnectionCloses() async throws {
-    let bus = try TestBus()
+    let bus = try await TestBus.started()
     defer { bus.stop() }
     let server = try bus.connect()
     let client = try bus.connect()

@@ -161,14 +161,41 @@ final class TestBus: Sendable {
     }
   }
 
-  static func pair() throws -> Pair {
-    let bus = try TestBus()
+  static func pair() async throws -> Pair {
+    let bus = try await started()
     do {
       return Pair(bus: bus, server: try bus.connect(), client: try bus.connect())
     } catch {
       bus.stop()
       throw error
     }
+  }
+
+  /// A new bus, started on a thread of its own: waiting for dbus-daemon to print its address blocks,
+  /// and the cooperative pool (one thread per core, shared by every suite in this process) must not
+  /// wait on it.
+  static func started() async throws -> TestBus {
+    final class Box: @unchecked Sendable {
+      let body: () -> Void
+      init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    let result: Result<TestBus, any Error> = await withCheckedContinuation { continuation in
+      let raw = Unmanaged.passRetained(Box { continuation.resume(returning: Result { try TestBus() }) })
+        .toOpaque()
+      var thread = pthread_t()
+      let rc = pthread_create(
+        &thread, nil,
+        { raw in
+          Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+          return nil
+        }, raw)
+      if rc == 0 {
+        pthread_detach(thread)
+      } else {
+        Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
+      }
+    }
+    return try result.get()
   }
 
   func connect() throws -> DBusConnection {

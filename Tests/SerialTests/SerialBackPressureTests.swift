@@ -24,16 +24,19 @@ import Testing
     // its LF) to a backlog at the limit.
     let bound = limit + 2048
     let writer = WriterProgress()
-    // The master blocks in write(2) once the tty's buffers are full, so the scanner writes on a thread.
-    DispatchQueue.global().async {
-      var offset = 0
-      while offset < feed.count {
-        let end = min(offset + 1024, feed.count)
-        try? pty.write(Array(feed[offset..<end]))
-        offset = end
-        writer.written.store(offset, ordering: .releasing)
+    // The master blocks in write(2) once the tty's buffers are full, so the feed is written on a
+    // thread of the blocking executor: on Linux, Dispatch's global queues are the cooperative pool.
+    Task {
+      await BlockingExecutor.shared.run { _ in
+        var offset = 0
+        while offset < feed.count {
+          let end = min(offset + 1024, feed.count)
+          try? pty.write(Array(feed[offset..<end]))
+          offset = end
+          writer.written.store(offset, ordering: .releasing)
+        }
+        writer.done.store(true, ordering: .releasing)
       }
-      writer.done.store(true, ordering: .releasing)
     }
 
     // Nobody consumes: the reader fills its queue to the limit, then leaves the bytes in the kernel.
@@ -85,7 +88,7 @@ import Testing
     let scanner = try openScanner(pty.slavePath, ["framing": "line"])
     // More than the queue holds, little enough that the kernel takes the rest and the write ends.
     let feed = Array((0..<3000).map { "P\($0)\n" }.joined().utf8)
-    DispatchQueue.global().async { try? pty.write(feed) }
+    Task { await BlockingExecutor.shared.run { _ in try? pty.write(feed) } }
     let deadline = ContinuousClock.now + .seconds(20)
     while scanner.backlog.count < scanner.backlog.limit && ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(20))

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -289,7 +288,7 @@ public final class BoundedInput {
 
 extension BoundedInput {
   /// The whole of `path` (or standard input for "-" when `dashIsStandardInput`), at most `limit`
-  /// bytes, read on a thread of its own so the cooperative pool never waits on a FIFO. Cancelling the
+  /// bytes, read on the blocking executor so the cooperative pool never waits on a FIFO. Cancelling the
   /// calling task (a --timeout's deadline task, SIGINT relayed as cancellation) ends the read with
   /// `.cancelled`; `timeout` ends it with `.timedOut`.
   public static func contents(
@@ -298,18 +297,16 @@ extension BoundedInput {
   ) async throws(InputError) -> [UInt8] {
     let cancellation = Cancellation()
     let wait = Wait.within(timeout, cancellation: cancellation)
+    // On the blocking executor, not a Dispatch global queue: on Linux those queues are the
+    // cooperative pool's own threads, so a FIFO's wait there would hold one of them.
     let result: Result<[UInt8], InputError> = await withTaskCancellationHandler {
-      await withCheckedContinuation {
-        (continuation: CheckedContinuation<Result<[UInt8], InputError>, Never>) in
-        DispatchQueue.global().async {
-          continuation.resume(
-            returning: Result { () throws(InputError) -> [UInt8] in
-              let input =
-                dashIsStandardInput && path == "-"
-                ? try BoundedInput(descriptor: 0, accepting: accepting, wait: wait)
-                : try BoundedInput(path: path, accepting: accepting, wait: wait)
-              return try input.readToEnd(limit: limit)
-            })
+      await BlockingExecutor.shared.run { _ in
+        Result { () throws(InputError) -> [UInt8] in
+          let input =
+            dashIsStandardInput && path == "-"
+            ? try BoundedInput(descriptor: 0, accepting: accepting, wait: wait)
+            : try BoundedInput(path: path, accepting: accepting, wait: wait)
+          return try input.readToEnd(limit: limit)
         }
       }
     } onCancel: {

@@ -40,14 +40,18 @@ struct Images: Sendable {
 
   static let binaryPayload: [UInt8] = [0x00, 0xFF, 0x01, 0x80] + Array("binary".utf8) + [0xFE, 0x0A, 0x7F]
 
-  /// Generated on first use; a missing tool becomes a failure of every test that needs images.
-  static let shared: Result<Images, HarnessError> = {
-    do { return .success(try make()) } catch let error as HarnessError { return .failure(error) } catch {
-      return .failure(HarnessError(description: "\(error)"))
+  /// Generated on first use, on a thread of its own: the tools' runs block, and a lazy global made
+  /// synchronously would also hold every other test asking for it on its pool thread meanwhile. A
+  /// missing tool becomes a failure of every test that needs images.
+  private static let shared = Task<Result<Images, HarnessError>, Never> {
+    await onOwnThread {
+      do { return .success(try make()) } catch let error as HarnessError { return .failure(error) } catch {
+        return .failure(HarnessError(description: "\(error)"))
+      }
     }
-  }()
+  }
 
-  static func get() throws -> Images { try shared.get() }
+  static func get() async throws -> Images { try await shared.value.get() }
 
   private static let removeAtExit: Void = {
     atexit {

@@ -78,23 +78,15 @@ enum Runner {
   /// our write fail with EPIPE, not kill the test runner.
   private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
 
-  private static let queue = DispatchQueue(label: "blackbox.runner", attributes: .concurrent)
-
-  /// Runs `path` off the Swift-concurrency pool (the wait blocks a thread) and returns its outcome.
+  /// Runs `path` on a thread of its own (the wait blocks it) and returns its outcome.
   static func run(
     _ path: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
     directory: String? = nil, timeLimit: Double = 30, interaction: Interaction = Interaction()
   ) async throws -> Outcome {
-    try await withCheckedThrowingContinuation { continuation in
-      queue.async {
-        continuation.resume(
-          with: Result {
-            try runBlocking(
-              path, arguments, environment: environment, stdin: stdin, directory: directory,
-              timeLimit: timeLimit,
-              interaction: interaction)
-          })
-      }
+    try await onOwnThread {
+      try runBlocking(
+        path, arguments, environment: environment, stdin: stdin, directory: directory,
+        timeLimit: timeLimit, interaction: interaction)
     }
   }
 
@@ -329,4 +321,33 @@ enum GNU {
   static func addchdir(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ path: String) -> Int32 {
     addChdirFunction(actions, path)
   }
+}
+
+/// Runs `body`, which blocks (waitpid, poll, a FIFO's open), on a new thread of its own and returns
+/// what it returned. Neither the Swift-concurrency pool nor libdispatch's global queues may run it:
+/// on Linux the cooperative pool IS libdispatch's global pool, one thread per core, so a wait there
+/// stalls every task in the test process (the suites run concurrently in one process), and the
+/// pool grows only when none of its threads is runnable, by about one thread a second.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    let thread = Thread { continuation.resume(with: Result { try body() }) }
+    thread.name = "blackbox.blocking"
+    thread.start()
+  }
+}
+
+/// The non-throwing form of `onOwnThread`.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+  await withCheckedContinuation { continuation in
+    let thread = Thread { continuation.resume(returning: body()) }
+    thread.name = "blackbox.blocking"
+    thread.start()
+  }
+}
+
+/// Starts `body`, which blocks, on a new thread of its own and returns at once (see `onOwnThread`).
+func detachThread(_ body: @escaping @Sendable () -> Void) {
+  let thread = Thread(block: body)
+  thread.name = "blackbox.blocking"
+  thread.start()
 }

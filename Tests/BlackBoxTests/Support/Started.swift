@@ -40,15 +40,12 @@ extension Sandbox {
       pid: pid, arguments: arguments, stdoutPath: outPath, stderrPath: errPath, start: begin)
   }
 
-  /// Waits for every child (off the Swift-concurrency pool: the wait blocks a thread) and returns what
+  /// Waits for every child (on a thread of its own: the wait blocks it) and returns what
   /// each did, in order. A child still running after `timeLimit` seconds is killed and recorded.
   func finish(_ children: [StartedChild], timeLimit: Double = 60) async throws -> [Outcome] {
-    let reaped = await withCheckedContinuation { continuation in
-      DispatchQueue.global().async {
-        continuation.resume(
-          returning: children.map { child in
-            (child, Runner.reap(child.pid, deadline: child.start + timeLimit), Runner.monotonicSeconds())
-          })
+    let reaped = await onOwnThread {
+      children.map { child in
+        (child, Runner.reap(child.pid, deadline: child.start + timeLimit), Runner.monotonicSeconds())
       }
     }
     return try reaped.map { child, result, end in
