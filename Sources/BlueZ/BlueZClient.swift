@@ -16,7 +16,11 @@ public final class BlueZClient: Sendable {
   /// Connects to the system bus and checks that bluetoothd is there.
   public static func connect(adapter: String?) async throws(CaptureError) -> BlueZClient {
     let bus: DBusConnection
-    do { bus = try DBusConnection.system() } catch {
+    // Connecting authenticates and sends Hello, which can block for libdbus's reply timeout on a bus
+    // that hangs: off the cooperative pool, on the one blocking executor.
+    do {
+      bus = try await BlockingExecutor.shared.run { (_) throws(DBusError) in try DBusConnection.system() }
+    } catch {
       if error.name == BlueZName.BusError.accessDenied {
         throw CaptureError(.bluetoothPermissionMissing, "the system bus refused this user: \(error.message)")
       }

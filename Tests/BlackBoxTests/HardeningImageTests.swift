@@ -43,7 +43,7 @@ struct HardeningImageTests {
 
   @Test("a forged image in a --dir batch is reported and the batch goes on")
   func overflowInBatch() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     _ = try sandbox.makeDirectory("batch")
     try sandbox.copy(images.qr.path, to: "batch/a.png")
@@ -110,7 +110,7 @@ struct HardeningImageTests {
 
   @Test("a PNG header followed by endless zeros on stdin is read only as far as its IHDR allows")
   func pngHeaderThenZeros() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     // The signature and the IHDR chunk (33 bytes) of a small real PNG, then /dev/zero for ever.
     try sandbox.write("head.bin", Array(try sandbox.read(images.qr.path).prefix(33)))
@@ -140,7 +140,7 @@ struct HardeningImageTests {
     "an unreadable image in --dir is ESKT_FILEACCESSDENIED (64) at the end and the batch goes on (as root: run as nobody with setpriv)",
     .enabled(if: getuid() != 0 || Runner.which("setpriv") != nil))
   func unreadableInBatch() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     _ = try sandbox.makeDirectory("scans")
     try sandbox.copy(images.qr.path, to: "scans/a.png")
@@ -161,7 +161,7 @@ struct HardeningImageTests {
 
   @Test("a non-UTF-8 file name is decoded as --image and inside --dir")
   func nonUTF8Names() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let image = try await Self.shell(
       sandbox,
@@ -197,7 +197,7 @@ struct HardeningImageTests {
 
   @Test("dangling symbolic links and symbolic link loops in --dir get a warning each")
   func symlinks() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     _ = try sandbox.makeDirectory("links")
     try sandbox.copy(images.qr.path, to: "links/a.png")
@@ -281,7 +281,7 @@ struct HardeningImageTests {
 
   @Test("--timeout 1s over 8,000 images ends within a fraction of a second of the deadline")
   func timeoutOverBatch() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let dir = try Self.manyImages(sandbox, images, count: 8000)
     let outcome = try await sandbox.capture(["--timeout", "1s", "listen", "--dir", dir], timeLimit: 60)
@@ -292,7 +292,7 @@ struct HardeningImageTests {
 
   @Test("--count 1 over 8,000 images ends after the first code, without opening every file first")
   func countOverBatch() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let dir = try Self.manyImages(sandbox, images, count: 8000)
     let outcome = try await sandbox.capture(["listen", "--count", "1", "--dir", dir], timeLimit: 60)
@@ -305,7 +305,7 @@ struct HardeningImageTests {
 
   @Test("listen --output with a non-UTF-8 name writes a file of exactly that name")
   func outputByteName() async throws {
-    let images = try Images.get()
+    let images = try await Images.get()
     let sandbox = try Sandbox()
     let outcome = try await Self.shell(
       sandbox,
