@@ -55,15 +55,7 @@ public enum SystemFile {
   }
 
   /// The contents of `path`, or nil when it does not exist.
-  public static func read(path: String) throws(Errno) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    if fd < 0 {
-      if errno == ENOENT { return nil }
-      throw .current
-    }
-    defer { close(fd) }
-    return try readAll(fd: fd)
-  }
+  public static func read(path: String) throws(Errno) -> [UInt8]? { try read(path: FilePath(path)) }
 
   /// Writes every byte, retrying short writes and EINTR.
   public static func writeAll(fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
@@ -82,29 +74,7 @@ public enum SystemFile {
   /// kill at any instant leaves either the old or the new file.
   public static func replace(path: String, directory: String, with bytes: [UInt8], mode: mode_t) throws(Errno)
   {
-    let temp = "\(path).tmp.\(getpid())"
-    let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-    guard fd >= 0 else { throw .current }
-    do throws(Errno) {
-      // withUnsafeBytes rethrows untyped errors: carry the Errno out in a Result.
-      try bytes.withUnsafeBytes { raw in Result { () throws(Errno) in try writeAll(fd: fd, raw) } }.get()
-      guard fsync(fd) == 0 else { throw Errno.current }
-    } catch {
-      close(fd)
-      unlink(temp)
-      throw error
-    }
-    close(fd)
-    guard rename(temp, path) == 0 else {
-      let failure = Errno.current
-      unlink(temp)
-      throw failure
-    }
-    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    if dirFD >= 0 {
-      fsync(dirFD)
-      close(dirFD)
-    }
+    try replace(path: FilePath(path), directory: FilePath(directory), with: bytes, mode: mode)
   }
 }
 

@@ -27,6 +27,23 @@ protocol BLEFamilyHandler: Sendable {
   func trigger(_ action: Trigger, _ gatt: BLEGatt) async throws(CaptureError)
 }
 
+extension BLEFamilyHandler {
+  /// A family without family-specific properties or triggers: everything past the generic table
+  /// (which BLEDevice answers itself) is NOTSUPPORTED, as the SDK answers.
+  func get(_ property: PropertyID, argument: PropertyValue, _ gatt: BLEGatt) async throws(CaptureError)
+    -> PropertyValue
+  {
+    throw .notSupported("\(gatt.deviceName) does not support \(property.cliName) (\(property.hex))")
+  }
+  func set(_ property: PropertyID, _ value: PropertyValue, _ gatt: BLEGatt) async throws(CaptureError) {
+    throw .notSupported("\(gatt.deviceName) does not support \(property.cliName) (\(property.hex))")
+  }
+  func trigger(_ action: Trigger, _ gatt: BLEGatt) async throws(CaptureError) {
+    throw .notSupported(
+      "\(gatt.deviceName) has no remote trigger \(action.cliName) that public facts describe")
+  }
+}
+
 extension BLEFamily {
   /// The handler of this family's data and properties.
   func handler(emitter: BLEEmitter, client: BlueZClient) -> any BLEFamilyHandler {
@@ -112,16 +129,4 @@ struct GenericHandler: BLEFamilyHandler {
   var writable: [PropertyID] { [] }
   var triggers: Set<Trigger> { [] }
   var events: Set<EventKind> { [] }
-  func get(_ property: PropertyID, argument: PropertyValue, _ gatt: BLEGatt) async throws(CaptureError)
-    -> PropertyValue
-  {
-    throw .notSupported("\(gatt.deviceName) does not support \(property.cliName) (\(property.hex))")
-  }
-  func set(_ property: PropertyID, _ value: PropertyValue, _ gatt: BLEGatt) async throws(CaptureError) {
-    throw .notSupported("\(gatt.deviceName) does not support \(property.cliName) (\(property.hex))")
-  }
-  func trigger(_ action: Trigger, _ gatt: BLEGatt) async throws(CaptureError) {
-    throw .notSupported(
-      "\(gatt.deviceName) has no remote trigger \(action.cliName) that public facts describe")
-  }
 }

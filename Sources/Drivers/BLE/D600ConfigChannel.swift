@@ -95,25 +95,21 @@ final class D600ConfigChannel: Sendable {
   /// partial answer is forgotten. Commands waiting for their turn still run (and fail on the write
   /// while the link is down).
   func failCurrent() {
-    let waiting = state.withLock { s -> CheckedContinuation<D600ConfigAnswer?, Never>? in
-      s.assembler.reset()
-      guard var waiter = s.current else { return nil }
-      guard let continuation = waiter.continuation else {
-        waiter.answer = .some(nil)
-        s.current = waiter
-        return nil
-      }
-      s.current = nil
-      return continuation
-    }
-    waiting?.resume(returning: nil)
+    giveUp(resettingAnyway: true, when: { _ in true })
   }
 
   /// Only command `id` gives up: a concurrent command keeps waiting for its own answer.
   private func expire(_ id: UInt64) {
+    giveUp(when: { $0 == id })
+  }
+
+  /// Ends the current command with no answer when `isIt(its id)`: a partial answer is forgotten (it
+  /// belonged to that command; with `resettingAnyway` it is forgotten in any case), a command already
+  /// waiting resumes with nil, one still writing finds nil when it comes to wait.
+  private func giveUp(resettingAnyway: Bool = false, when isIt: (UInt64) -> Bool) {
     let waiting = state.withLock { s -> CheckedContinuation<D600ConfigAnswer?, Never>? in
-      guard var waiter = s.current, waiter.id == id else { return nil }
-      // An answer still being assembled belonged to this command.
+      if resettingAnyway { s.assembler.reset() }
+      guard var waiter = s.current, isIt(waiter.id) else { return nil }
       s.assembler.reset()
       guard let continuation = waiter.continuation else {
         waiter.answer = .some(nil)

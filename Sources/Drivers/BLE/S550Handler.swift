@@ -35,19 +35,6 @@ final class S550Handler: BLEFamilyHandler {
   var triggers: Set<Trigger> { [] }
   var events: Set<EventKind> { [.decodedData] }
 
-  func get(_ property: PropertyID, argument: PropertyValue, _ gatt: BLEGatt) async throws(CaptureError)
-    -> PropertyValue
-  {
-    throw .notSupported("\(gatt.deviceName) does not support \(property.cliName) (\(property.hex))")
-  }
-  func set(_ property: PropertyID, _ value: PropertyValue, _ gatt: BLEGatt) async throws(CaptureError) {
-    throw .notSupported("\(gatt.deviceName) does not support \(property.cliName) (\(property.hex))")
-  }
-  func trigger(_ action: Trigger, _ gatt: BLEGatt) async throws(CaptureError) {
-    throw .notSupported(
-      "\(gatt.deviceName) has no remote trigger \(action.cliName) that public facts describe")
-  }
-
   /// B0 tag read / B1 inserted carry the tag; the data is the tag's data when it has some, else its
   /// UID (docs/device-protocols.md §3.4). A removal is not a read.
   private func emit(_ event: DirectEvent) {
