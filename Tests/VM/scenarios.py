@@ -345,21 +345,8 @@ def accept(ctx):
     scanner, scanner_out = ctx.start(
         ["python3", os.path.join(ctx.share, "scanner.py"), "initiator", "--source", ctx.scanner,
          "--to", ctx.host, "--channel", str(ACCEPT_CHANNEL), "--code", CODE], "scanner")
-    try:
-        status = process.wait(60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        status = None
+    status, stdout, stderr = finish(ctx, process, out, err, 60)
     scanner.wait(40)
-    out.seek(0)
-    err.seek(0)
-    stdout, stderr = out.read(), err.read()
-    ctx.log(f"  exit {status}")
-    for line in stdout.splitlines():
-        ctx.log(f"  out: {line}")
-    for line in stderr.splitlines():
-        ctx.log(f"  err: {line}")
     equal(status, 0, "listen --accept exit status")
     equal(scanner.returncode, 0, "scanner initiator exit status")
     events = json_lines(stdout)
