@@ -12,7 +12,7 @@ import Synchronization
 /// failed write means: a reader that went away (EPIPE) ends the output quietly and the command keeps
 /// its own status; any other failure (ENOSPC on /dev/full, EBADF on a closed stdout, EIO) is the
 /// command's failure, UNABLEWRITEFILE (exit 33) with one line on stderr (`settle`).
-final class Output: @unchecked Sendable {
+final class Output: Sendable {
   enum Mode: Sendable { case plain, json }
 
   let mode: Mode

@@ -8,7 +8,7 @@ import Synchronization
 
 /// SocketCam C820, the software scanner (docs/capture-sdk.md §5.2: SocketCamC820 = 5, interface None):
 /// decodes frames from images, stdin or a V4L2 camera with ZBar and zxing-cpp.
-public final class SocketCam: Device, @unchecked Sendable {
+public final class SocketCam: Device {
   public static let defaultName = "SocketCam C820"
 
   public let info: DeviceInfo
