@@ -215,6 +215,9 @@ final class BLELink: Sendable {
         case .absent: break
         }
       } catch {
+        // A link closed while its attempt was in flight (its bus connection closed under it) has no
+        // outage to report: the attempt failed because the device is going away on purpose.
+        if state.withLock({ $0.isClosed }) { return }
         if !warned {
           warned = true
           request.warn("\(address): reconnect failed: \(error.message); trying again in the background")
