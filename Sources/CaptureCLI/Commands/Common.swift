@@ -104,35 +104,26 @@ enum Interruption {
     signal(SIGINT, interruptionHandler)
     signal(SIGTERM, interruptionHandler)
     if onHangUp != nil { signal(SIGHUP, hangUpSignalHandler) }
-    var thread = pthread_t()
-    let box = Unmanaged.passRetained(Box(fd: readFD)).toOpaque()
-    pthread_create(
-      &thread, nil,
-      { raw in
-        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-        var byte: UInt8 = 0
-        while true {
-          let n = read(box.fd, &byte, 1)
-          if n == 1 {
-            if byte == Interruption.hangUpByte {
-              Interruption.hangUpHandler?()
-            } else {
-              Interruption.handler?()
-            }
-            continue
+    // The relay: a thread of its own that reads the pipe and calls back. Without one (no thread to be
+    // had at start) only the callbacks are lost; the handlers still set `fired`.
+    try? DetachedThread.start {
+      var byte: UInt8 = 0
+      while true {
+        let n = read(readFD, &byte, 1)
+        if n == 1 {
+          if byte == Interruption.hangUpByte {
+            Interruption.hangUpHandler?()
+          } else {
+            Interruption.handler?()
           }
-          if n < 0 && errno == EINTR { continue }
-          break
+          continue
         }
-        return nil
-      }, box)
-    pthread_detach(thread)
+        if n < 0 && errno == EINTR { continue }
+        break
+      }
+    }
   }
 
-  final class Box {
-    let fd: Int32
-    init(fd: Int32) { self.fd = fd }
-  }
 }
 
 /// Saves errno and restores it on return: a handler runs between any two instructions of the thread it

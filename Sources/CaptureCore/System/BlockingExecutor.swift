@@ -120,36 +120,24 @@ public final class BlockingExecutor: Sendable {
     if spawn { startThread() }
   }
 
-  /// A detached pthread of its own, started now: not one of the cooperative pool's, and not left to
-  /// libdispatch, whose thread pool on Linux may defer starting a thread while the CPUs are busy.
+  /// A detached thread of its own, started now (DetachedThread).
   private func startThread() {
-    let body = Unmanaged.passRetained(
-      WorkerBody { [self] in
+    do throws(Errno) {
+      try DetachedThread.start { [self] in
         _ = pthread_setspecific(Self.workerKey, UnsafeRawPointer(bitPattern: 1))
         workerLoop()
       }
-    ).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(
-      &thread, nil,
-      { raw in
-        Unmanaged<WorkerBody>.fromOpaque(raw!).takeRetainedValue().run()
-        return nil
-      }, body)
-    if rc == 0 {
-      pthread_detach(thread)
-      return
-    }
-    Unmanaged<WorkerBody>.fromOpaque(body).release()
-    // No thread (EAGAIN): one fewer worker; the job waits for a running one, or, when none runs, gets a
-    // Dispatch thread so it is never stranded.
-    let none = state.withLock { s in
-      s.threads -= 1
-      return s.threads == 0
-    }
-    if none {
-      state.withLock { $0.threads += 1 }
-      DispatchQueue(label: label).async { self.workerLoop() }
+    } catch {
+      // No thread (EAGAIN): one fewer worker; the job waits for a running one, or, when none runs,
+      // gets a Dispatch thread so it is never stranded.
+      let none = state.withLock { s in
+        s.threads -= 1
+        return s.threads == 0
+      }
+      if none {
+        state.withLock { $0.threads += 1 }
+        DispatchQueue(label: label).async { self.workerLoop() }
+      }
     }
   }
 
@@ -180,9 +168,4 @@ public final class BlockingExecutor: Sendable {
       state.withLock { $0.busy -= 1 }
     }
   }
-}
-
-private final class WorkerBody: Sendable {
-  let run: @Sendable () -> Void
-  init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }

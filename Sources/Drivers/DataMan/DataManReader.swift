@@ -337,20 +337,11 @@ public final class DataManReader: Device {
   // MARK: Reader thread
 
   private func startReaderThread() {
-    let box = Unmanaged.passRetained(ThreadBody { [self] in self.readLoop() }).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(
-      &thread, nil,
-      { raw in
-        let body = Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue()
-        body.run()
-        return nil
-      }, box)
-    if rc == 0 {
-      pthread_detach(thread)
-    } else {
-      Unmanaged<ThreadBody>.fromOpaque(box).release()
-      finish(error: CaptureError(.communicationError, "cannot start the DMCC reader thread"))
+    do throws(Errno) {
+      try DetachedThread.start { [self] in self.readLoop() }
+    } catch {
+      finish(
+        error: CaptureError(.communicationError, "cannot start the DMCC reader thread: \(error.message)"))
     }
   }
 
@@ -461,11 +452,6 @@ public final class DataManReader: Device {
     }
     for waiter in waiting ?? [] { waiter.continuation.resume(returning: .failure(error)) }
   }
-}
-
-private final class ThreadBody: Sendable {
-  let run: @Sendable () -> Void
-  init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
 /// What the handshake learnt, and the read results that arrived during it.
