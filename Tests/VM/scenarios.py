@@ -686,20 +686,23 @@ def start_stack(share):
     STACK["bluetoothd"] = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", *debug], stdout=log,
                                            stderr=subprocess.STDOUT)
 
-    def adapters():
-        try:
-            objects = bluez_objects()
-        except dbus.DBusException:
-            return False
-        return all(f"/org/bluez/hci{i}" in objects for i in (0, 1))
-
-    wait(adapters, 60, "bluetoothd's adapters")
+    wait(both_adapters, 60, "bluetoothd's adapters")
     set_adapter("hci0", Alias=dbus.String(HOST_NAME), Powered=dbus.Boolean(True), Pairable=dbus.Boolean(True))
     set_adapter("hci1", Alias=dbus.String(SCANNER_NAME), Powered=dbus.Boolean(True),
                 Pairable=dbus.Boolean(True), DiscoverableTimeout=dbus.UInt32(0), Discoverable=dbus.Boolean(True))
     objects = bluez_objects()
     return (str(objects["/org/bluez/hci0"]["org.bluez.Adapter1"]["Address"]),
             str(objects["/org/bluez/hci1"]["org.bluez.Adapter1"]["Address"]))
+
+
+def both_adapters():
+    """bluetoothd shows hci0 and hci1 (False while it is not on the bus yet)."""
+    import dbus
+    try:
+        objects = bluez_objects()
+    except dbus.DBusException:
+        return False
+    return all(f"/org/bluez/hci{i}" in objects for i in (0, 1))
 
 
 def restart_controllers(ctx):
@@ -720,14 +723,7 @@ def restart_controllers(ctx):
     btvirt_log = open(os.path.join(ctx.share, "logs", "btvirt.log"), "a")
     STACK["btvirt"] = subprocess.Popen(["btvirt", "-l2"], stdout=btvirt_log, stderr=subprocess.STDOUT)
 
-    def adapters():
-        try:
-            objects = bluez_objects()
-        except dbus.DBusException:
-            return False
-        return all(f"/org/bluez/hci{i}" in objects for i in (0, 1))
-
-    wait(adapters, 60, "bluetoothd's adapters again")
+    wait(both_adapters, 60, "bluetoothd's adapters again")
     set_adapter("hci0", Alias=dbus.String(HOST_NAME), Powered=dbus.Boolean(True), Pairable=dbus.Boolean(True))
     ctx.log(f"  (controllers restarted in {time.monotonic() - started:.1f} s)")
 
