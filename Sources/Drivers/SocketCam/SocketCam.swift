@@ -81,22 +81,17 @@ public final class SocketCam: Device {
   }
 
   public func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    // The one set of value rules (friendly-name length, status and trigger values), shared with `set`
+    // and profile dry runs; what is left here is what only SocketCam knows.
+    try PropertyRules.check(property, value)
     switch (property, value) {
     case (.friendlyNameDevice, .string(let name)):
-      // The one rule for a friendly name (length, no control characters), shared with dry runs.
-      try PropertyRules.check(property, value)
       try persist { $0.friendlyName = name == Self.defaultName ? nil : name }
     case (.socketCamStatus, .byte(let raw)):
-      guard raw == SocketCamStatus.enable.rawValue || raw == SocketCamStatus.disable.rawValue else {
-        throw .invalidParameter("socket-cam-status takes enable (0) or disable (1)")
-      }
       try persist { $0.status = raw }
     case (.dataSourceDevice, .dataSource(let requested)):
       guard SymbologyMap.supported.contains(requested.id) else {
         throw .notSupported("SocketCam cannot decode \(requested.id.name) (\(requested.id.rawValue))")
-      }
-      guard requested.status == .enable || requested.status == .disable else {
-        throw .invalidParameter("data source status must be enable or disable")
       }
       try persist { $0.dataSources[String(requested.id.rawValue)] = requested.status.rawValue }
     case (.triggerDevice, .byte(let raw)):
