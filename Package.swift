@@ -13,7 +13,11 @@ let package = Package(
   targets: [
     // The executable is the composition root: it picks the drivers; CaptureCLI sees only CaptureCore.
     .executableTarget(name: "capture", dependencies: ["CaptureCLI", "Drivers"]),
-    .target(name: "CaptureCLI", dependencies: ["CaptureCore"]),
+    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureService"]),
+    // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
+    // HTTP + WebSocket transport.
+    .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPServer"]),
+    .target(name: "HTTPServer"),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
     // BlueZ over D-Bus: a general libdbus client, then one Swift type per BlueZ interface. Drivers reach
@@ -55,6 +59,8 @@ let package = Package(
     .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
     .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
+    .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+    .testTarget(name: "CaptureServiceTests", dependencies: ["CaptureService", "CaptureCore", "HTTPServer"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17
