@@ -42,6 +42,8 @@ static_assert(CZX_FORMAT_UPCA == static_cast<int>(BarcodeFormat::UPCA), "UPCA");
 static_assert(CZX_FORMAT_UPCE == static_cast<int>(BarcodeFormat::UPCE), "UPCE");
 static_assert(CZX_FORMAT_MICROQRCODE == static_cast<int>(BarcodeFormat::MicroQRCode), "MicroQRCode");
 
+static_assert(CZX_CONTENT_BINARY == static_cast<int>(ZXing::ContentType::Binary), "content type");
+static_assert(CZX_CONTENT_UNKNOWN_ECI == static_cast<int>(ZXing::ContentType::UnknownECI), "content type");
 static_assert(CZX_BINARIZER_LOCAL_AVERAGE == static_cast<int>(ZXing::Binarizer::LocalAverage), "binarizer");
 static_assert(CZX_BINARIZER_BOOL_CAST == static_cast<int>(ZXing::Binarizer::BoolCast), "binarizer");
 
@@ -80,6 +82,20 @@ int exportResults(const ZXing::Results &found, czx_result **results, size_t *cou
     for (int i = 0; i < 4; ++i) c.position[i] = czx_point{p[i].x, p[i].y};
     c.orientation = r.orientation();
     setError(c.symbology, sizeof c.symbology, r.symbologyIdentifier().c_str());
+    // text() is bytes() decoded per ECI segment, or with the character set the library guesses when the
+    // symbol has no ECI (Result.h); with an EAN add-on it is "main addon" (space-separated).
+    const std::string text = r.text();  // std::string under ZX_USE_UTF8 (Result.h: utf8())
+    c.text = static_cast<char *>(std::malloc(text.size() + 1));
+    if (c.text == nullptr) {
+      std::free(c.bytes);
+      czx_free_results(out, n);
+      return CZX_ERR_NOMEM;
+    }
+    std::memcpy(c.text, text.data(), text.size());
+    c.text[text.size()] = '\0';
+    c.text_length = text.size();
+    c.has_eci = r.hasECI() ? 1 : 0;
+    c.content_type = static_cast<int>(r.contentType());
     ++n;
   }
   if (n == 0) {
@@ -222,7 +238,9 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
     hints.setMaxNumberOfSymbols(maxSymbols);
     hints.setReturnCodabarStartEnd(o.codabar_start_end != 0);
     hints.setReturnErrors(false);  // only results whose checksums/ECC verified
-    hints.setEanAddOnSymbol(ZXing::EanAddOnSymbol::Ignore);
+    // Read EAN-2/EAN-5 add-ons when present (DecodeHints.h: "Read: read EAN-2/EAN-5 Add-On symbol if
+    // found"); the result then holds main and add-on.
+    hints.setEanAddOnSymbol(ZXing::EanAddOnSymbol::Read);
     ZXing::ImageView view(lum, width, height, ZXing::ImageFormat::Lum, rowStride);
 
     ZXing::Results found;
@@ -317,7 +335,10 @@ int czx_read(const uint8_t *lum, int width, int height, int row_stride, const cz
 
 void czx_free_results(czx_result *results, size_t count) {
   if (results == nullptr) return;
-  for (size_t i = 0; i < count; ++i) std::free(results[i].bytes);
+  for (size_t i = 0; i < count; ++i) {
+    std::free(results[i].bytes);
+    std::free(results[i].text);
+  }
   std::free(results);
 }
 

@@ -77,14 +77,43 @@ struct ZXingScanner: Sendable {
     symbols.reserveCapacity(count)
     for result in UnsafeBufferPointer(start: results, count: count) {
       guard let format = format(of: result.format) else { continue }
-      let bytes =
+      var bytes =
         result.length > 0 ? Array(UnsafeBufferPointer(start: result.bytes, count: result.length)) : []
       let p = result.position  // Result::position(): top-left, top-right, bottom-right, bottom-left
       let points = [p.0, p.1, p.2, p.3].map { Point(x: Int($0.x), y: Int($0.y)) }
+      var text: String? =
+        result.text.map {
+          String(
+            decoding: UnsafeBufferPointer(start: $0, count: result.text_length).map { UInt8(bitPattern: $0) },
+            as: UTF8.self)
+        }
+      var addOn: [UInt8]?
+      if GTIN.family.union([.ean8]).contains(format), let read = text, let split = Self.splitAddOn(read) {
+        // EanAddOnSymbol::Read gives "main addon" in the text; the main symbol's bytes stay its digits.
+        bytes = split.main
+        addOn = split.addOn
+        text = nil
+      }
+      // Keep the decoder's text only where it says more than the bytes read as UTF-8 do, and never for a
+      // payload zxing-cpp itself calls binary (ContentType::Binary: its character-set guess found no
+      // text) or whose ECI it does not know: those stay bytes, shown escaped.
+      let content = Int(result.content_type)
+      if content == Int(CZX_CONTENT_BINARY) || content == Int(CZX_CONTENT_UNKNOWN_ECI) { text = nil }
+      if let decoded = text, decoded.utf8.elementsEqual(bytes) { text = nil }
       symbols.append(
-        RawSymbol(format: format, bytes: bytes, points: points, engine: .zxing, hasCorners: true))
+        RawSymbol(
+          format: format, bytes: bytes, points: points, engine: .zxing, hasCorners: true, text: text,
+          addOn: addOn))
     }
     return symbols
+  }
+
+  /// "9781234567897 12345" → main "9781234567897", add-on "12345"; nil without an add-on.
+  static func splitAddOn(_ text: String) -> (main: [UInt8], addOn: [UInt8])? {
+    let parts = text.utf8.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
+    guard parts.count == 2, [2, 5].contains(parts[1].count), parts.allSatisfy({ $0.allSatisfy(GTIN.isDigit) })
+    else { return nil }
+    return (Array(parts[0]), Array(parts[1]))
   }
 
   /// Decodes synchronously on the calling thread. Also returns how many zxing-cpp assertions the shim

@@ -50,6 +50,16 @@ enum {
   CZX_ERR_EXCEPTION = 3,  // any other C++ exception, message in err
 };
 
+// Content.h ContentType, in its order.
+enum {
+  CZX_CONTENT_TEXT = 0,
+  CZX_CONTENT_BINARY = 1,
+  CZX_CONTENT_MIXED = 2,
+  CZX_CONTENT_GS1 = 3,
+  CZX_CONTENT_ISO15434 = 4,
+  CZX_CONTENT_UNKNOWN_ECI = 5,
+};
+
 typedef struct czx_options {
   int formats;          // OR of CZX_FORMAT_*; 0 means "all" in zxing-cpp (DecodeHints::hasFormat), so callers
                         // that want nothing must not call at all
@@ -74,6 +84,11 @@ typedef struct czx_result {
   czx_point position[4];    // Result::position(): top-left, top-right, bottom-right, bottom-left
   int orientation;          // Result::orientation(), degrees
   char symbology[8];        // Result::symbologyIdentifier(), e.g. "]Q1", NUL-terminated
+  char *text;               // Result::utf8(): the content as UTF-8, ECI segments and guessed character
+                            // sets (Shift_JIS for Kanji, ISO-8859-1 by default) converted; malloc'd
+  size_t text_length;
+  int has_eci;              // Result::hasECI()
+  int content_type;         // Result::contentType(): CZX_CONTENT_*
 } czx_result;
 
 // 1 when this build of the shim traps zxing-cpp's assertion failures on linear formats (zxing-cpp before

@@ -189,10 +189,16 @@ final class FramePass: Sendable {
     }
   }
 
+  /// An EAN/UPC add-on is reported the way scanners with supplementals enabled transmit it: one code, the
+  /// main symbol's data source, its digits immediately followed by the add-on's ("9781234567897" +
+  /// "12345" → "978123456789712345"; EAN-13 + 2/5 makes 15/18 digits, UPC-A 14/17, UPC-E 10/13, EAN-8
+  /// 10/13). The SDK has no data source of its own for an add-on (docs/capture-sdk.md §6.1).
   static func decodedData(_ symbol: DecodedSymbol, origin: String?) -> DecodedData {
-    DecodedData(
-      dataSource: SymbologyMap.dataSource(symbol.format), bytes: symbol.bytes,
-      points: symbol.points.map { DecodedData.Point(x: $0.x, y: $0.y) }, origin: origin)
+    let addOn = symbol.addOn ?? []
+    return DecodedData(
+      dataSource: SymbologyMap.dataSource(symbol.format), bytes: symbol.bytes + addOn,
+      points: symbol.points.map { DecodedData.Point(x: $0.x, y: $0.y) }, origin: origin,
+      decodedText: symbol.decodedText.map { $0 + String(decoding: addOn, as: UTF8.self) })
   }
 
   /// Opens, reads (bounded by the format's header: `ImageLoader.readEncoded`) and decodes one input,
