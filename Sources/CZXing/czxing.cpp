@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csetjmp>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -297,6 +298,26 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
 }
 
 }  // namespace
+
+#if CZX_ABORT_TRAP
+// glibc's assert() calls __assert_fail (assert.h), which prints "file:line: function: Assertion `…'
+// failed." to stderr and then calls abort(). Defined here, in the executable, it takes the place of
+// libc's for the whole process (the dynamic linker binds libZXing's reference to the first definition
+// in the global scope, the executable's). Inside a trapped read it goes straight back to runTrapped:
+// no message (the case is expected and handled) and no signal. Anywhere else it does what glibc's does.
+extern "C" void __assert_fail(const char *assertion, const char *file, unsigned int line,
+                                           const char *function) noexcept {
+  sigjmp_buf *jump = tAbortJump;
+  if (jump != nullptr) {
+    tAbortJump = nullptr;
+    siglongjmp(*jump, 1);
+  }
+  std::fprintf(stderr, "%s:%u: %s%sAssertion `%s' failed.\n", file, line, function ? function : "",
+               function ? ": " : "", assertion);
+  std::fflush(stderr);
+  std::abort();
+}
+#endif
 
 struct czx_job {
   const uint8_t *lum;

@@ -30,8 +30,8 @@ public final class BarcodeReader: Sendable {
     self.engines = engines
     self.concurrentEngines = concurrentEngines
     zbarSymbologies = engines.contains(.zbar) ? ZBarScanner.symbologies(for: formats) : []
-    // With an asserting zxing-cpp (ZXingScanner.trapsAssertions) the linear formats go to ZBar alone when
-    // it is enabled, so zxing-cpp reads matrix codes only and its SIGABRT trap never runs.
+    // With an asserting zxing-cpp (ZXingScanner.trapsAssertions) DataBar and DataBar Expanded go to ZBar
+    // alone when it is enabled (ZXingScanner.routedToZBar says why).
     var zxingFormats = formats
     if ZXingScanner.trapsAssertions && engines.contains(.zbar) {
       zxingFormats.subtract(ZXingScanner.routedToZBar)
@@ -73,7 +73,9 @@ public final class BarcodeReader: Sendable {
         let rc = czx_finish(job, &results, &count, &aborts, nil, 0)
         let fromZXing = rc == Int32(CZX_OK) ? ZXingScanner.convert(results, count) : []
         countAborts(Int(aborts))
-        return (fromZBar.symbols + fromZXing, fromZBar.addOns)
+        return (
+          fromZBar.symbols + rescue(fromZXing, fromZBar.symbols, pixels, width, height), fromZBar.addOns
+        )
       }
     }
     var found: (symbols: [RawSymbol], addOns: [RawAddOn]) = ([], [])
@@ -81,9 +83,24 @@ public final class BarcodeReader: Sendable {
     if useZXing {
       let read = zxing.read(pixels, width: width, height: height)
       countAborts(read.aborts)
-      found.symbols += read.symbols
+      found.symbols += useZBar ? rescue(read.symbols, found.symbols, pixels, width, height) : read.symbols
     }
     return found
+  }
+
+  /// zxing-cpp 1.4.0 has no inverted search (DecodeHints' tryInvert came in 2.0), ZBar has one
+  /// (ZBAR_CFG_TEST_INVERTED). When ZBar read something and zxing-cpp nothing at all, the image is most
+  /// likely light on dark: zxing-cpp reads the inverted image once more, so the code gets its ECI text
+  /// and raw bytes (ZBar converts ECI segments to UTF-8) and zxing-cpp's checked reading.
+  private func rescue(
+    _ fromZXing: [RawSymbol], _ fromZBar: [RawSymbol], _ pixels: UnsafeBufferPointer<UInt8>, _ width: Int,
+    _ height: Int
+  ) -> [RawSymbol] {
+    guard fromZXing.isEmpty, !fromZBar.isEmpty else { return fromZXing }
+    let inverted = pixels.map { 255 - $0 }
+    let read = inverted.withUnsafeBufferPointer { zxing.read($0, width: width, height: height) }
+    countAborts(read.aborts)
+    return read.symbols
   }
 
   private func countAborts(_ count: Int) {
@@ -116,6 +133,13 @@ enum Merger {
         if best == nil || distance < best!.distance { best = (index, distance) }
       }
       guard let best else {
+        // The other decoder read the same place as something else: zxing-cpp's reading stands (it
+        // verifies every check character and decodes what ZBar 0.23 gets wrong, e.g. Code 128's FNC4
+        // ISO-8859-1 characters, which ZBar turns into other ASCII).
+        if let rival = entries.firstIndex(where: { samePlaceOtherReading($0.symbol, symbol) }) {
+          if symbol.engine == .zxing { entries[rival] = Entry(symbol: symbol, engines: [.zxing]) }
+          continue
+        }
         entries.append(Entry(symbol: symbol, engines: [symbol.engine]))
         continue
       }
@@ -157,6 +181,13 @@ enum Merger {
     let textA = a.text ?? String(validating: a.bytes, as: UTF8.self)
     let textB = b.text ?? String(validating: b.bytes, as: UTF8.self)
     return textA != nil && textA == textB
+  }
+
+  /// One symbol read differently by the two decoders: same format, the other engine, overlapping outlines
+  /// (centres within half the symbol's size), different content.
+  static func samePlaceOtherReading(_ a: RawSymbol, _ b: RawSymbol) -> Bool {
+    a.format == b.format && a.engine != b.engine && !sameContent(a, b)
+      && sameSymbolDistance(a.points, b.points) != nil && !a.points.isEmpty
   }
 
   /// Formats an EAN-2/EAN-5 add-on can follow (GS1 General Specifications §5.2.3.6).

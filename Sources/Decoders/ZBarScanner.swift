@@ -133,22 +133,17 @@ final class ZBarScanner: @unchecked Sendable {
           Array(UnsafeBufferPointer(start: $0, count: length))
         }
       }
-      var hits: [Point] = []
-      let count = zbar_symbol_get_loc_size(symbol)
-      hits.reserveCapacity(Int(count))
-      for index in 0..<count {
-        hits.append(
-          Point(x: Int(zbar_symbol_get_loc_x(symbol, index)), y: Int(zbar_symbol_get_loc_y(symbol, index))))
-      }
-      let corners = Self.corners(hits, format: format)
+      let corners = Self.corners(Self.hits(symbol), format: format)
       if type == ZBAR_COMPOSITE, let parts = Self.mainAndAddOn(symbol) {
         // With ZBAR_COMPOSITE enabled ZBar joins an EAN/UPC symbol and its add-on into one composite
         // whose components are the two (zbar.h: "add-on components use ZBAR_EAN2 or ZBAR_EAN5"); that
         // is an add-on, not a GS1 composite, so it is reported as the main symbol with its add-on.
+        // The composite itself may have no location; its main component has the scan hits.
+        let main = Self.corners(Self.hits(parts.symbol), format: parts.format)
         symbols.append(
           RawSymbol(
-            format: parts.format, bytes: parts.main, points: corners.points, engine: .zbar,
-            hasCorners: corners.exact, addOn: parts.addOn))
+            format: parts.format, bytes: parts.main, points: main.points, engine: .zbar,
+            hasCorners: main.exact, addOn: parts.addOn))
         continue
       }
       if isAddOn {
@@ -168,10 +163,10 @@ final class ZBarScanner: @unchecked Sendable {
 
   /// The main symbol and add-on of a composite that is an EAN/UPC symbol with an EAN-2/EAN-5 add-on.
   static func mainAndAddOn(_ composite: OpaquePointer) -> (
-    format: BarcodeFormat, main: [UInt8], addOn: [UInt8]
+    format: BarcodeFormat, main: [UInt8], addOn: [UInt8], symbol: OpaquePointer
   )? {
     guard let components = zbar_symbol_get_components(composite) else { return nil }
-    var main: (BarcodeFormat, [UInt8])?
+    var main: (BarcodeFormat, [UInt8], OpaquePointer)?
     var addOn: [UInt8]?
     var next = zbar_symbol_set_first_symbol(components)
     while let part = next {
@@ -181,13 +176,21 @@ final class ZBarScanner: @unchecked Sendable {
       if type == ZBAR_EAN2 || type == ZBAR_EAN5 {
         addOn = data
       } else if let format = Self.format(of: type), GTIN.family.union([.ean8]).contains(format) {
-        main = (format, data)
+        main = (format, data, part)
       } else {
         return nil
       }
     }
     guard let main, let addOn else { return nil }
-    return (main.0, main.1, addOn)
+    return (main.0, main.1, addOn, main.2)
+  }
+
+  /// The scan locations ZBar recorded for a symbol.
+  static func hits(_ symbol: OpaquePointer) -> [Point] {
+    let count = zbar_symbol_get_loc_size(symbol)
+    return (0..<count).map {
+      Point(x: Int(zbar_symbol_get_loc_x(symbol, $0)), y: Int(zbar_symbol_get_loc_y(symbol, $0)))
+    }
   }
 
   static func data(_ symbol: OpaquePointer) -> [UInt8] {
