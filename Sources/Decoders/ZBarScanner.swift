@@ -97,9 +97,6 @@ final class ZBarScanner: @unchecked Sendable {
     }
     // Scan positions feed `points`; ZBAR_CFG_POSITION is on by default, set explicitly because we rely on it.
     _ = zbar_image_scanner_set_config(scanner, zbar_symbol_type_t(0), ZBAR_CFG_POSITION, 1)
-    // ZBAR_CFG_TEST_INVERTED: "if fails to decode, test inverted" (zbar.h, 0.23): light codes on a dark
-    // ground cost a second scan only when the first found nothing.
-    _ = zbar_image_scanner_set_config(scanner, zbar_symbol_type_t(0), ZBAR_CFG_TEST_INVERTED, 1)
   }
 
   deinit { zbar_image_scanner_destroy(scanner) }
