@@ -183,8 +183,82 @@ void ensureAbortHandler() {
 }
 #endif
 
+// --- Surviving zxing-cpp's out-of-bounds reads ----------------------------------------------------------
+// zxing-cpp 1.4.0's PDF417 decoder can index its Galois-field tables with a negative codeword count
+// (ModulusGF::multiply via ModulusPoly::evaluateAt; zxing-cpp issue #517, fixed later) on a blurred or
+// damaged PDF417. Debian builds it without bounds checks, so that is a read outside the table: harmless
+// or SIGSEGV depending on what lies there, which is why a batch of photographed labels died now and then.
+// The faulting access is a read, so no memory was written; siglongjmp back out of the library abandons
+// that call (its frames are not unwound: a few bitmaps leak), and the image is reported without
+// zxing-cpp's reading. A fault anywhere else goes to whoever handled the signal before us.
+thread_local sigjmp_buf *tFaultJump = nullptr;
+std::mutex gFaultMutex;
+struct sigaction gPreviousFaultAction[2];  // SIGSEGV, SIGBUS; written under gFaultMutex before installing
+
+void onFault(int signal, siginfo_t *info, void *context) {
+  sigjmp_buf *jump = tFaultJump;
+  if (jump != nullptr) {
+    tFaultJump = nullptr;
+    siglongjmp(*jump, 1);
+  }
+  const struct sigaction &previous = gPreviousFaultAction[signal == SIGBUS ? 1 : 0];
+  if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal);
+    return;
+  }
+  // Default action: restore it; returning re-executes the faulting access, which now terminates.
+  struct sigaction fallback;
+  std::memset(&fallback, 0, sizeof fallback);
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, nullptr);
+}
+
+void ensureFaultHandlers() {
+  std::lock_guard<std::mutex> lock(gFaultMutex);
+  const int signals[2] = {SIGSEGV, SIGBUS};
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction current;
+    if (sigaction(signals[i], nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == onFault) continue;
+    struct sigaction ours;
+    std::memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = onFault;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    gPreviousFaultAction[i] = current;
+    sigaction(signals[i], &ours, nullptr);
+  }
+}
+
+thread_local bool tFaulted = false;
+
+// Runs body under the fault trap; false (and tFaulted) if it faulted.
+template <class Body> bool guarded(Body body) {
+  ensureFaultHandlers();
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {
+    tFaulted = true;
+    return false;
+  }
+  tFaultJump = &jump;
+  body();
+  tFaultJump = nullptr;
+  return true;
+}
+
+bool readGuarded(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, ZXing::Results &out) {
+  return guarded([&] {
+    ZXing::Results found = ZXing::ReadBarcodes(view, hints);
+    out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  });
+}
+
 // Runs ReadBarcodes; returns false if it aborted (then `out` is left untouched). Only linear formats
-// with an asserting zxing-cpp go through the trap; everything else is a plain call.
+// with an asserting zxing-cpp go through the abort trap; every call goes through the fault trap.
 bool readTrapped(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, ZXing::Results &out) {
 #if CZX_ABORT_TRAP
   const bool linear = !(hints.formats() & ZXing::BarcodeFormats(BarcodeFormat::LinearCodes)).empty() ||
@@ -192,16 +266,17 @@ bool readTrapped(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, 
   if (linear) {
     ensureAbortHandler();
     sigjmp_buf jump;
-    if (sigsetjmp(jump, 1) != 0) return false;  // tAbortJump was cleared by the handler
+    if (sigsetjmp(jump, 1) != 0) {
+      tFaultJump = nullptr;  // set by readGuarded in the frame the assertion left
+      return false;          // tAbortJump was cleared by the handler
+    }
     tAbortJump = &jump;
-    ZXing::Results found = ZXing::ReadBarcodes(view, hints);
+    readGuarded(view, hints, out);
     tAbortJump = nullptr;
-    out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     return true;
   }
 #endif
-  ZXing::Results found = ZXing::ReadBarcodes(view, hints);
-  out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  readGuarded(view, hints, out);
   return true;
 }
 
@@ -282,6 +357,11 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
       }
     }
     if (aborts != nullptr) *aborts = caught;
+    if (tFaulted) {
+      tFaulted = false;
+      setError(err, errSize, "zxing-cpp read outside its tables on this image (caught; its reading is left out)");
+      return CZX_ERR_FAULT;
+    }
     int rc = exportResults(found, results, count);
     if (rc == CZX_ERR_NOMEM) setError(err, errSize, "czx_read: out of memory");
     return rc;
@@ -336,6 +416,16 @@ struct czx_job {
 extern "C" {
 
 int czx_abort_trap(void) { return CZX_ABORT_TRAP; }
+
+int czx_fault_trap_selftest(void) {
+  // The trap's own check: a read through a null pointer inside the guard, as zxing-cpp's out-of-bounds
+  // table read would fault. 1 when it was caught and the thread goes on.
+  static volatile int *volatile nowhere = nullptr;
+  const bool finished = guarded([] { (void)*nowhere; });
+  const bool caught = !finished && tFaulted;
+  tFaulted = false;
+  return caught ? 1 : 0;
+}
 
 void czx_options_init(czx_options *options) {
   if (options == nullptr) return;

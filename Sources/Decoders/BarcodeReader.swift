@@ -47,17 +47,21 @@ public final class BarcodeReader: Sendable {
   /// across decoders (same format and bytes, centres no farther apart than half the larger symbol's size:
   /// one result with the union of decoder names), and put in reading order: rows top to bottom, each row
   /// left to right (see Merger.readingOrder).
-  public func decode(_ image: GrayImage) -> [DecodedSymbol] {
-    guard image.width > 0, image.height > 0 else { return [] }
+  public func decode(_ image: GrayImage) -> [DecodedSymbol] { decodeReporting(image).symbols }
+
+  /// `decode`, and what went wrong in a decoder on the way (zxing-cpp out of memory, a C++ exception,
+  /// a fault it was caught in): the symbols are then the other decoder's, and the caller says so.
+  public func decodeReporting(_ image: GrayImage) -> (symbols: [DecodedSymbol], problem: String?) {
+    guard image.width > 0, image.height > 0 else { return ([], nil) }
     let raw = image.pixels.withUnsafeBufferPointer { pixels in
       scanBoth(pixels, width: image.width, height: image.height)
     }
     let normalized = raw.symbols.compactMap { Normalizer.normalize($0, enabled: formats) }
-    return Merger.merge(normalized, addOns: raw.addOns)
+    return (Merger.merge(normalized, addOns: raw.addOns), raw.problem)
   }
 
   private func scanBoth(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
-    symbols: [RawSymbol], addOns: [RawAddOn]
+    symbols: [RawSymbol], addOns: [RawAddOn], problem: String?
   ) {
     // zxing-cpp treats an empty format set as "all formats" (DecodeHints::hasFormat), so mask 0 means skip.
     let useZXing = zxing.mask != 0
@@ -70,20 +74,24 @@ public final class BarcodeReader: Sendable {
         var results: UnsafeMutablePointer<czx_result>?
         var count = 0
         var aborts: Int32 = 0
-        let rc = czx_finish(job, &results, &count, &aborts, nil, 0)
+        var message = [CChar](repeating: 0, count: 256)
+        let rc = czx_finish(job, &results, &count, &aborts, &message, message.count)
         let fromZXing = rc == Int32(CZX_OK) ? ZXingScanner.convert(results, count) : []
         countAborts(Int(aborts))
-        return (
-          fromZBar.symbols + rescue(fromZXing, fromZBar.symbols, pixels, width, height), fromZBar.addOns
-        )
+        let problem = rc == Int32(CZX_OK) ? nil : ZXingScanner.text(message)
+        let rescued = problem == nil ? rescue(fromZXing, fromZBar.symbols, pixels, width, height) : []
+        return (fromZBar.symbols + rescued, fromZBar.addOns, problem)
       }
     }
-    var found: (symbols: [RawSymbol], addOns: [RawAddOn]) = ([], [])
-    if useZBar { found = scanZBar(pixels, width: width, height: height) }
+    var found: (symbols: [RawSymbol], addOns: [RawAddOn], problem: String?) = ([], [], nil)
+    if useZBar { (found.symbols, found.addOns) = scanZBar(pixels, width: width, height: height) }
     if useZXing {
       let read = zxing.read(pixels, width: width, height: height)
       countAborts(read.aborts)
-      found.symbols += useZBar ? rescue(read.symbols, found.symbols, pixels, width, height) : read.symbols
+      found.problem = read.error
+      if read.error == nil {
+        found.symbols += useZBar ? rescue(read.symbols, found.symbols, pixels, width, height) : read.symbols
+      }
     }
     return found
   }
@@ -100,6 +108,7 @@ public final class BarcodeReader: Sendable {
     let inverted = pixels.map { 255 - $0 }
     let read = inverted.withUnsafeBufferPointer { zxing.read($0, width: width, height: height) }
     countAborts(read.aborts)
+    // A failure here only loses the retry: ZBar's reading stands.
     return read.symbols
   }
 

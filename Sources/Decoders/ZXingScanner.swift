@@ -111,6 +111,11 @@ struct ZXingScanner: Sendable {
     return symbols
   }
 
+  /// A NUL-terminated message buffer as text.
+  static func text(_ message: [CChar]) -> String {
+    String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
   /// "9781234567897 12345" → main "9781234567897", add-on "12345"; nil without an add-on.
   static func splitAddOn(_ text: String) -> (main: [UInt8], addOn: [UInt8])? {
     let parts = text.utf8.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
@@ -122,17 +127,20 @@ struct ZXingScanner: Sendable {
   /// Decodes synchronously on the calling thread. Also returns how many zxing-cpp assertions the shim
   /// caught (see czxing.h).
   func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
-    symbols: [RawSymbol], aborts: Int
+    symbols: [RawSymbol], aborts: Int, error: String?
   ) {
-    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], 0) }
+    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], 0, nil) }
     var options = self.options
     var results: UnsafeMutablePointer<czx_result>?
     var count = 0
     var aborts: Int32 = 0
-    // Errors (out of memory, a C++ exception) yield no zxing results; ZBar's still count.
+    // Errors (out of memory, a C++ exception, a caught fault) yield no zxing results; ZBar's still count,
+    // and the error is reported with them (BarcodeReader.decodeReporting).
+    var message = [CChar](repeating: 0, count: 256)
     let rc = czx_read(
-      base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &aborts, nil, 0)
-    guard rc == Int32(CZX_OK) else { return ([], Int(aborts)) }
-    return (Self.convert(results, count), Int(aborts))
+      base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &aborts, &message,
+      message.count)
+    guard rc == Int32(CZX_OK) else { return ([], Int(aborts), Self.text(message)) }
+    return (Self.convert(results, count), Int(aborts), nil)
   }
 }

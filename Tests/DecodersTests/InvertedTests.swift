@@ -1,3 +1,4 @@
+import CZXing
 import Testing
 
 @testable import Decoders
@@ -32,5 +33,16 @@ import Testing
     let image = try zint(dir, "dbar", "DBAR_OMN", "0678513690420")
     #expect(everything.decode(image).map(\.text) == ["0106785136904203"])
     #expect(everything.decode(inverted(image)).filter { $0.format == .dataBar }.isEmpty)
+  }
+}
+
+/// zxing-cpp 1.4.0's PDF417 decoder can read outside its tables (zxing-cpp issue #517); the shim runs every
+/// call under a SIGSEGV trap so such an image loses zxing-cpp's reading instead of ending the process.
+@Suite struct FaultTrapTests {
+  @Test func aFaultInsideTheTrapIsCaughtAndTheThreadGoesOn() {
+    #expect(czx_fault_trap_selftest() == 1)
+    #expect(czx_fault_trap_selftest() == 1)
+    // Decoding still works after it.
+    #expect(everything.decode(GrayImage(width: 64, height: 64, filledWith: 255)).isEmpty)
   }
 }

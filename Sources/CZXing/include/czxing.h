@@ -48,6 +48,7 @@ enum {
   CZX_ERR_ARGUMENT = 1,   // bad dimensions, NULL pointers
   CZX_ERR_NOMEM = 2,      // std::bad_alloc or malloc failure
   CZX_ERR_EXCEPTION = 3,  // any other C++ exception, message in err
+  CZX_ERR_FAULT = 4,      // zxing-cpp read out of bounds (SIGSEGV/SIGBUS) and the read was abandoned
 };
 
 // Content.h ContentType, in its order.
@@ -95,6 +96,10 @@ typedef struct czx_result {
 // 2.0, whose Result::operator== asserts on ordinary images; see czxing.cpp), 0 when it calls
 // ReadBarcodes plainly. Decided at build time from ZXVersion.h.
 int czx_abort_trap(void);
+
+// Reads through a null pointer under the shim's SIGSEGV trap (the one every zxing-cpp call runs in);
+// 1 when the fault was caught. For the tests.
+int czx_fault_trap_selftest(void);
 
 // Fills `*options` with the defaults this project uses (all formats, try harder/rotate/downscale on).
 void czx_options_init(czx_options *options);

@@ -31,7 +31,8 @@ final class FramePass: Sendable {
 
   /// What one input gave.
   enum Outcome: Sendable {
-    case symbols([DecodedSymbol], origin: String)
+    /// `problem`: a decoder failed on this image (its reading is missing; the others' are reported).
+    case symbols([DecodedSymbol], origin: String, problem: String?)
     case failure(CaptureError)
     case warning(String)
   }
@@ -180,7 +181,8 @@ final class FramePass: Sendable {
       emit(Event(time: .now(), device: device, payload: .error(error)))
     case .warning(let text):
       warn(text)
-    case .symbols(let symbols, let origin):
+    case .symbols(let symbols, let origin, let problem):
+      if let problem { warn("'\(origin)': \(problem)") }
       for symbol in symbols {
         emit(
           Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: origin)))
@@ -241,7 +243,8 @@ final class FramePass: Sendable {
     let image: GrayImage
     do { image = try ImageLoader.decode(bytes) } catch { return .failure(imageError(error, name: origin)) }
     if stop.isCancelled { return .failure(CaptureError(.cancel, "cancelled")) }
-    return .symbols(reader.decode(image), origin: origin)
+    let decoded = reader.decodeReporting(image)
+    return .symbols(decoded.symbols, origin: origin, problem: decoded.problem)
   }
 
   static func name(of input: Input) -> String {
