@@ -38,6 +38,15 @@ static int check_dimensions(uint64_t width, uint64_t height, char *message, size
 // during png_image_finish_read()". It handles libpng's longjmp internally and reports failures in
 // image.message instead of printing or aborting.
 
+static uint8_t luma(unsigned r, unsigned g, unsigned b) {
+  // ITU-R BT.601 weights in 10-bit fixed point, the same as ZXing's RGBToLum (ImageView.h).
+  return (uint8_t)((306 * r + 601 * g + 117 * b + 0x200) >> 10);
+}
+
+// Colour images become gray the way zxing-cpp turns an RGB ImageView into luminance (luma above, on the
+// 8-bit sRGB-encoded values as they are stored), which is what ZXingReader decodes: its loader hands the
+// file's RGB bytes to ReadBarcodes. libpng's own RGB-to-gray (PNG_FORMAT_GRAY) works in linear light and
+// gives coloured codes other gray levels, so a colour PNG is read as RGB and converted here.
 int cimageio_decode_png(const uint8_t *data, size_t size, cimageio_gray *out, char *message,
                         size_t message_size) {
   if (data == NULL || out == NULL) {
@@ -64,9 +73,10 @@ int cimageio_decode_png(const uint8_t *data, size_t size, cimageio_gray *out, ch
   // brightened on conversion to sRGB 8-bit; 16-bit scans and PGMs are in practice gamma-encoded like
   // 8-bit ones. Must be set after begin_read, which initializes `flags`.
   image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
-  image.format = PNG_FORMAT_GRAY;
+  const int colour = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
+  image.format = colour ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
   size_t bytes = (size_t)image.width * (size_t)image.height;
-  uint8_t *pixels = malloc(bytes);
+  uint8_t *pixels = malloc(colour ? bytes * 3 : bytes);
   if (pixels == NULL) {
     png_image_free(&image);
     set_message(message, message_size, "out of memory");
@@ -74,12 +84,19 @@ int cimageio_decode_png(const uint8_t *data, size_t size, cimageio_gray *out, ch
   }
   // png.h: "for grayscale output the green channel is used" as the background when alpha is removed.
   png_color white = {255, 255, 255};
-  if (!png_image_finish_read(&image, &white, pixels, (png_int_32)image.width, NULL)) {
+  if (!png_image_finish_read(&image, &white, pixels, (png_int_32)(colour ? image.width * 3 : image.width),
+                             NULL)) {
     // e.g. a truncated file: "Not enough image data" / "IDAT: CRC error"
     set_message(message, message_size, image.message[0] ? image.message : "PNG decode failed");
     free(pixels);
     png_image_free(&image);  // finish_read cleans up, free is a documented no-op then
     return CIMAGEIO_CORRUPT;
+  }
+  if (colour) {
+    // In place: pixel i's gray byte is written at i, after its RGB bytes at 3i..3i+2 have been read.
+    for (size_t i = 0; i < bytes; ++i) pixels[i] = luma(pixels[3 * i], pixels[3 * i + 1], pixels[3 * i + 2]);
+    uint8_t *shrunk = realloc(pixels, bytes);
+    if (shrunk != NULL) pixels = shrunk;
   }
   out->pixels = pixels;
   out->width = (int)image.width;
@@ -171,10 +188,6 @@ static void install_error_handler(error_context *context, int strict) {
   context->strict = strict;
 }
 
-static uint8_t luma(unsigned r, unsigned g, unsigned b) {
-  // ITU-R BT.601 weights in 10-bit fixed point, the same as ZXing's RGBToLum (ImageView.h).
-  return (uint8_t)((306 * r + 601 * g + 117 * b + 0x200) >> 10);
-}
 
 int cimageio_decode_jpeg(const uint8_t *data, size_t size, int strict, cimageio_gray *out, char *message,
                          size_t message_size) {
@@ -217,9 +230,12 @@ int cimageio_decode_jpeg(const uint8_t *data, size_t size, int strict, cimageio_
     return rc;
   }
   int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
-  // libjpeg-turbo converts gray, YCbCr and RGB sources to JCS_GRAYSCALE itself (for YCbCr it just takes Y);
-  // it cannot go from CMYK/YCCK to gray, so those are decoded as CMYK and converted below.
-  cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_GRAYSCALE;
+  int gray = cinfo.jpeg_color_space == JCS_GRAYSCALE;
+  // A colour JPEG is decoded to RGB and turned to gray with luma, as zxing-cpp does with the RGB bytes
+  // ZXingReader's loader gives it (libjpeg-turbo's own JCS_GRAYSCALE output is the Y channel, which
+  // differs where YCbCr-to-RGB clamps). libjpeg-turbo cannot go from CMYK/YCCK to gray or RGB, so those
+  // are decoded as CMYK and converted below.
+  cinfo.out_color_space = cmyk ? JCS_CMYK : (gray ? JCS_GRAYSCALE : JCS_RGB);
   jpeg_start_decompress(&cinfo);
   size_t width = cinfo.output_width;
   size_t height = cinfo.output_height;
@@ -229,7 +245,7 @@ int cimageio_decode_jpeg(const uint8_t *data, size_t size, int strict, cimageio_
     set_message(message, message_size, "out of memory");
     return CIMAGEIO_NOMEM;
   }
-  if (cmyk) {
+  if (!gray) {
     row = malloc(width * 4);
     if (row == NULL) {
       jpeg_destroy_decompress(&cinfo);
@@ -243,13 +259,17 @@ int cimageio_decode_jpeg(const uint8_t *data, size_t size, int strict, cimageio_
   int inverted = cinfo.saw_Adobe_marker;
   while (cinfo.output_scanline < cinfo.output_height) {
     size_t y = cinfo.output_scanline;
-    if (!cmyk) {
+    if (gray) {
       JSAMPROW target = pixels + y * width;
       jpeg_read_scanlines(&cinfo, &target, 1);
       continue;
     }
     JSAMPROW target = row;
     jpeg_read_scanlines(&cinfo, &target, 1);
+    if (!cmyk) {
+      for (size_t x = 0; x < width; ++x) pixels[y * width + x] = luma(row[3 * x], row[3 * x + 1], row[3 * x + 2]);
+      continue;
+    }
     for (size_t x = 0; x < width; ++x) {
       unsigned c = row[4 * x], m = row[4 * x + 1], yy = row[4 * x + 2], k = row[4 * x + 3];
       if (!inverted) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csetjmp>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -42,6 +43,8 @@ static_assert(CZX_FORMAT_UPCA == static_cast<int>(BarcodeFormat::UPCA), "UPCA");
 static_assert(CZX_FORMAT_UPCE == static_cast<int>(BarcodeFormat::UPCE), "UPCE");
 static_assert(CZX_FORMAT_MICROQRCODE == static_cast<int>(BarcodeFormat::MicroQRCode), "MicroQRCode");
 
+static_assert(CZX_CONTENT_BINARY == static_cast<int>(ZXing::ContentType::Binary), "content type");
+static_assert(CZX_CONTENT_UNKNOWN_ECI == static_cast<int>(ZXing::ContentType::UnknownECI), "content type");
 static_assert(CZX_BINARIZER_LOCAL_AVERAGE == static_cast<int>(ZXing::Binarizer::LocalAverage), "binarizer");
 static_assert(CZX_BINARIZER_BOOL_CAST == static_cast<int>(ZXing::Binarizer::BoolCast), "binarizer");
 
@@ -80,6 +83,20 @@ int exportResults(const ZXing::Results &found, czx_result **results, size_t *cou
     for (int i = 0; i < 4; ++i) c.position[i] = czx_point{p[i].x, p[i].y};
     c.orientation = r.orientation();
     setError(c.symbology, sizeof c.symbology, r.symbologyIdentifier().c_str());
+    // text() is bytes() decoded per ECI segment, or with the character set the library guesses when the
+    // symbol has no ECI (Result.h); with an EAN add-on it is "main addon" (space-separated).
+    const std::string text = r.text();  // std::string under ZX_USE_UTF8 (Result.h: utf8())
+    c.text = static_cast<char *>(std::malloc(text.size() + 1));
+    if (c.text == nullptr) {
+      std::free(c.bytes);
+      czx_free_results(out, n);
+      return CZX_ERR_NOMEM;
+    }
+    std::memcpy(c.text, text.data(), text.size());
+    c.text[text.size()] = '\0';
+    c.text_length = text.size();
+    c.has_eci = r.hasECI() ? 1 : 0;
+    c.content_type = static_cast<int>(r.contentType());
     ++n;
   }
   if (n == 0) {
@@ -166,8 +183,82 @@ void ensureAbortHandler() {
 }
 #endif
 
+// --- Surviving zxing-cpp's out-of-bounds reads ----------------------------------------------------------
+// zxing-cpp 1.4.0's PDF417 decoder can index its Galois-field tables with a negative codeword count
+// (ModulusGF::multiply via ModulusPoly::evaluateAt; zxing-cpp issue #517, fixed later) on a blurred or
+// damaged PDF417. Debian builds it without bounds checks, so that is a read outside the table: harmless
+// or SIGSEGV depending on what lies there, which is why a batch of photographed labels died now and then.
+// The faulting access is a read, so no memory was written; siglongjmp back out of the library abandons
+// that call (its frames are not unwound: a few bitmaps leak), and the image is reported without
+// zxing-cpp's reading. A fault anywhere else goes to whoever handled the signal before us.
+thread_local sigjmp_buf *tFaultJump = nullptr;
+std::mutex gFaultMutex;
+struct sigaction gPreviousFaultAction[2];  // SIGSEGV, SIGBUS; written under gFaultMutex before installing
+
+void onFault(int signal, siginfo_t *info, void *context) {
+  sigjmp_buf *jump = tFaultJump;
+  if (jump != nullptr) {
+    tFaultJump = nullptr;
+    siglongjmp(*jump, 1);
+  }
+  const struct sigaction &previous = gPreviousFaultAction[signal == SIGBUS ? 1 : 0];
+  if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal);
+    return;
+  }
+  // Default action: restore it; returning re-executes the faulting access, which now terminates.
+  struct sigaction fallback;
+  std::memset(&fallback, 0, sizeof fallback);
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, nullptr);
+}
+
+void ensureFaultHandlers() {
+  std::lock_guard<std::mutex> lock(gFaultMutex);
+  const int signals[2] = {SIGSEGV, SIGBUS};
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction current;
+    if (sigaction(signals[i], nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == onFault) continue;
+    struct sigaction ours;
+    std::memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = onFault;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    gPreviousFaultAction[i] = current;
+    sigaction(signals[i], &ours, nullptr);
+  }
+}
+
+thread_local bool tFaulted = false;
+
+// Runs body under the fault trap; false (and tFaulted) if it faulted.
+template <class Body> bool guarded(Body body) {
+  ensureFaultHandlers();
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {
+    tFaulted = true;
+    return false;
+  }
+  tFaultJump = &jump;
+  body();
+  tFaultJump = nullptr;
+  return true;
+}
+
+bool readGuarded(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, ZXing::Results &out) {
+  return guarded([&] {
+    ZXing::Results found = ZXing::ReadBarcodes(view, hints);
+    out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  });
+}
+
 // Runs ReadBarcodes; returns false if it aborted (then `out` is left untouched). Only linear formats
-// with an asserting zxing-cpp go through the trap; everything else is a plain call.
+// with an asserting zxing-cpp go through the abort trap; every call goes through the fault trap.
 bool readTrapped(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, ZXing::Results &out) {
 #if CZX_ABORT_TRAP
   const bool linear = !(hints.formats() & ZXing::BarcodeFormats(BarcodeFormat::LinearCodes)).empty() ||
@@ -175,16 +266,17 @@ bool readTrapped(const ZXing::ImageView &view, const ZXing::DecodeHints &hints, 
   if (linear) {
     ensureAbortHandler();
     sigjmp_buf jump;
-    if (sigsetjmp(jump, 1) != 0) return false;  // tAbortJump was cleared by the handler
+    if (sigsetjmp(jump, 1) != 0) {
+      tFaultJump = nullptr;  // set by readGuarded in the frame the assertion left
+      return false;          // tAbortJump was cleared by the handler
+    }
     tAbortJump = &jump;
-    ZXing::Results found = ZXing::ReadBarcodes(view, hints);
+    readGuarded(view, hints, out);
     tAbortJump = nullptr;
-    out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     return true;
   }
 #endif
-  ZXing::Results found = ZXing::ReadBarcodes(view, hints);
-  out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  readGuarded(view, hints, out);
   return true;
 }
 
@@ -222,7 +314,9 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
     hints.setMaxNumberOfSymbols(maxSymbols);
     hints.setReturnCodabarStartEnd(o.codabar_start_end != 0);
     hints.setReturnErrors(false);  // only results whose checksums/ECC verified
-    hints.setEanAddOnSymbol(ZXing::EanAddOnSymbol::Ignore);
+    // Read EAN-2/EAN-5 add-ons when present (DecodeHints.h: "Read: read EAN-2/EAN-5 Add-On symbol if
+    // found"); the result then holds main and add-on.
+    hints.setEanAddOnSymbol(ZXing::EanAddOnSymbol::Read);
     ZXing::ImageView view(lum, width, height, ZXing::ImageFormat::Lum, rowStride);
 
     ZXing::Results found;
@@ -263,6 +357,11 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
       }
     }
     if (aborts != nullptr) *aborts = caught;
+    if (tFaulted) {
+      tFaulted = false;
+      setError(err, errSize, "zxing-cpp read outside its tables on this image (caught; its reading is left out)");
+      return CZX_ERR_FAULT;
+    }
     int rc = exportResults(found, results, count);
     if (rc == CZX_ERR_NOMEM) setError(err, errSize, "czx_read: out of memory");
     return rc;
@@ -279,6 +378,26 @@ int readImpl(const uint8_t *lum, int width, int height, int rowStride, const czx
 }
 
 }  // namespace
+
+#if CZX_ABORT_TRAP
+// glibc's assert() calls __assert_fail (assert.h), which prints "file:line: function: Assertion `…'
+// failed." to stderr and then calls abort(). Defined here, in the executable, it takes the place of
+// libc's for the whole process (the dynamic linker binds libZXing's reference to the first definition
+// in the global scope, the executable's). Inside a trapped read it goes straight back to runTrapped:
+// no message (the case is expected and handled) and no signal. Anywhere else it does what glibc's does.
+extern "C" void __assert_fail(const char *assertion, const char *file, unsigned int line,
+                                           const char *function) noexcept {
+  sigjmp_buf *jump = tAbortJump;
+  if (jump != nullptr) {
+    tAbortJump = nullptr;
+    siglongjmp(*jump, 1);
+  }
+  std::fprintf(stderr, "%s:%u: %s%sAssertion `%s' failed.\n", file, line, function ? function : "",
+               function ? ": " : "", assertion);
+  std::fflush(stderr);
+  std::abort();
+}
+#endif
 
 struct czx_job {
   const uint8_t *lum;
@@ -297,6 +416,16 @@ struct czx_job {
 extern "C" {
 
 int czx_abort_trap(void) { return CZX_ABORT_TRAP; }
+
+int czx_fault_trap_selftest(void) {
+  // The trap's own check: a read through a null pointer inside the guard, as zxing-cpp's out-of-bounds
+  // table read would fault. 1 when it was caught and the thread goes on.
+  static volatile int *volatile nowhere = nullptr;
+  const bool finished = guarded([] { (void)*nowhere; });
+  const bool caught = !finished && tFaulted;
+  tFaulted = false;
+  return caught ? 1 : 0;
+}
 
 void czx_options_init(czx_options *options) {
   if (options == nullptr) return;
@@ -317,7 +446,10 @@ int czx_read(const uint8_t *lum, int width, int height, int row_stride, const cz
 
 void czx_free_results(czx_result *results, size_t count) {
   if (results == nullptr) return;
-  for (size_t i = 0; i < count; ++i) std::free(results[i].bytes);
+  for (size_t i = 0; i < count; ++i) {
+    std::free(results[i].bytes);
+    std::free(results[i].text);
+  }
   std::free(results);
 }
 

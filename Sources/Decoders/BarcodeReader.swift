@@ -4,8 +4,13 @@ import Synchronization
 
 /// Decodes barcodes with ZBar and zxing-cpp and merges their findings.
 ///
-/// Thread-safe: zxing-cpp is stateless per call, and ZBar scanners (configured once, reused) are lent from a
-/// small pool behind a `Mutex` so concurrent `decode` calls never share one.
+/// Thread-safe and deterministic: zxing-cpp is stateless per call, and every decode gets a ZBar scanner
+/// of its own, created for it. A ZBar image scanner is not stateless between images: its QR reader
+/// draws from a pseudo-random generator (ISAAC, seeded once when the scanner is created) to fit the
+/// symbol's grid, and the generator's state carries from one image to the next; a scanner reused
+/// across a batch made an image's result depend on which images that scanner had seen before (one QR
+/// code in a 934-image batch decoded alone but not in the batch). A fresh scanner costs a few
+/// allocations, far less than the scan.
 public final class BarcodeReader: Sendable {
   public let formats: Set<BarcodeFormat>
   public let engines: Set<DecoderEngine>
@@ -15,13 +20,7 @@ public final class BarcodeReader: Sendable {
 
   private let zbarSymbologies: [zbar_symbol_type_t]
   private let zxing: ZXingScanner
-  private let shared: Mutex<Shared>
-
-  private struct Shared {
-    /// Idle scanners; a decode takes one out and puts it back.
-    var pool: [ZBarScanner] = []
-    var aborts = 0
-  }
+  private let aborts = Mutex(0)
 
   public init(
     formats: Set<BarcodeFormat> = Set(BarcodeFormat.allCases), engines: Set<DecoderEngine> = [.zbar, .zxing],
@@ -31,39 +30,39 @@ public final class BarcodeReader: Sendable {
     self.engines = engines
     self.concurrentEngines = concurrentEngines
     zbarSymbologies = engines.contains(.zbar) ? ZBarScanner.symbologies(for: formats) : []
-    // With an asserting zxing-cpp (ZXingScanner.trapsAssertions) the linear formats go to ZBar alone when
-    // it is enabled, so zxing-cpp reads matrix codes only and its SIGABRT trap never runs.
+    // With an asserting zxing-cpp (ZXingScanner.trapsAssertions) DataBar and DataBar Expanded go to ZBar
+    // alone when it is enabled (ZXingScanner.routedToZBar says why).
     var zxingFormats = formats
     if ZXingScanner.trapsAssertions && engines.contains(.zbar) {
       zxingFormats.subtract(ZXingScanner.routedToZBar)
     }
     zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: zxingFormats) : 0)
-    var first = Shared()
-    // Create the first scanner now so the first decode does not pay for it.
-    if !zbarSymbologies.isEmpty, let scanner = ZBarScanner(symbologies: zbarSymbologies) {
-      first.pool.append(scanner)
-    }
-    shared = Mutex(first)
   }
 
   /// How many failed zxing-cpp assertions were caught and survived so far (Debian's zxing-cpp 1.4.0 asserts
   /// on ordinary images; czxing.h). Each printed an "Assertion … failed" line to stderr.
-  public var zxingAssertionsCaught: Int { shared.withLock { $0.aborts } }
+  public var zxingAssertionsCaught: Int { aborts.withLock { $0 } }
 
   /// Decodes every symbol in the image. Results are normalized (see Normalizer), limited to `formats`, merged
   /// across decoders (same format and bytes, centres no farther apart than half the larger symbol's size:
   /// one result with the union of decoder names), and put in reading order: rows top to bottom, each row
   /// left to right (see Merger.readingOrder).
-  public func decode(_ image: GrayImage) -> [DecodedSymbol] {
-    guard image.width > 0, image.height > 0 else { return [] }
+  public func decode(_ image: GrayImage) -> [DecodedSymbol] { decodeReporting(image).symbols }
+
+  /// `decode`, and what went wrong in a decoder on the way (zxing-cpp out of memory, a C++ exception,
+  /// a fault it was caught in): the symbols are then the other decoder's, and the caller says so.
+  public func decodeReporting(_ image: GrayImage) -> (symbols: [DecodedSymbol], problem: String?) {
+    guard image.width > 0, image.height > 0 else { return ([], nil) }
     let raw = image.pixels.withUnsafeBufferPointer { pixels in
       scanBoth(pixels, width: image.width, height: image.height)
     }
-    let normalized = raw.compactMap { Normalizer.normalize($0, enabled: formats) }
-    return Merger.merge(normalized)
+    let normalized = raw.symbols.compactMap { Normalizer.normalize($0, enabled: formats) }
+    return (Merger.merge(normalized, addOns: raw.addOns), raw.problem)
   }
 
-  private func scanBoth(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
+  private func scanBoth(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
+    symbols: [RawSymbol], addOns: [RawAddOn], problem: String?
+  ) {
     // zxing-cpp treats an empty format set as "all formats" (DecodeHints::hasFormat), so mask 0 means skip.
     let useZXing = zxing.mask != 0
     let useZBar = !zbarSymbologies.isEmpty
@@ -75,42 +74,68 @@ public final class BarcodeReader: Sendable {
         var results: UnsafeMutablePointer<czx_result>?
         var count = 0
         var aborts: Int32 = 0
-        let rc = czx_finish(job, &results, &count, &aborts, nil, 0)
+        var message = [CChar](repeating: 0, count: 256)
+        let rc = czx_finish(job, &results, &count, &aborts, &message, message.count)
         let fromZXing = rc == Int32(CZX_OK) ? ZXingScanner.convert(results, count) : []
         countAborts(Int(aborts))
-        return fromZBar + fromZXing
+        let problem = rc == Int32(CZX_OK) ? nil : ZXingScanner.text(message)
+        let rescued = problem == nil ? rescue(fromZXing, fromZBar.symbols, pixels, width, height) : []
+        return (fromZBar.symbols + rescued, fromZBar.addOns, problem)
       }
     }
-    var symbols: [RawSymbol] = []
-    if useZBar { symbols += scanZBar(pixels, width: width, height: height) }
+    var found: (symbols: [RawSymbol], addOns: [RawAddOn], problem: String?) = ([], [], nil)
+    if useZBar { (found.symbols, found.addOns) = scanZBar(pixels, width: width, height: height) }
     if useZXing {
-      let found = zxing.read(pixels, width: width, height: height)
-      countAborts(found.aborts)
-      symbols += found.symbols
+      let read = zxing.read(pixels, width: width, height: height)
+      countAborts(read.aborts)
+      found.problem = read.error
+      if read.error == nil {
+        found.symbols += useZBar ? rescue(read.symbols, found.symbols, pixels, width, height) : read.symbols
+      }
     }
-    return symbols
+    return found
+  }
+
+  /// zxing-cpp 1.4.0 has no inverted search (DecodeHints' tryInvert came in 2.0), ZBar has one
+  /// (ZBAR_CFG_TEST_INVERTED). When ZBar read something and zxing-cpp nothing at all, the image is most
+  /// likely light on dark: zxing-cpp reads the inverted image once more, so the code gets its ECI text
+  /// and raw bytes (ZBar converts ECI segments to UTF-8) and zxing-cpp's checked reading.
+  private func rescue(
+    _ fromZXing: [RawSymbol], _ fromZBar: [RawSymbol], _ pixels: UnsafeBufferPointer<UInt8>, _ width: Int,
+    _ height: Int
+  ) -> [RawSymbol] {
+    guard fromZXing.isEmpty, !fromZBar.isEmpty else { return fromZXing }
+    let inverted = pixels.map { 255 - $0 }
+    let read = inverted.withUnsafeBufferPointer { zxing.read($0, width: width, height: height) }
+    countAborts(read.aborts)
+    // A failure here only loses the retry: ZBar's reading stands.
+    return read.symbols
   }
 
   private func countAborts(_ count: Int) {
     guard count > 0 else { return }
-    shared.withLock { $0.aborts += count }
+    aborts.withLock { $0 += count }
   }
 
-  private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
-    guard let scanner = borrowScanner() else { return [] }
-    defer { returnScanner(scanner) }
-    return scanner.scan(pixels, width: width, height: height)
+  private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
+    symbols: [RawSymbol], addOns: [RawAddOn]
+  ) {
+    // A scanner of this decode's own (see the type's comment: ZBar's QR reader keeps random state).
+    guard let scanner = ZBarScanner(symbologies: zbarSymbologies) else { return ([], []) }
+    let found = scanner.scan(pixels, width: width, height: height)
+    guard found.symbols.isEmpty && found.addOns.isEmpty else { return found }
+    // Nothing: perhaps light codes on a dark ground. ZBar's own ZBAR_CFG_TEST_INVERTED does the same
+    // for every symbology, but an inverted GS1 DataBar can read as another DataBar with a valid check
+    // digit (seen on bench/corpus.py's inverted copies), so the inverted scan is done here, keeping
+    // DataBar out of it.
+    let inverted = pixels.map { 255 - $0 }
+    var second = inverted.withUnsafeBufferPointer { scanner.scan($0, width: width, height: height) }
+    second.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+    return second
   }
 
-  private func borrowScanner() -> ZBarScanner? {
-    let scanner = shared.withLock { $0.pool.popLast() }
-    // Pool empty: another thread is scanning. A second scanner beats waiting for it.
-    return scanner ?? ZBarScanner(symbologies: zbarSymbologies)
-  }
-
-  private func returnScanner(_ scanner: ZBarScanner) {
-    shared.withLock { $0.pool.append(scanner) }
-  }
+  /// Formats whose inverted image can decode as another valid symbol.
+  static let notReadInverted: Set<BarcodeFormat> = [.dataBar, .dataBarExpanded]
 }
 
 enum Merger {
@@ -119,21 +144,34 @@ enum Merger {
     var engines: Set<DecoderEngine>
   }
 
-  static func merge(_ symbols: [RawSymbol]) -> [DecodedSymbol] {
+  static func merge(_ symbols: [RawSymbol], addOns: [RawAddOn] = []) -> [DecodedSymbol] {
     var entries: [Entry] = []
     for symbol in symbols {
-      // The nearest earlier entry with the same format and bytes, if close enough to be the same symbol.
+      // The nearest earlier entry with the same format and content, if close enough to be the same symbol.
       var best: (index: Int, distance: Double)?
-      for (index, entry) in entries.enumerated()
-      where entry.symbol.format == symbol.format && entry.symbol.bytes == symbol.bytes {
+      for (index, entry) in entries.enumerated() where sameContent(entry.symbol, symbol) {
         guard let distance = sameSymbolDistance(entry.symbol.points, symbol.points) else { continue }
         if best == nil || distance < best!.distance { best = (index, distance) }
       }
       guard let best else {
+        // The other decoder read the same place as something else: zxing-cpp's reading stands (it
+        // verifies every check character and decodes what ZBar 0.23 gets wrong, e.g. Code 128's FNC4
+        // ISO-8859-1 characters, which ZBar turns into other ASCII).
+        if let rival = entries.firstIndex(where: { samePlaceOtherReading($0.symbol, symbol) }) {
+          if symbol.engine == .zxing { entries[rival] = Entry(symbol: symbol, engines: [.zxing]) }
+          continue
+        }
         entries.append(Entry(symbol: symbol, engines: [symbol.engine]))
         continue
       }
       entries[best.index].engines.insert(symbol.engine)
+      // zxing-cpp's text comes from the symbol's own ECI and segment modes; ZBar's is a guess from the
+      // bytes (TextGuess). Same for an add-on zxing-cpp read with the symbol.
+      if symbol.engine == .zxing {
+        entries[best.index].symbol.bytes = symbol.bytes
+        entries[best.index].symbol.text = symbol.text
+        if let addOn = symbol.addOn { entries[best.index].symbol.addOn = addOn }
+      }
       // Keep real corners over ZBar's scan-hit box, and zxing-cpp's corners over ZBar's (zxing's are always
       // the symbol's own corners, clockwise from its top-left).
       let current = entries[best.index].symbol
@@ -145,12 +183,65 @@ enum Merger {
         entries[best.index].symbol.engine = symbol.engine
       }
     }
-    let decoded = entries.map {
+    var merged = entries.map(\.symbol)
+    attachAddOns(addOns, to: &merged)
+    let decoded = zip(merged, entries).map { symbol, entry in
       DecodedSymbol(
-        format: $0.symbol.format, bytes: $0.symbol.bytes, points: $0.symbol.points,
-        decoders: Set($0.engines.map(\.rawValue)))
+        format: symbol.format, bytes: symbol.bytes, decodedText: symbol.text, addOn: symbol.addOn,
+        points: symbol.points, decoders: Set(entry.engines.map(\.rawValue)))
     }
     return readingOrder(decoded)
+  }
+
+  /// The same payload, as two decoders report it. Same bytes, or the same text: ZBar converts a QR
+  /// code's ECI segments to UTF-8 even in binary mode (observed with 0.23.92: an ECI 3 "Grüße" arrives as
+  /// its UTF-8 bytes), where zxing-cpp's bytes stay the ISO-8859-1 ones and its text is the UTF-8.
+  static func sameContent(_ a: RawSymbol, _ b: RawSymbol) -> Bool {
+    guard a.format == b.format else { return false }
+    if a.bytes == b.bytes { return true }
+    let textA = a.text ?? String(validating: a.bytes, as: UTF8.self)
+    let textB = b.text ?? String(validating: b.bytes, as: UTF8.self)
+    return textA != nil && textA == textB
+  }
+
+  /// One symbol read differently by the two decoders: same format, the other engine, overlapping outlines
+  /// (centres within half the symbol's size), different content.
+  static func samePlaceOtherReading(_ a: RawSymbol, _ b: RawSymbol) -> Bool {
+    a.format == b.format && a.engine != b.engine && !sameContent(a, b)
+      && sameSymbolDistance(a.points, b.points) != nil && !a.points.isEmpty
+  }
+
+  /// Formats an EAN-2/EAN-5 add-on can follow (GS1 General Specifications §5.2.3.6).
+  static let takesAddOn: Set<BarcodeFormat> = GTIN.family.union([.ean8])
+
+  /// Joins each add-on ZBar reported on its own to the EAN/UPC symbol it is printed beside: the nearest
+  /// symbol of a format that takes one, without an add-on yet, that the add-on lies next to — beside it
+  /// along one axis (right of it upright, left of it upside down, below or above it turned a quarter),
+  /// overlapping it along the other — its nearest edge no farther than 0.7 of the symbol's larger side:
+  /// the add-on gap is 7 to 12 modules and an EAN-5 47 modules wide, beside a 95-module EAN-13 or UPC-A
+  /// (§5.2.3.6), and ZBar's box of an add-on may shrink to the line where its scans ended. An add-on with
+  /// no such symbol is not reported: it is half of a barcode whose main part was not read.
+  static func attachAddOns(_ addOns: [RawAddOn], to symbols: inout [RawSymbol]) {
+    for addOn in addOns {
+      guard let box = Box(addOn.points) else { continue }
+      var best: (index: Int, gap: Double)?
+      for (index, symbol) in symbols.enumerated()
+      where takesAddOn.contains(symbol.format) && symbol.addOn == nil {
+        guard let main = Box(symbol.points) else { continue }
+        let reach = max(main.width, main.height) * 0.7
+        let tolerance = max(reach * 0.1, 2)
+        let overlapY = min(main.maxY, box.maxY) - max(main.minY, box.minY)
+        let overlapX = min(main.maxX, box.maxX) - max(main.minX, box.minX)
+        let gapX = max(box.minX - main.maxX, main.minX - box.maxX)
+        let gapY = max(box.minY - main.maxY, main.minY - box.maxY)
+        var gap: Double?
+        if overlapY >= 0, gapX >= -tolerance, gapX <= reach { gap = gapX }
+        if overlapX >= 0, gapY >= -tolerance, gapY <= reach { gap = min(gap ?? gapY, gapY) }
+        guard let gap else { continue }
+        if best == nil || gap < best!.gap { best = (index, gap) }
+      }
+      if let best { symbols[best.index].addOn = addOn.bytes }
+    }
   }
 
   /// Top to bottom, then left to right. Comparing first points alone would put a symbol whose top edge is a

@@ -8,6 +8,18 @@ struct RawSymbol {
   var engine: DecoderEngine
   /// True when `points` are the symbol's corners rather than a bounding box of scan hits.
   var hasCorners: Bool
+  /// The decoder's text of the payload when it converted a character set (ECI, Kanji, a default set);
+  /// nil when the bytes read as UTF-8 are the text.
+  var text: String? = nil
+  /// An EAN-2/EAN-5 add-on the decoder read together with the symbol (zxing-cpp does).
+  var addOn: [UInt8]? = nil
+}
+
+/// An EAN-2 or EAN-5 add-on ZBar reported on its own (it reports add-ons as separate symbols, zbar.h
+/// ZBAR_EAN2/ZBAR_EAN5), to be joined to the EAN/UPC symbol it is printed beside (Merger.attachAddOns).
+struct RawAddOn {
+  var bytes: [UInt8]
+  var points: [Point]
 }
 
 /// One ZBar image scanner (zbar.h "mid-level image scanner interface"), configured once. Not thread-safe:
@@ -26,6 +38,8 @@ final class ZBarScanner: @unchecked Sendable {
   static func symbologies(for formats: Set<BarcodeFormat>) -> [zbar_symbol_type_t] {
     var types: [zbar_symbol_type_t] = []
     if !formats.isDisjoint(with: GTIN.family) { types += [ZBAR_EAN13, ZBAR_UPCA, ZBAR_UPCE] }
+    // Add-ons only ever follow EAN-13, UPC-A, UPC-E or EAN-8; ZBar reads them as symbols of their own.
+    if !formats.isDisjoint(with: GTIN.family.union([.ean8])) { types += [ZBAR_EAN2, ZBAR_EAN5] }
     let direct: [(BarcodeFormat, zbar_symbol_type_t)] = [
       (.ean8, ZBAR_EAN8), (.itf, ZBAR_I25), (.dataBar, ZBAR_DATABAR), (.dataBarExpanded, ZBAR_DATABAR_EXP),
       (.codabar, ZBAR_CODABAR), (.code39, ZBAR_CODE39), (.code93, ZBAR_CODE93), (.code128, ZBAR_CODE128),
@@ -89,20 +103,25 @@ final class ZBarScanner: @unchecked Sendable {
 
   /// Scans gray pixels borrowed for the duration of the call (no copy: zbar_image_set_data with a NULL
   /// cleanup handler only references the buffer, and "application image data will not be modified").
-  func scan(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [RawSymbol] {
+  func scan(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
+    symbols: [RawSymbol], addOns: [RawAddOn]
+  ) {
     guard let base = pixels.baseAddress, width > 0, height > 0, let image = zbar_image_create() else {
-      return []
+      return ([], [])
     }
     defer { zbar_image_destroy(image) }
     zbar_image_set_format(image, Self.y800)
     zbar_image_set_size(image, UInt32(width), UInt32(height))
     zbar_image_set_data(image, base, UInt(width * height), nil)
-    guard zbar_scan_image(scanner, image) > 0 else { return [] }
+    guard zbar_scan_image(scanner, image) > 0 else { return ([], []) }
     var symbols: [RawSymbol] = []
+    var addOns: [RawAddOn] = []
     var next = zbar_image_first_symbol(image)
     while let symbol = next {
       next = zbar_symbol_next(symbol)
-      guard let format = Self.format(of: zbar_symbol_get_type(symbol)) else { continue }
+      let type = zbar_symbol_type_t(zbar_symbol_get_type(symbol).rawValue & ZBAR_SYMBOL.rawValue)
+      let isAddOn = type == ZBAR_EAN2 || type == ZBAR_EAN5
+      guard let format = Self.format(of: type) ?? (isAddOn ? .ean13 : nil) else { continue }
       // zbar_symbol_get_data is NUL-terminated text, but with the length the bytes are binary-safe.
       let length = Int(zbar_symbol_get_data_length(symbol))
       var bytes: [UInt8] = []
@@ -111,19 +130,72 @@ final class ZBarScanner: @unchecked Sendable {
           Array(UnsafeBufferPointer(start: $0, count: length))
         }
       }
-      var hits: [Point] = []
-      let count = zbar_symbol_get_loc_size(symbol)
-      hits.reserveCapacity(Int(count))
-      for index in 0..<count {
-        hits.append(
-          Point(x: Int(zbar_symbol_get_loc_x(symbol, index)), y: Int(zbar_symbol_get_loc_y(symbol, index))))
+      let corners = Self.corners(Self.hits(symbol), format: format)
+      if type == ZBAR_COMPOSITE, let parts = Self.mainAndAddOn(symbol) {
+        // With ZBAR_COMPOSITE enabled ZBar joins an EAN/UPC symbol and its add-on into one composite
+        // whose components are the two (zbar.h: "add-on components use ZBAR_EAN2 or ZBAR_EAN5"); that
+        // is an add-on, not a GS1 composite, so it is reported as the main symbol with its add-on.
+        // The composite itself may have no location; its main component has the scan hits.
+        let main = Self.corners(Self.hits(parts.symbol), format: parts.format)
+        symbols.append(
+          RawSymbol(
+            format: parts.format, bytes: parts.main, points: main.points, engine: .zbar,
+            hasCorners: main.exact, addOn: parts.addOn))
+        continue
       }
-      let corners = Self.corners(hits, format: format)
+      if isAddOn {
+        addOns.append(RawAddOn(bytes: bytes, points: corners.points))
+        continue
+      }
+      // With ZBAR_CFG_BINARY ZBar hands over a QR code's bytes unconverted and keeps no ECI; the text is
+      // guessed from the bytes as zxing-cpp does for a symbol without ECI (TextGuess).
+      let text = format == .qrCode ? TextGuess.text(of: bytes) : nil
       symbols.append(
         RawSymbol(
-          format: format, bytes: bytes, points: corners.points, engine: .zbar, hasCorners: corners.exact))
+          format: format, bytes: bytes, points: corners.points, engine: .zbar, hasCorners: corners.exact,
+          text: text))
     }
-    return symbols
+    return (symbols, addOns)
+  }
+
+  /// The main symbol and add-on of a composite that is an EAN/UPC symbol with an EAN-2/EAN-5 add-on.
+  static func mainAndAddOn(_ composite: OpaquePointer) -> (
+    format: BarcodeFormat, main: [UInt8], addOn: [UInt8], symbol: OpaquePointer
+  )? {
+    guard let components = zbar_symbol_get_components(composite) else { return nil }
+    var main: (BarcodeFormat, [UInt8], OpaquePointer)?
+    var addOn: [UInt8]?
+    var next = zbar_symbol_set_first_symbol(components)
+    while let part = next {
+      next = zbar_symbol_next(part)
+      let type = zbar_symbol_type_t(zbar_symbol_get_type(part).rawValue & ZBAR_SYMBOL.rawValue)
+      let data = Self.data(part)
+      if type == ZBAR_EAN2 || type == ZBAR_EAN5 {
+        addOn = data
+      } else if let format = Self.format(of: type), GTIN.family.union([.ean8]).contains(format) {
+        main = (format, data, part)
+      } else {
+        return nil
+      }
+    }
+    guard let main, let addOn else { return nil }
+    return (main.0, main.1, addOn, main.2)
+  }
+
+  /// The scan locations ZBar recorded for a symbol.
+  static func hits(_ symbol: OpaquePointer) -> [Point] {
+    let count = zbar_symbol_get_loc_size(symbol)
+    return (0..<count).map {
+      Point(x: Int(zbar_symbol_get_loc_x(symbol, $0)), y: Int(zbar_symbol_get_loc_y(symbol, $0)))
+    }
+  }
+
+  static func data(_ symbol: OpaquePointer) -> [UInt8] {
+    let length = Int(zbar_symbol_get_data_length(symbol))
+    guard length > 0, let data = zbar_symbol_get_data(symbol) else { return [] }
+    return data.withMemoryRebound(to: UInt8.self, capacity: length) {
+      Array(UnsafeBufferPointer(start: $0, count: length))
+    }
   }
 
   /// zbar.h: the location polygon "is currently not a polygon, but the scan locations where the symbol was

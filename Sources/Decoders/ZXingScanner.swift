@@ -9,11 +9,14 @@ struct ZXingScanner: Sendable {
   /// codes (before 2.0; czx_abort_trap), so its linear reads run under the shim's SIGABRT trap.
   static let trapsAssertions = czx_abort_trap() != 0
 
-  /// The formats that trap guards, every one of which ZBar also reads: with ZBar enabled and an
-  /// asserting zxing-cpp, BarcodeReader gives these to ZBar alone and zxing-cpp never needs the trap.
-  static let routedToZBar: Set<BarcodeFormat> = GTIN.family.union([
-    .ean8, .itf, .dataBar, .dataBarExpanded, .codabar, .code39, .code93, .code128,
-  ])
+  /// The formats zxing-cpp is not asked for when ZBar is enabled and zxing-cpp asserts: DataBar and
+  /// DataBar Expanded. zxing-cpp 1.4.0 fails its assertion on them even in small images, whenever it finds
+  /// one in more than one orientation (Debian's ZXingReader dies with SIGABRT on rotated or noisy DataBar
+  /// images of bench/corpus.py), and ZBar reads both better. Every other linear format goes to both
+  /// decoders: zxing-cpp reads Code 128's FNC4 (ISO-8859-1) characters, which ZBar misreads, and many
+  /// photographed codes ZBar misses; its assertion for two identical codes in one image is caught by
+  /// the shim's trap (czxing.cpp).
+  static let routedToZBar: Set<BarcodeFormat> = [.dataBar, .dataBarExpanded]
 
   /// zxing-cpp bits for the formats; the EAN/UPC family is enabled as a whole, as in ZBarScanner, and
   /// narrowed by GTIN normalization. zxing-cpp 1.4.0 has no ISBN, DataBar Limited, MicroPDF417 or composite.
@@ -77,30 +80,67 @@ struct ZXingScanner: Sendable {
     symbols.reserveCapacity(count)
     for result in UnsafeBufferPointer(start: results, count: count) {
       guard let format = format(of: result.format) else { continue }
-      let bytes =
+      var bytes =
         result.length > 0 ? Array(UnsafeBufferPointer(start: result.bytes, count: result.length)) : []
       let p = result.position  // Result::position(): top-left, top-right, bottom-right, bottom-left
       let points = [p.0, p.1, p.2, p.3].map { Point(x: Int($0.x), y: Int($0.y)) }
+      var text: String? =
+        result.text.map {
+          String(
+            decoding: UnsafeBufferPointer(start: $0, count: result.text_length).map { UInt8(bitPattern: $0) },
+            as: UTF8.self)
+        }
+      var addOn: [UInt8]?
+      if GTIN.family.union([.ean8]).contains(format), let read = text, let split = Self.splitAddOn(read) {
+        // EanAddOnSymbol::Read gives "main addon" in the text; the main symbol's bytes stay its digits.
+        bytes = split.main
+        addOn = split.addOn
+        text = nil
+      }
+      // Keep the decoder's text only where it says more than the bytes read as UTF-8 do, and never for a
+      // payload zxing-cpp itself calls binary (ContentType::Binary: its character-set guess found no
+      // text) or whose ECI it does not know: those stay bytes, shown escaped.
+      let content = Int(result.content_type)
+      if content == Int(CZX_CONTENT_BINARY) || content == Int(CZX_CONTENT_UNKNOWN_ECI) { text = nil }
+      if let decoded = text, decoded.utf8.elementsEqual(bytes) { text = nil }
       symbols.append(
-        RawSymbol(format: format, bytes: bytes, points: points, engine: .zxing, hasCorners: true))
+        RawSymbol(
+          format: format, bytes: bytes, points: points, engine: .zxing, hasCorners: true, text: text,
+          addOn: addOn))
     }
     return symbols
+  }
+
+  /// A NUL-terminated message buffer as text.
+  static func text(_ message: [CChar]) -> String {
+    String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// "9781234567897 12345" → main "9781234567897", add-on "12345"; nil without an add-on.
+  static func splitAddOn(_ text: String) -> (main: [UInt8], addOn: [UInt8])? {
+    let parts = text.utf8.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
+    guard parts.count == 2, [2, 5].contains(parts[1].count), parts.allSatisfy({ $0.allSatisfy(GTIN.isDigit) })
+    else { return nil }
+    return (Array(parts[0]), Array(parts[1]))
   }
 
   /// Decodes synchronously on the calling thread. Also returns how many zxing-cpp assertions the shim
   /// caught (see czxing.h).
   func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
-    symbols: [RawSymbol], aborts: Int
+    symbols: [RawSymbol], aborts: Int, error: String?
   ) {
-    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], 0) }
+    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], 0, nil) }
     var options = self.options
     var results: UnsafeMutablePointer<czx_result>?
     var count = 0
     var aborts: Int32 = 0
-    // Errors (out of memory, a C++ exception) yield no zxing results; ZBar's still count.
+    // Errors (out of memory, a C++ exception, a caught fault) yield no zxing results; ZBar's still count,
+    // and the error is reported with them (BarcodeReader.decodeReporting).
+    var message = [CChar](repeating: 0, count: 256)
     let rc = czx_read(
-      base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &aborts, nil, 0)
-    guard rc == Int32(CZX_OK) else { return ([], Int(aborts)) }
-    return (Self.convert(results, count), Int(aborts))
+      base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &aborts, &message,
+      message.count)
+    guard rc == Int32(CZX_OK) else { return ([], Int(aborts), Self.text(message)) }
+    return (Self.convert(results, count), Int(aborts), nil)
   }
 }

@@ -82,8 +82,19 @@ import Testing
   }
 
   @Test func mergeNeedsEqualFormatAndBytes() {
-    #expect(Merger.merge([raw(.qrCode, "A"), raw(.qrCode, "B", engine: .zxing)]).count == 2)
     #expect(Merger.merge([raw(.qrCode, "A"), raw(.microQRCode, "A", engine: .zxing)]).count == 2)
+    // Two different codes apart stay two.
+    #expect(Merger.merge([raw(.qrCode, "A", at: 0), raw(.qrCode, "B", engine: .zxing, at: 60)]).count == 2)
+  }
+
+  @Test func oneSymbolReadTwoWaysIsZXingsReading() {
+    // ZBar 0.23 turns Code 128's FNC4 characters into other ASCII: "Größe" became "Grv_e".
+    let merged = Merger.merge([raw(.code128, "Grv_e 275"), raw(.code128, "Größe 275", engine: .zxing)])
+    #expect(merged.map(\.text) == ["Größe 275"])
+    #expect(merged.map(\.decoders) == [["zxing"]])
+    // In either order.
+    let reversed = Merger.merge([raw(.code128, "Größe 275", engine: .zxing), raw(.code128, "Grv_e 275")])
+    #expect(reversed.map(\.text) == ["Größe 275"])
   }
 
   @Test func readingOrderGroupsRows() {

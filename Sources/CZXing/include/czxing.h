@@ -48,6 +48,17 @@ enum {
   CZX_ERR_ARGUMENT = 1,   // bad dimensions, NULL pointers
   CZX_ERR_NOMEM = 2,      // std::bad_alloc or malloc failure
   CZX_ERR_EXCEPTION = 3,  // any other C++ exception, message in err
+  CZX_ERR_FAULT = 4,      // zxing-cpp read out of bounds (SIGSEGV/SIGBUS) and the read was abandoned
+};
+
+// Content.h ContentType, in its order.
+enum {
+  CZX_CONTENT_TEXT = 0,
+  CZX_CONTENT_BINARY = 1,
+  CZX_CONTENT_MIXED = 2,
+  CZX_CONTENT_GS1 = 3,
+  CZX_CONTENT_ISO15434 = 4,
+  CZX_CONTENT_UNKNOWN_ECI = 5,
 };
 
 typedef struct czx_options {
@@ -74,12 +85,21 @@ typedef struct czx_result {
   czx_point position[4];    // Result::position(): top-left, top-right, bottom-right, bottom-left
   int orientation;          // Result::orientation(), degrees
   char symbology[8];        // Result::symbologyIdentifier(), e.g. "]Q1", NUL-terminated
+  char *text;               // Result::utf8(): the content as UTF-8, ECI segments and guessed character
+                            // sets (Shift_JIS for Kanji, ISO-8859-1 by default) converted; malloc'd
+  size_t text_length;
+  int has_eci;              // Result::hasECI()
+  int content_type;         // Result::contentType(): CZX_CONTENT_*
 } czx_result;
 
 // 1 when this build of the shim traps zxing-cpp's assertion failures on linear formats (zxing-cpp before
 // 2.0, whose Result::operator== asserts on ordinary images; see czxing.cpp), 0 when it calls
 // ReadBarcodes plainly. Decided at build time from ZXVersion.h.
 int czx_abort_trap(void);
+
+// Reads through a null pointer under the shim's SIGSEGV trap (the one every zxing-cpp call runs in);
+// 1 when the fault was caught. For the tests.
+int czx_fault_trap_selftest(void);
 
 // Fills `*options` with the defaults this project uses (all formats, try harder/rotate/downscale on).
 void czx_options_init(czx_options *options);

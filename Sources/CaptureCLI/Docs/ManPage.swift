@@ -59,7 +59,11 @@ enum ManPage {
       .SH DEVICES
       .TP
       .B socketcam
-      The built\\-in software scanner (SocketCam C820).
+      The built\\-in software scanner (SocketCam C820): ZBar and zxing\\-cpp decode images and V4L2
+      camera frames, each image the same alone, in a batch, from a directory or from stdin. An EAN\\-2 or
+      EAN\\-5 add\\-on is reported with its EAN\\-13, UPC\\-A, UPC\\-E or EAN\\-8 code, the add\\-on's digits
+      right after the code's. The text of a code honours its ECI designators and Kanji mode (converted
+      to UTF\\-8); bytes are the raw payload.
       .TP
       .I AA:BB:CC:DD:EE:FF
       A Bluetooth address.

@@ -18,21 +18,27 @@ public struct DecodedData: Sendable, Hashable {
   public var points: [Point]?
   /// Where the frame came from (an image path, "-" for stdin, a camera device), when known.
   public var origin: String?
+  /// The text the code encodes when its character set is known and is not UTF-8: a decoder that honours
+  /// the symbol's ECI designators and segment modes (SocketCam: a Kanji segment's Shift_JIS, an ECI 3
+  /// segment's ISO-8859-1, converted to Unicode). nil when the bytes read as UTF-8 are the text.
+  public var decodedText: String?
 
   public init(
     dataSource: DataSource, bytes: [UInt8], tagID: [UInt8]? = nil, points: [Point]? = nil,
-    origin: String? = nil
+    origin: String? = nil, decodedText: String? = nil
   ) {
     self.dataSource = dataSource
     self.bytes = bytes
     self.tagID = tagID
     self.points = points
     self.origin = origin
+    self.decodedText = decodedText
   }
 
-  /// UTF-8 text of the data; each byte that is not part of valid UTF-8 is written `\xHH` (Python's
-  /// "backslashreplace"), so no byte is silently lost or replaced. `bytes` carries the exact data.
-  public var text: String { Self.escapedText(bytes) }
+  /// The text of the data: `decodedText` when the reader knew the character set; otherwise the bytes as
+  /// UTF-8, each byte that is not part of valid UTF-8 written `\xHH` (Python's "backslashreplace"), so no
+  /// byte is silently lost or replaced. `bytes` carries the exact data.
+  public var text: String { decodedText ?? Self.escapedText(bytes) }
 
   public static func escapedText(_ bytes: [UInt8]) -> String {
     if let valid = String(validating: bytes, as: UTF8.self) { return valid }
@@ -57,7 +63,7 @@ public struct DecodedData: Sendable, Hashable {
   /// (C0, DEL, and the C1 range U+0080…U+009F) and every byte that is not valid UTF-8 is `\xHH` per
   /// byte. The escape is reversible, and a code holding a line break is still exactly one line, which
   /// `capture listen | while read -r code` relies on; `bytes` (JSON) keeps the exact data.
-  public var plainLine: String { Self.plainEscaped(bytes) }
+  public var plainLine: String { Self.plainEscaped(decodedText.map { Array($0.utf8) } ?? bytes) }
 
   /// The C-style escape of `plainLine`, for any bytes.
   public static func plainEscaped(_ bytes: [UInt8]) -> String {

@@ -31,7 +31,8 @@ final class FramePass: Sendable {
 
   /// What one input gave.
   enum Outcome: Sendable {
-    case symbols([DecodedSymbol], origin: String)
+    /// `problem`: a decoder failed on this image (its reading is missing; the others' are reported).
+    case symbols([DecodedSymbol], origin: String, problem: String?)
     case failure(CaptureError)
     case warning(String)
   }
@@ -180,7 +181,8 @@ final class FramePass: Sendable {
       emit(Event(time: .now(), device: device, payload: .error(error)))
     case .warning(let text):
       warn(text)
-    case .symbols(let symbols, let origin):
+    case .symbols(let symbols, let origin, let problem):
+      if let problem { warn("'\(origin)': \(problem)") }
       for symbol in symbols {
         emit(
           Event(time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: origin)))
@@ -189,10 +191,16 @@ final class FramePass: Sendable {
     }
   }
 
+  /// An EAN/UPC add-on is reported the way scanners with supplementals enabled transmit it: one code, the
+  /// main symbol's data source, its digits immediately followed by the add-on's ("9781234567897" +
+  /// "12345" → "978123456789712345"; EAN-13 + 2/5 makes 15/18 digits, UPC-A 14/17, UPC-E 10/13, EAN-8
+  /// 10/13). The SDK has no data source of its own for an add-on (docs/capture-sdk.md §6.1).
   static func decodedData(_ symbol: DecodedSymbol, origin: String?) -> DecodedData {
-    DecodedData(
-      dataSource: SymbologyMap.dataSource(symbol.format), bytes: symbol.bytes,
-      points: symbol.points.map { DecodedData.Point(x: $0.x, y: $0.y) }, origin: origin)
+    let addOn = symbol.addOn ?? []
+    return DecodedData(
+      dataSource: SymbologyMap.dataSource(symbol.format), bytes: symbol.bytes + addOn,
+      points: symbol.points.map { DecodedData.Point(x: $0.x, y: $0.y) }, origin: origin,
+      decodedText: symbol.decodedText.map { $0 + String(decoding: addOn, as: UTF8.self) })
   }
 
   /// Opens, reads (bounded by the format's header: `ImageLoader.readEncoded`) and decodes one input,
@@ -235,7 +243,8 @@ final class FramePass: Sendable {
     let image: GrayImage
     do { image = try ImageLoader.decode(bytes) } catch { return .failure(imageError(error, name: origin)) }
     if stop.isCancelled { return .failure(CaptureError(.cancel, "cancelled")) }
-    return .symbols(reader.decode(image), origin: origin)
+    let decoded = reader.decodeReporting(image)
+    return .symbols(decoded.symbols, origin: origin, problem: decoded.problem)
   }
 
   static func name(of input: Input) -> String {
