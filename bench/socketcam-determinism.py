@@ -95,7 +95,7 @@ for mode, (found, rc) in modes.items():
         print("  %s" % f)
         print("    alone: %s" % json.dumps([list(x) for x in a], ensure_ascii=False))
         print("    %s: %s" % (mode, json.dumps([list(x) for x in b], ensure_ascii=False)))
-    for f in points:
-        print("  points only: %s" % f)
+    if points:
+        print("  points only: " + " ".join(points))
 print("%.0f s; %s" % (time.monotonic() - start, "no differences" if not differences else "DIFFERENCES"))
 sys.exit(1 if differences else 0)
