@@ -15,7 +15,7 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 # Bench: the peers measured side by side.
 BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev
 TEST_PACKAGES = zint qrencode mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi
-BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd
+BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd imagemagick
 # The VM tier (Tests/VM): qemu, the image builder and the stock Debian kernel booted inside.
 VM_PACKAGES = qemu-system-x86 mmdebstrap linux-image-amd64 zstd cpio kmod
 
