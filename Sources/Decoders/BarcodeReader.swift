@@ -66,50 +66,56 @@ public final class BarcodeReader: Sendable {
     // zxing-cpp treats an empty format set as "all formats" (DecodeHints::hasFormat), so mask 0 means skip.
     let useZXing = zxing.mask != 0
     let useZBar = !zbarSymbologies.isEmpty
+    var zbar: (symbols: [RawSymbol], addOns: [RawAddOn]) = ([], [])
+    var zxingRead: (symbols: [RawSymbol], aborts: Int, error: String?) = ([], 0, nil)
+    var scanned = false
     if useZXing && useZBar && concurrentEngines, let base = pixels.baseAddress {
       var options = zxing.options
       // czx_start copies the options; `pixels` stays valid until czx_finish below, as the shim requires.
       if let job = czx_start(base, Int32(width), Int32(height), Int32(width), &options) {
-        let fromZBar = scanZBar(pixels, width: width, height: height)
+        zbar = scanZBar(pixels, width: width, height: height)
         var results: UnsafeMutablePointer<czx_result>?
         var count = 0
         var aborts: Int32 = 0
         var message = [CChar](repeating: 0, count: 256)
         let rc = czx_finish(job, &results, &count, &aborts, &message, message.count)
-        let fromZXing = rc == Int32(CZX_OK) ? ZXingScanner.convert(results, count) : []
-        countAborts(Int(aborts))
-        let problem = rc == Int32(CZX_OK) ? nil : ZXingScanner.text(message)
-        let rescued = problem == nil ? rescue(fromZXing, fromZBar.symbols, pixels, width, height) : []
-        return (fromZBar.symbols + rescued, fromZBar.addOns, problem)
+        zxingRead =
+          rc == Int32(CZX_OK)
+          ? (ZXingScanner.convert(results, count), Int(aborts), nil)
+          : ([], Int(aborts), ZXingScanner.text(message))
+        scanned = true
       }
     }
-    var found: (symbols: [RawSymbol], addOns: [RawAddOn], problem: String?) = ([], [], nil)
-    if useZBar { (found.symbols, found.addOns) = scanZBar(pixels, width: width, height: height) }
-    if useZXing {
-      let read = zxing.read(pixels, width: width, height: height)
+    if !scanned {
+      if useZBar { zbar = scanZBar(pixels, width: width, height: height) }
+      if useZXing { zxingRead = zxing.read(pixels, width: width, height: height) }
+    }
+    countAborts(zxingRead.aborts)
+    var fromZXing = zxingRead.symbols
+    // Light codes on a dark ground. Neither decoder found anything: ZBar scans the inverted image (its
+    // own ZBAR_CFG_TEST_INVERTED would do so whenever ZBar alone found nothing, also for the many images
+    // only zxing-cpp reads; and an inverted GS1 DataBar can read as another DataBar with a valid check
+    // digit, seen on bench/corpus.py's inverted copies, so DataBar is kept out of it).
+    var inverted: [UInt8]?
+    if useZBar && zbar.symbols.isEmpty && zbar.addOns.isEmpty && fromZXing.isEmpty && zxingRead.error == nil {
+      let flipped = pixels.map { 255 - $0 }
+      inverted = flipped
+      if let scanner = ZBarScanner(symbologies: zbarSymbologies) {
+        zbar = flipped.withUnsafeBufferPointer { scanner.scan($0, width: width, height: height) }
+        zbar.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+      }
+    }
+    // zxing-cpp 1.4.0 has no inverted search (DecodeHints' tryInvert came in 2.0). When ZBar read
+    // something and zxing-cpp nothing at all, the image is most likely light on dark: zxing-cpp reads the
+    // inverted image once more, so the code gets zxing-cpp's checked reading, its ECI text and its raw
+    // bytes (ZBar converts ECI segments to UTF-8). A failure of that retry only loses the retry.
+    if useZXing && useZBar && fromZXing.isEmpty && !zbar.symbols.isEmpty && zxingRead.error == nil {
+      let flipped = inverted ?? pixels.map { 255 - $0 }
+      let read = flipped.withUnsafeBufferPointer { zxing.read($0, width: width, height: height) }
       countAborts(read.aborts)
-      found.problem = read.error
-      if read.error == nil {
-        found.symbols += useZBar ? rescue(read.symbols, found.symbols, pixels, width, height) : read.symbols
-      }
+      fromZXing = read.symbols
     }
-    return found
-  }
-
-  /// zxing-cpp 1.4.0 has no inverted search (DecodeHints' tryInvert came in 2.0), ZBar has one
-  /// (ZBAR_CFG_TEST_INVERTED). When ZBar read something and zxing-cpp nothing at all, the image is most
-  /// likely light on dark: zxing-cpp reads the inverted image once more, so the code gets its ECI text
-  /// and raw bytes (ZBar converts ECI segments to UTF-8) and zxing-cpp's checked reading.
-  private func rescue(
-    _ fromZXing: [RawSymbol], _ fromZBar: [RawSymbol], _ pixels: UnsafeBufferPointer<UInt8>, _ width: Int,
-    _ height: Int
-  ) -> [RawSymbol] {
-    guard fromZXing.isEmpty, !fromZBar.isEmpty else { return fromZXing }
-    let inverted = pixels.map { 255 - $0 }
-    let read = inverted.withUnsafeBufferPointer { zxing.read($0, width: width, height: height) }
-    countAborts(read.aborts)
-    // A failure here only loses the retry: ZBar's reading stands.
-    return read.symbols
+    return (zbar.symbols + fromZXing, zbar.addOns, zxingRead.error)
   }
 
   private func countAborts(_ count: Int) {
@@ -122,16 +128,7 @@ public final class BarcodeReader: Sendable {
   ) {
     // A scanner of this decode's own (see the type's comment: ZBar's QR reader keeps random state).
     guard let scanner = ZBarScanner(symbologies: zbarSymbologies) else { return ([], []) }
-    let found = scanner.scan(pixels, width: width, height: height)
-    guard found.symbols.isEmpty && found.addOns.isEmpty else { return found }
-    // Nothing: perhaps light codes on a dark ground. ZBar's own ZBAR_CFG_TEST_INVERTED does the same
-    // for every symbology, but an inverted GS1 DataBar can read as another DataBar with a valid check
-    // digit (seen on bench/corpus.py's inverted copies), so the inverted scan is done here, keeping
-    // DataBar out of it.
-    let inverted = pixels.map { 255 - $0 }
-    var second = inverted.withUnsafeBufferPointer { scanner.scan($0, width: width, height: height) }
-    second.symbols.removeAll { Self.notReadInverted.contains($0.format) }
-    return second
+    return scanner.scan(pixels, width: width, height: height)
   }
 
   /// Formats whose inverted image can decode as another valid symbol.
