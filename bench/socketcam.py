@@ -11,7 +11,8 @@ times. Then each tool decodes all images in one process, RUNS times (median), fo
 A code counts as read when one of the tool's results for that image is the manifest's text, compared as
 each tool prints it:
 - capture: `capture --json trigger socketcam start --image FILE`, the `text` key of each decodedData
-  line, exactly. An add-on symbol counts as read when a text is the main code followed by the add-on
+  line, exactly; for binary payloads, whose text capture escapes (\\xHH), the `bytes` key against
+  the raw payload. An add-on symbol counts as read when a text is the main code followed by the add-on
   digits, with or without one space between them.
 - zbarimg: `zbarimg --nodbus -q --raw FILE` (default decoder settings), one line per symbol. ZBar prints
   UPC-A and UPC-E as EAN-13 (a leading 0; UPC-E expanded) and DataBar Expanded without GS separators;
@@ -182,10 +183,16 @@ for name, _ in TOOLS:
     for row in rows:
         full, main = forms(name, row)
         got = {normal(name, row, r["text"]) for r in results[name][row.file]}
+        if name == "capture" and row.payload == "binary":
+            # capture's text for a payload that is not text (zxing-cpp's ContentType::Binary) is the
+            # bytes as UTF-8 with \xHH escapes (its contract: docs and capture-listen(1)); its `bytes`
+            # carry the payload. It counts as read when those bytes are the raw payload.
+            got = {row.text for r in results[name][row.file] if row.raw and r["bytes"] == row.raw.hex()} or got
         st = "read" if got & full else "addon" if got & main else "missed"
         status[name, row.file] = (st, bool(got - full - main))
 # capture's bytes: for a text read, its bytes should be the raw payload (manifest `bytes`, where defined).
-bytes_differ = [row for row in rows if row.raw and status["capture", row.file][0] == "read" and
+bytes_differ = [row for row in rows if row.raw and row.payload != "binary" and
+                status["capture", row.file][0] == "read" and
                 not any(r["bytes"] == row.raw.hex() for r in results["capture"][row.file]
                         if r["text"] in forms("capture", row)[0])]
 
