@@ -285,15 +285,16 @@ extension FramePass {
   }
 
   /// What one arrival gives, or nil when there is nothing to say: an empty file (created by `touch` or
-  /// a writer that closed before writing: it is read when it is closed again with content) or one
-  /// already read unchanged. A file removed before it could be read is skipped with a warning; what
-  /// is not a regular file is reported as `--dir` reports it.
+  /// a writer that closed before writing: it is read when it is closed again with content), one
+  /// already read unchanged, or one gone before it could be read (removed, or renamed: its rename is
+  /// an arrival of its own). What is not a regular file is reported as `--dir` reports it.
   static func arrival(
     _ path: FilePath, _ reader: BarcodeReader, _ stop: Cancellation, _ seen: inout SeenFiles
   ) -> Outcome? {
     var info = stat()
     let failed = path.withCString { stat($0, &info) == 0 ? 0 : errno }
-    if failed == ENOENT { return .warning("skipping '\(path)': it was removed before it could be read") }
+    // Gone already: removed, or renamed (its IN_MOVED_TO follows and is read then).
+    if failed == ENOENT { return nil }
     guard failed == 0, info.st_mode & S_IFMT == S_IFREG else {
       switch classify(path) {
       case .warning(let text): return .warning(text)
@@ -307,9 +308,7 @@ extension FramePass {
       seconds: info.st_mtim.tv_sec, nanoseconds: info.st_mtim.tv_nsec)
     guard seen.insert(identity) else { return nil }
     let outcome = decode(.file(path, listed: true), reader, stop)
-    if case .failure(let error) = outcome, error.code == .fileNotFound {
-      return .warning("skipping '\(path)': it was removed before it could be read")
-    }
+    if case .failure(let error) = outcome, error.code == .fileNotFound { return nil }
     return outcome
   }
 }
