@@ -258,9 +258,10 @@ struct SocketCamWatchTests {
     try await engine.setSocketCamStatus(.enable)
     #expect(describe(await events.next()) == "arrival socketcam")
     #expect(try dirs.store.load().socketCam.status == 0)
-    // A trigger through the device the engine opened: the code reaches the subscriber.
+    // TriggerDevice Start (1) set on the device the engine opened, as a web app sets it: the set
+    // returns once the scan reads, and the code reaches the subscriber.
     let cam = try #require(engine.device(id: "socketcam"))
-    try await cam.trigger(.start)
+    try await cam.set(.triggerDevice, .byte(Trigger.start.rawValue))
     try dirs.renameIn("code.png", "through the engine")
     #expect(describe(await events.next()) == "code through the engine")
 
