@@ -4,6 +4,7 @@
 
 #include <libwebsockets.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -338,11 +339,15 @@ void cws_set_kill_timeout(struct lws *connection, int seconds) {
   lws_set_timeout(connection, PENDING_TIMEOUT_USER_OK, seconds);
 }
 
+void cws_rx_allow(struct lws *connection, int allow) { lws_rx_flow_control(connection, allow); }
+
 void cws_trace(const char *line) {
   const char *path = getenv("CWS_TRACE");
   FILE *f = path ? fopen(path, "a") : NULL;
   if (!f) return;
-  fprintf(f, "%s\n", line);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  fprintf(f, "%ld.%03ld %s\n", (long)now.tv_sec, now.tv_nsec / 1000000, line);
   fclose(f);
 }
 

@@ -339,6 +339,7 @@ final class EventLoop: @unchecked Sendable {
     requestOwners[connection.requestID] = connection.tag
     // The request is complete: its answer is the handler's to give, with no library timeout.
     cws_clear_timeout(connection.wsi)
+    cws_rx_allow(connection.wsi, 0)
     let request = HTTPRequest(
       id: connection.requestID, method: connection.method, path: connection.path,
       headers: connection.headers, body: connection.body)
@@ -352,6 +353,7 @@ final class EventLoop: @unchecked Sendable {
     else { return }  // the connection has gone: dropped
     connection.phase = .responding
     connection.response = response
+    cws_rx_allow(connection.wsi, 1)
     cws_request_writeable(connection.wsi)
   }
 
