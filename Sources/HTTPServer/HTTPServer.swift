@@ -230,10 +230,27 @@ final class Core: Sendable {
       }
       switch step {
       case .done: continuation.resume()
-      case .wait: break
+      case .wait: startShutdownTicker()
       case .cleanUp:
         loop.destroyUnstarted()
         continuation.resume()
+      }
+    }
+  }
+
+  /// Wakes the loop every 100 ms while it shuts down, so its grace deadline is checked even when
+  /// libwebsockets has no event to report (it would otherwise wait in poll(2) for its next timer).
+  /// Ends with the loop; a second call while one runs is harmless (wakes are idempotent).
+  private func startShutdownTicker() {
+    _ = LoopThread.start { [shared] in
+      while true {
+        usleep(100_000)
+        let stopping = shared.mutex.withLock { state -> Bool in
+          guard state.phase == .stopping, let server = state.server else { return false }
+          server.wake()
+          return true
+        }
+        if !stopping { return }
       }
     }
   }
@@ -255,7 +272,7 @@ final class Core: Sendable {
       case .stopping, .stopped: return false
       }
     }
-    if cleanUp { loop.destroyUnstarted() }
+    if cleanUp { loop.destroyUnstarted() } else { startShutdownTicker() }
   }
 
   func post(_ command: Command) {

@@ -84,19 +84,20 @@ import Testing
   @Test func aRequestPipelinedBehindABodyClosesThatConnectionAndTheServerKeepsServing() async throws {
     let served = try Served()
     let port = served.port
-    let (end, after) = try await onOwnThread { () -> ([UInt8], RawResponse?) in
+    let (end, after) = try await onOwnThread { () -> ((bytes: [UInt8], closed: Bool), RawResponse?) in
       let client = try RawClient(port: port, timeoutSeconds: 30)
       client.write(
         "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nA"
           + "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nB")
-      let end = client.readToEnd()
+      let end = client.readAll()
       let other = try RawClient(port: port)
       other.write("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
       return (end, other.readResponse())
     }
     await served.stop()
     // Closed, not left spinning: either nothing or the first answer came before the close.
-    #expect(end.isEmpty || String(decoding: end, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+    #expect(end.closed)
+    #expect(end.bytes.isEmpty || String(decoding: end.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
     #expect(after?.status == 200)
   }
 
@@ -126,16 +127,17 @@ import Testing
   @Test func headersBeyondTheBoundDoNotReachTheHandler() async throws {
     let served = try Served { $0.maxHeaderBytes = 2048 }
     let port = served.port
-    let (big, after) = try await onOwnThread { () -> ([UInt8], RawResponse?) in
+    let (big, after) = try await onOwnThread { () -> ((bytes: [UInt8], closed: Bool), RawResponse?) in
       let client = try RawClient(port: port)
       client.write("GET /big HTTP/1.1\r\nHost: x\r\nCookie: \(String(repeating: "c", count: 8192))\r\n\r\n")
-      let big = client.readToEnd()
+      let big = client.readAll()
       let other = try RawClient(port: port)
       other.write("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
       return (big, other.readResponse())
     }
     await served.stop()
-    #expect(!String(decoding: big, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+    #expect(big.closed)
+    #expect(!String(decoding: big.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
     #expect(after?.status == 200)
     #expect(served.recorder.requests.map(\.path) == ["/after"])
   }
@@ -147,7 +149,7 @@ import Testing
       let client = try RawClient(port: port, timeoutSeconds: 60)
       // Slowloris: a request line and one header, then silence.
       client.write("GET /slow HTTP/1.1\r\nHost: x\r\n")
-      return client.readToEnd().isEmpty
+      return client.readUntilClosed()
     }
     await served.stop()
     #expect(ended)
@@ -301,7 +303,7 @@ import Testing
       guard client.write([byte]) else { return true }
       usleep(100_000)
     }
-    return client.readToEnd().isEmpty
+    return client.readUntilClosed()
   }
 
   @Test func headersTrickledAByteAtATimeAreCutOffAtTheRequestTimeout() async throws {
@@ -327,7 +329,7 @@ import Testing
         guard client.write([0x62]) else { return true }
         usleep(100_000)
       }
-      return client.readToEnd().isEmpty
+      return client.readUntilClosed()
     }
     await served.stop()
     #expect(cut)

@@ -209,6 +209,28 @@ final class RawClient: @unchecked Sendable {
     return buffer
   }
 
+  /// Reads until the peer ends the connection: true at end of file or reset, false at the receive
+  /// timeout (the connection stayed open).
+  func readUntilClosed() -> Bool { readAll().closed }
+
+  /// Everything until the peer ends the connection, and whether it did (end of file or reset) rather
+  /// than the receive timeout passing.
+  func readAll() -> (bytes: [UInt8], closed: Bool) {
+    var bytes = buffer
+    buffer = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if n > 0 {
+        bytes += chunk[0..<n]
+        continue
+      }
+      if n == 0 { return (bytes, true) }
+      if errno == EINTR { continue }
+      return (bytes, errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+  }
+
   /// One HTTP response: status line, lower-cased headers, body (by Content-Length). nil when the
   /// connection ended first.
   func readResponse() -> RawResponse? {

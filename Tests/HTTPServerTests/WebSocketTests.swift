@@ -264,3 +264,32 @@ struct WebSocketTests {
     await served.stop()
   }
 }
+
+@Suite struct ShutdownTests {
+  @Test func shutdownEndsEveryKindOfConnectionAndReportsEverySocketClosed() async throws {
+    // "/never" is never answered: shutdown must not wait for it.
+    let recorder = Recorder(answer: { request in request.path == "/never" ? nil : Recorder.echo(request) })
+    let served = try Served(recorder)
+    let port = served.port
+    let clients = try await onOwnThread { () -> [RawClient] in
+      let waiting = try RawClient(port: port)
+      waiting.write("GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+      let partial = try RawClient(port: port)
+      partial.write("GET /partial HTTP/1.1\r\n")
+      // Two WebSockets that never read (nor answer the close frame).
+      let first = try RawClient(port: port)
+      _ = first.upgrade(path: "/", port: port)
+      let second = try RawClient(port: port)
+      _ = second.upgrade(path: "/Capture/v1/api", port: port)
+      return [waiting, partial, first, second]
+    }
+    #expect(await recorder.wait { _ in recorder.openedSockets.count == 2 && recorder.requests.count == 1 })
+    await served.stop()
+    #expect(Set(recorder.closedSockets) == Set(recorder.openedSockets))
+    #expect(recorder.closedSockets.count == 2)
+    for socket in recorder.openedSockets { #expect(served.server.send(socket, text: [0x61]) == false) }
+    // Every client sees its connection end.
+    let ended = try await onOwnThread { clients.map { $0.readUntilClosed() } }
+    #expect(ended == [true, true, true, true])
+  }
+}
