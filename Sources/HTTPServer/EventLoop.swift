@@ -76,7 +76,6 @@ final class EventLoop: @unchecked Sendable {
   private var nextSocketID: UInt64 = 1
   private var shuttingDown = false
   private var shutdownDeadline: Double = 0
-  private var shutdownClose: (code: UInt16, reason: String) = (1001, "")
   private var headerScratch = [UInt8](repeating: 0, count: 1 << 16)
 
   init(
@@ -183,6 +182,10 @@ final class EventLoop: @unchecked Sendable {
       return connection.phase == .idle || connection.phase == .body ? -1 : 0
     case CWS_DESTROYED.rawValue:
       reportClosed(connection)
+      // An answer still owed to this connection will be dropped when it comes; forget it now.
+      if requestOwners[connection.requestID] == tag {
+        requestOwners.removeValue(forKey: connection.requestID)
+      }
       connections.removeValue(forKey: tag)
       return 0
     default: return 0
@@ -585,7 +588,6 @@ final class EventLoop: @unchecked Sendable {
   private func beginShutdown(code: UInt16, reason: String) {
     guard !shuttingDown, let server else { return }
     shuttingDown = true
-    shutdownClose = (code, reason)
     shutdownDeadline = monotonicSeconds() + Double(max(configuration.closeGraceSeconds, 1)) + 1
     cws_server_unwatch_listener(server)
     for connection in connections.values {
