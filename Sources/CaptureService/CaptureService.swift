@@ -24,7 +24,8 @@ public enum JSONRPCCode {
 
 /// The service as the transport sees it (`HTTPServerHandler`): clients, their handles and their
 /// event pumps. Transport callbacks only look things up and start tasks; the JSON-RPC work runs on
-/// those tasks and answers through `ServerOutput` (docs/capturejs.md §10 "Threading").
+/// those tasks and answers through `ServerOutput`; engine events reach each client through its own
+/// `dropWhenBehind` subscription (docs/engine.md §3).
 public final class CaptureService: HTTPServerHandler, Sendable {
   public struct Configuration: Sendable {
     public var policy: AccessPolicy

@@ -1,6 +1,6 @@
 import CaptureCore
 
-/// Who may talk to the service (docs/capturejs.md §1.3, §10). Two checks on every request and every
+/// Who may talk to the service (docs/capturejs.md §1.3). Two checks on every request and every
 /// WebSocket upgrade, before anything else:
 ///
 /// - **Host.** Only a loopback name or address with the served port (`localhost`, `127.0.0.0/8`,
