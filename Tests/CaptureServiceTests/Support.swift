@@ -81,13 +81,17 @@ final class FakeDevice: Device, Sendable {
       events: [.decodedData])
   }
 
-  init(id: String, name: String = "Socket S740 [E537BA]", type: DeviceType = .scannerS740, arrive: Bool = true) {
+  init(
+    id: String, name: String = "Socket S740 [E537BA]", type: DeviceType = .scannerS740, arrive: Bool = true
+  ) {
     info = DeviceInfo(id: id, name: name, type: type)
     (events, continuation) = AsyncStream.makeStream(of: Event.self)
     values.withLock {
       $0 = [
         .friendlyNameDevice: .string(name), .batteryLevelDevice: .ulong(BatteryLevel(current: 90).packed),
-        .versionDevice: .version(VersionValue(major: 1, middle: 2, minor: 3, build: 4, year: 2024, month: 5, day: 6, hour: 7, minute: 8)),
+        .versionDevice: .version(
+          VersionValue(
+            major: 1, middle: 2, minor: 3, build: 4, year: 2024, month: 5, day: 6, hour: 7, minute: 8)),
         .localDecodeActionDevice: .byte(1), .notificationsDevice: .ulong(0),
         .timersDevice: .array([0, 1, 0, 30, 0, 60, 0, 120]),
       ]
@@ -95,7 +99,9 @@ final class FakeDevice: Device, Sendable {
     if arrive { send(.deviceArrival) }
   }
 
-  func send(_ payload: Event.Payload) { continuation.yield(Event(time: .now(), device: info, payload: payload)) }
+  func send(_ payload: Event.Payload) {
+    continuation.yield(Event(time: .now(), device: info, payload: payload))
+  }
 
   func code(_ text: String, source: DataSource = DataSource(19), tag: [UInt8]? = nil) {
     send(.decodedData(DecodedData(dataSource: source, bytes: Array(text.utf8), tagID: tag)))
@@ -168,9 +174,11 @@ final class FakeSystem: DeviceSystem, Sendable {
     async throws(CaptureError) -> BluetoothDeviceInfo
   {
     record("connect \(address)")
-    return BluetoothDeviceInfo(address: address, name: "Socket D600 [7EF619]", deviceTypes: [.scannerD600], isPaired: true)
+    return BluetoothDeviceInfo(
+      address: address, name: "Socket D600 [7EF619]", deviceTypes: [.scannerD600], isPaired: true)
   }
-  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String {
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
+  {
     throw CaptureError(.notAvailable, "no bluetoothd here")
   }
   func probeClassic(address: String, request: OpenRequest, name: String?)
@@ -252,7 +260,9 @@ final class Harness: Sendable {
   /// openclient with good appInfo: the client handle.
   func openClient() async throws -> Int {
     let reply = try await rpc(
-      "openclient", #"{"appId":"web:com.example.test","developerId":"bb57d8e1-f911-47ba-b510-693be162686a","appKey":"MC4CFQ"}"#)
+      "openclient",
+      #"{"appId":"web:com.example.test","developerId":"bb57d8e1-f911-47ba-b510-693be162686a","appKey":"MC4CFQ"}"#
+    )
     return try #require(Self.integer(reply, after: #""result":{"handle":"#))
   }
 
@@ -262,7 +272,9 @@ final class Harness: Sendable {
     let upgrade = HTTPRequest(id: 0, method: "GET", path: path, headers: Self.loopback, body: [])
     #expect(service.upgrade(upgrade)?.status == nil)
     service.opened(socket, request: upgrade)
-    service.text(socket, Array(#"{"jsonrpc":"2.0","id":1,"method":"waitforcaptureevent","params":{"handle":\#(client)}}"#.utf8))
+    service.text(
+      socket,
+      Array(#"{"jsonrpc":"2.0","id":1,"method":"waitforcaptureevent","params":{"handle":\#(client)}}"#.utf8))
     return socket
   }
 

@@ -15,12 +15,14 @@ enum ServeCommand {
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
       devices = try ListenCommand.Options(parsed)
-      (host, port) = try Self.address(parsed.value("listen") ?? "127.0.0.1:\(CaptureServiceInfo.defaultPort)", parsed)
+      (host, port) = try Self.address(
+        parsed.value("listen") ?? "127.0.0.1:\(CaptureServiceInfo.defaultPort)", parsed)
       allowedOrigins = []
       for origin in parsed.allValues("allow-origin") {
         guard origin == "*" || Self.isOrigin(origin) else {
           throw parsed.usage(
-            "--allow-origin takes an origin such as https://shop.example or http://10.0.0.5:8080 (or *), not '\(origin)'")
+            "--allow-origin takes an origin such as https://shop.example or http://10.0.0.5:8080 (or *), not '\(origin)'"
+          )
         }
         allowedOrigins.append(origin)
       }
@@ -34,7 +36,8 @@ enum ServeCommand {
       }
       let host = String(text[..<colon])
       guard let port = UInt16(text[text.index(after: colon)...]), !host.contains(":") else {
-        throw parsed.usage("--listen takes HOST:PORT with an IPv4 address or a name and a port 0-65535, not '\(text)'")
+        throw parsed.usage(
+          "--listen takes HOST:PORT with an IPv4 address or a name and a port 0-65535, not '\(text)'")
       }
       return (host, port)
     }
@@ -57,14 +60,16 @@ enum ServeCommand {
     let engine = CaptureEngine(
       system: context.system, store: context.state,
       configuration: .init(
-        adapter: context.globals.adapter, openTimeout: context.globals.timeout, keymap: options.devices.keymap,
+        adapter: context.globals.adapter, openTimeout: context.globals.timeout,
+        keymap: options.devices.keymap,
         warn: { output.warn($0) },
         onOpen: { device in await ListenCommand.setUpNotifications(device, asked: nil, output) }))
     let socketCam = SocketCamSwitch(engine: engine, context: context, options: options.devices)
     let service = CaptureService(
       engine: engine,
       configuration: .init(
-        policy: AccessPolicy(listenHost: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
+        policy: AccessPolicy(
+          listenHost: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
         warn: { output.warn($0) }, socketCamChanged: { status in await socketCam.apply(status) }))
     let listener = try ServiceListener(host: options.host, port: options.port, service: service)
 
