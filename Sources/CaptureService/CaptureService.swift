@@ -38,20 +38,16 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     /// Clients at most; at the limit a new openclient first frees the oldest client that never
     /// opened its WebSocket.
     public var maximumClients: Int
-    /// SocketCamStatus was set (and persisted): turn SocketCam on or off in the running service.
-    public var socketCamChanged: @Sendable (SocketCamStatus) async -> Void
 
     public init(
       policy: AccessPolicy, warn: @escaping @Sendable (String) -> Void = { _ in }, eventLimit: Int = 4096,
-      discoveryWindow: Duration = .seconds(10), maximumClients: Int = 4096,
-      socketCamChanged: @escaping @Sendable (SocketCamStatus) async -> Void = { _ in }
+      discoveryWindow: Duration = .seconds(10), maximumClients: Int = 4096
     ) {
       self.policy = policy
       self.warn = warn
       self.eventLimit = eventLimit
       self.discoveryWindow = discoveryWindow
       self.maximumClients = maximumClients
-      self.socketCamChanged = socketCamChanged
     }
   }
 

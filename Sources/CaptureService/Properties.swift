@@ -63,8 +63,9 @@ extension CaptureService {
     case .interfaceVersion:
       return .ulong(Self.interfaceVersion)
     case .socketCamStatus:
-      // The persisted setting `capture set socketcam socket-cam-status` writes.
-      return .byte(try engine.store.load().socketCam.status)
+      // The persisted setting `capture set socketcam socket-cam-status` writes; NotSupported when
+      // serve has no SOURCE for SocketCam.
+      return .byte(try engine.socketCamStatus().rawValue)
     default:
       throw .notSupported("the Capture service has no \(Self.describe(id)) on the client handle")
     }
@@ -73,9 +74,12 @@ extension CaptureService {
   func setCapture(_ id: PropertyID, _ value: PropertyValue, client: UInt32) async throws(CaptureError) {
     switch (id, value) {
     case (.socketCamStatus, .byte(let raw)):
-      try engine.store.update { (state: inout StateFile) throws(CaptureError) in state.socketCam.status = raw
+      // Persisted, then SocketCam opens with serve's SOURCE (its arrival reaches every client) or
+      // closes (its removal does).
+      guard let status = SocketCamStatus(rawValue: raw) else {
+        throw .invalidParameter("socket-cam-status takes enable (0) or disable (1)")
       }
-      await configuration.socketCamChanged(SocketCamStatus(rawValue: raw) ?? .disable)
+      try await engine.setSocketCamStatus(status)
     case (.addDevice, .byte(let mode)):
       // BluetoothDiscoveryMode (docs/capture-sdk.md §7.15): 1 Bluetooth LE, 2 Classic. The devices
       // found come as DeviceDiscovered on the client handle, then DiscoveryEnd.

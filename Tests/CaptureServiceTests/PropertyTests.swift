@@ -206,7 +206,7 @@ struct PropertyCallTests {
   }
 
   @Test(
-    "Capture-level properties on the client handle: Version (signed id), InterfaceVersion, SocketCamStatus persisted"
+    "Capture-level properties on the client handle: Version (signed id), InterfaceVersion, SocketCamStatus through the engine"
   )
   func captureProperties() async throws {
     let (h, _, client, d, _) = try await opened()
@@ -219,14 +219,18 @@ struct PropertyCallTests {
     #expect(
       try await h.rpc("getproperty", #"{"handle":\#(client),"property":{"id":-2147418112,"type":0}}"#)
         .hasSuffix(#""type":3,"value":1}}}"#))
+    // Without a SOURCE SocketCam is NotSupported (2); Disable is still persisted, Enable is -15.
     #expect(
       try await h.rpc("getproperty", #"{"handle":\#(client),"property":{"id":-2147352569,"type":0}}"#)
-        .hasSuffix(#""type":2,"value":0}}}"#))
+        .hasSuffix(#""type":2,"value":2}}}"#))
     let disable = try await h.rpc(
       "setproperty", #"{"handle":\#(client),"property":{"id":-2147352569,"type":2,"value":1}}"#)
     #expect(disable.hasSuffix(#""property":{"id":-2147352569,"type":2,"value":1}}}"#))
     #expect(try h.store.load().socketCam.status == SocketCamStatus.disable.rawValue)
-    #expect(h.socketCam.all == [.disable])
+    #expect(
+      try await h.rpc(
+        "setproperty", #"{"handle":\#(client),"property":{"id":-2147352569,"type":2,"value":0}}"#
+      ).hasPrefix(#"{"error":{"code":-15,"message":"SocketCam has no frame source here"#))
     #expect(
       try await h.rpc(
         "setproperty", #"{"handle":\#(client),"property":{"id":-2147352569,"type":2,"value":2}}"#

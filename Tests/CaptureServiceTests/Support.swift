@@ -216,7 +216,6 @@ final class Harness: Sendable {
   let service: CaptureService
   let output = RecordingOutput()
   let warnings = Log<String>()
-  let socketCam = Log<SocketCamStatus>()
   private let nextID = Atomic<UInt64>(1)
 
   init(bluetooth: Bool = true, allowedOrigins: [String] = [], eventLimit: Int = 4096) {
@@ -224,13 +223,12 @@ final class Harness: Sendable {
     store = StateStore(directory: "/tmp/capture-service-tests-\(UInt64.random(in: 0...UInt64.max))")
     engine = CaptureEngine(system: system, store: store)
     let warnings = self.warnings
-    let socketCam = self.socketCam
     service = CaptureService(
       engine: engine,
       configuration: .init(
         policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
         warn: { line in warnings.append(line) }, eventLimit: eventLimit,
-        discoveryWindow: .milliseconds(50), socketCamChanged: { status in socketCam.append(status) }))
+        discoveryWindow: .milliseconds(50)))
     service.attach(output)
   }
 

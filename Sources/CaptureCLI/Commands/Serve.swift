@@ -63,14 +63,15 @@ enum ServeCommand {
         adapter: context.globals.adapter, openTimeout: context.globals.timeout,
         keymap: options.devices.keymap,
         warn: { output.warn($0) },
-        onOpen: { device in await ListenCommand.setUpNotifications(device, asked: nil, output) }))
-    let socketCam = SocketCamSwitch(engine: engine, context: context, options: options.devices)
+        onOpen: { device in await ListenCommand.setUpNotifications(device, asked: nil, output) },
+        // serve's SOURCE is what SocketCam reads when SocketCamStatus is Enable; --dir is watched.
+        socketCamSources: FrameSourceItem.watching(options.devices.sources)))
     let service = CaptureService(
       engine: engine,
       configuration: .init(
         policy: AccessPolicy(
           listenHost: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
-        warn: { output.warn($0) }, socketCamChanged: { status in await socketCam.apply(status) }))
+        warn: { output.warn($0) }))
     let listener = try ServiceListener(host: options.host, port: options.port, service: service)
 
     let sink: EventSink?
@@ -108,7 +109,6 @@ enum ServeCommand {
       throw error
     }
     engine.attach(devices)
-    await socketCam.startIfEnabled()
     do { try listener.start() } catch {
       await engine.stop()
       throw error
@@ -125,46 +125,5 @@ enum ServeCommand {
     if interrupted.load(ordering: .relaxed) { return .success }
     if let error = sink?.result.firstError { return .status(error.code) }
     return .success
-  }
-}
-
-/// SocketCamStatus from a web app (persisted by the service) turns SocketCam on and off in the running
-/// service: enabled with a SOURCE given to serve, the SocketCam device is open (its arrival reaches
-/// the clients); disabled, it is closed (its removal does).
-actor SocketCamSwitch {
-  let engine: CaptureEngine
-  let context: Context
-  let sources: [FrameSourceItem]
-  let keymap: String?
-  private var device: (any Device)?
-
-  init(engine: CaptureEngine, context: Context, options: ListenCommand.Options) {
-    self.engine = engine
-    self.context = context
-    self.sources = options.sources
-    self.keymap = options.keymap
-  }
-
-  func startIfEnabled() async {
-    let status = (try? context.state.load().socketCam.status) ?? SocketCamStatus.disable.rawValue
-    await apply(SocketCamStatus(rawValue: status) ?? .disable)
-  }
-
-  func apply(_ status: SocketCamStatus) async {
-    switch status {
-    case .enable:
-      guard device == nil, !sources.isEmpty else { return }
-      do {
-        let opened = try await context.open(.socketCam, sources: sources, keymap: keymap)
-        device = opened
-        engine.attach([opened])
-      } catch {
-        context.output.warn("SocketCam could not be opened: \(error.message)")
-      }
-    default:
-      guard let open = device else { return }
-      device = nil
-      await open.close()
-    }
   }
 }
