@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Throughput of `capture serve`: TOTAL (100,000) codes from one line-mode pty scanner to CLIENTS (10)
+WebSocket clients at once, each of which opened the device (docs/capturejs.md §7). Checked: every code
+reaches every client exactly once and in order, and no client is dropped. Reported: events/s (events
+delivered to all clients / wall time from the first code written to the last one received by the slowest
+client), the service's CPU per delivered event (user+sys from /proc, before and after the feed) and its
+resident memory sampled every 0.2 s (start, peak, end: flat is the goal).
+
+The clients must not be the bottleneck (a client that falls behind is dropped by design), so they are
+cheap: each is a plain socket after the handshake, read in 1 MiB chunks by one select loop, and each
+DecodedData is found in the stream with one regular expression over its "data" array (the frames are
+small unfragmented text frames, so each message's JSON is contiguous in the stream); the list of arrays
+is then compared with the expected one.
+Peer: `capture --json listen` on the same feed (one consumer, stdout to a file): events/s and CPU per event.
+Usage: serve-throughput.py CAPTURE [TOTAL] [CLIENTS]
+"""
+import base64, http.client, json, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, tty
+
+capture = os.path.abspath(sys.argv[1])
+total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+nclients = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+APP_INFO = {"appId": "web:com.example.bench", "developerId": "bb57d8e1-f911-47ba-b510-693be162686a",
+            "appKey": "MC4CFQDNCtjazxILEh8oyT6w/wlaVKqS1gIVAK7TkfS2mMCBkBP9hpfMd5flBlUj"}
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+TICK = os.sysconf("SC_CLK_TCK")
+CODES = [b"T%07d" % i for i in range(total)]
+EXPECTED = [b",".join(b"%d" % c for c in code) for code in CODES]
+DATA = re.compile(rb'"data":\[([0-9,]*)\]')
+
+
+def pty():
+    master, slave = os.openpty()
+    path = os.ttyname(slave)
+    tty.setraw(slave)
+    os.close(slave)
+    return master, path
+
+
+def wait_opened(path, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if int(pid) == os.getpid():
+                continue
+            try:
+                if any(os.readlink(f"/proc/{pid}/fd/{fd}") == path for fd in os.listdir(f"/proc/{pid}/fd")):
+                    time.sleep(0.3)
+                    return
+            except OSError:
+                pass
+        time.sleep(0.05)
+    sys.exit(f"nobody opened {path}")
+
+
+def proc_sample(pid):
+    with open(f"/proc/{pid}/statm") as f:
+        rss = int(f.read().split()[1]) * PAGE_KB
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return rss, (int(fields[11]) + int(fields[12])) / TICK
+
+
+def post(port, method, params):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/Capture/v1/api", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                 {"Content-Type": "application/json"})
+    reply = json.loads(conn.getresponse().read())
+    conn.close()
+    if "result" not in reply:
+        sys.exit(f"{method} failed: {reply}")
+    return reply["result"]
+
+
+def frames(buf):
+    """Complete server frames (unmasked) at the start of buf: [(opcode, payload)], rest."""
+    out = []
+    while len(buf) >= 2:
+        opcode, n = buf[0] & 0x0F, buf[1] & 0x7F
+        head = 2
+        if n == 126:
+            if len(buf) < 4:
+                break
+            n, head = int.from_bytes(buf[2:4], "big"), 4
+        elif n == 127:
+            if len(buf) < 10:
+                break
+            n, head = int.from_bytes(buf[2:10], "big"), 10
+        if len(buf) < head + n:
+            break
+        out.append((opcode, buf[head:head + n]))
+        buf = buf[head + n:]
+    return out, buf
+
+
+class Client:
+    """One client: openclient, the upgrade by hand, waitforcaptureevent, opendevice on the arrival."""
+
+    def __init__(self, port):
+        self.handle = post(port, "openclient", APP_INFO)["handle"]
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET /Capture/v1/api HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(4096)
+        head, self.rest = head.split(b"\r\n\r\n", 1)
+        if not head.startswith(b"HTTP/1.1 101"):
+            sys.exit(f"upgrade refused: {head!r}")
+        self.send_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "waitforcaptureevent", "params": {"handle": self.handle}}))
+        while True:
+            got, self.rest = frames(self.rest)
+            for opcode, payload in got:
+                event = json.loads(payload)["result"]["event"]
+                if event["id"] == 1:
+                    self.device = post(port, "opendevice", {"handle": self.handle, "guid": event["value"]["guid"]})["handle"]
+                    self.sock.setblocking(False)
+                    self.seen, self.closed = [], None
+                    return
+            self.rest += self.sock.recv(65536)
+
+    def send_text(self, text):
+        data = text.encode()
+        mask = os.urandom(4)
+        assert len(data) < 126
+        self.sock.sendall(bytes([0x81, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def read(self):
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.closed = self.closed or "EOF"
+            return
+        buf = self.rest + chunk
+        cut = buf.rfind(b"}}}")  # the end of the last complete event message in the buffer
+        if cut < 0:
+            self.rest = buf
+            return
+        self.seen.extend(m.group(1) for m in DATA.finditer(buf, 0, cut + 3))
+        self.rest = buf[cut + 3:]
+        if b"\x88" in self.rest[:1]:
+            self.closed = "close frame"
+
+
+def run_serve(state):
+    master, path = pty()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([capture, "serve", f"serial:{path}?framing=line", "--listen", f"127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, XDG_STATE_HOME=state))
+    wait_opened(path)
+    clients = [Client(port) for _ in range(nclients)]
+    samples = [proc_sample(proc.pid)]
+    stop = threading.Event()
+
+    def sampler():
+        while not stop.wait(0.2):
+            samples.append(proc_sample(proc.pid))
+
+    threading.Thread(target=sampler, daemon=True).start()
+    feed = b"".join(c + b"\r\n" for c in CODES)
+    t0 = time.perf_counter()
+    writer = threading.Thread(target=write_all, args=(master, feed), daemon=True)
+    writer.start()
+    socks = {c.sock: c for c in clients}
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        pending = [c for c in clients if len(c.seen) < total and not c.closed]
+        if not pending:
+            break
+        readable, _, _ = select.select([c.sock for c in pending], [], [], 1)
+        for s in readable:
+            socks[s].read()
+    wall = time.perf_counter() - t0
+    stop.set()
+    end = proc_sample(proc.pid)
+    proc.terminate()
+    proc.wait()
+    err = proc.stderr.read().decode(errors="replace")
+    os.close(master)
+    ok = [c.seen == EXPECTED for c in clients]
+    return dict(wall=wall, cpu=end[1] - samples[0][1], rss_start=samples[0][0], rss_peak=max(s[0] for s in samples + [end]),
+                rss_end=end[0], ok=ok, counts=[len(c.seen) for c in clients], closed=[c.closed for c in clients], stderr=err)
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view[:65536]):]
+
+
+def run_listen(state, out_path):
+    master, path = pty()
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen([capture, "--json", "listen", f"serial:{path}?framing=line", "--count", str(total)],
+                                stdout=out, stderr=subprocess.DEVNULL, env=dict(os.environ, XDG_STATE_HOME=state))
+    wait_opened(path)
+    feed = b"".join(c + b"\r\n" for c in CODES)
+    t0 = time.perf_counter()
+    threading.Thread(target=write_all, args=(master, feed), daemon=True).start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    os.close(master)
+    texts = [json.loads(line)["text"].encode() for line in open(out_path, "rb") if b'"decodedData"' in line]
+    return dict(wall=wall, cpu=usage.ru_utime + usage.ru_stime, ok=texts == CODES)
+
+
+work = tempfile.mkdtemp(prefix="capture-serve-throughput.")
+try:
+    serve = run_serve(os.path.join(work, "serve"))
+    listen = run_listen(os.path.join(work, "listen"), os.path.join(work, "listen.jsonl"))
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+
+events = total * nclients
+print(f"capture {capture}: {total:,} codes from one line-mode pty to {nclients} WebSocket clients ({events:,} events)")
+print(f"serve: every code to every client exactly once and in order: {all(serve['ok'])} "
+      f"(received per client {serve['counts']}; closed early {[c for c in serve['closed'] if c]})")
+print(f"serve: wall {serve['wall']:.2f} s, {events / serve['wall']:,.0f} events/s; CPU {serve['cpu']:.2f} s = "
+      f"{serve['cpu'] / events * 1e6:.2f} us per delivered event ({serve['cpu'] / total * 1e6:.2f} us per code); "
+      f"RSS start {serve['rss_start'] / 1024:.1f} MB, peak {serve['rss_peak'] / 1024:.1f} MB, end {serve['rss_end'] / 1024:.1f} MB")
+print(f"peer listen --json (1 consumer): in order {listen['ok']}; wall {listen['wall']:.2f} s, {total / listen['wall']:,.0f} events/s; "
+      f"CPU {listen['cpu']:.2f} s = {listen['cpu'] / total * 1e6:.2f} us per event")
+print(f"ratio CPU per delivered event serve / listen: {serve['cpu'] / events / (listen['cpu'] / total):.2f}; "
+      f"events/s serve / listen: {events / serve['wall'] / (total / listen['wall']):.2f}")
+if not all(serve["ok"]) or not listen["ok"]:
+    if serve["stderr"]:
+        print("serve stderr:\n" + serve["stderr"][-2000:])
+    sys.exit("FAIL: not every code reached every client exactly once and in order")
