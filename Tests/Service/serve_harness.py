@@ -202,15 +202,42 @@ class DataManSimulator:
                 self.proc.wait()
 
 
+class BlueZRig:
+    """The project's BlueZ model (Tests/Rigs): a private system bus with a bluetoothd 5.66 model and
+    simulated Socket Mobile readers; stopped with this process at the latest."""
+
+    RIG = os.path.join(ROOT, "Tests", "Rigs", "rig.py")
+
+    def __init__(self):
+        out = subprocess.run(["/usr/bin/python3", self.RIG, "start", "--stop-with", str(os.getpid()),
+                              "--param", "TemporaryTimeout=1"], capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            raise RuntimeError(f"rig.py start failed: {out.stderr}")
+        values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+        self.bus = values["DBUS_SYSTEM_BUS_ADDRESS"]
+        self.dir = values["RIG_DIR"]
+        self.env = {"DBUS_SYSTEM_BUS_ADDRESS": self.bus}
+
+    def ctl(self, method, *args):
+        out = subprocess.run(["/usr/bin/python3", self.RIG, "ctl", "--dir", self.dir, method, "--", *map(str, args)],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            raise RuntimeError(f"rig ctl {method} failed: {out.stderr}")
+        return json.loads(out.stdout) if out.stdout.strip() else None
+
+    def stop(self):
+        subprocess.run(["/usr/bin/python3", self.RIG, "stop", "--dir", self.dir], capture_output=True, timeout=30)
+
+
 class Service:
     """One `capture serve` process on a free loopback port with a private state directory."""
 
-    def __init__(self, devices=(), extra=(), port=None, state=None, wait=True):
+    def __init__(self, devices=(), extra=(), port=None, state=None, wait=True, env=None):
         self.port = port or free_port()
         self.state = state or tempfile.mkdtemp(prefix="capture-serve-test.")
         self.listen = f"127.0.0.1:{self.port}"
         self.argv = [capture_bin(), "serve", *devices, "--listen", self.listen, *extra]
-        self.env = dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1")
+        self.env = dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1", **(env or {}))
         self.stderr_lines = []
         self._lock = threading.Lock()
         self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL,

@@ -184,7 +184,8 @@ class ProtocolTests(unittest.IsolatedAsyncioTestCase):
     async def test_dataman_version_datasource_string_and_trigger(self):
         self.need_dataman()
         client = await self.client()
-        arrival = await client.arrival(self.dataman.selector.split("//")[1])
+        # The DataMan's name is its DEVICE.NAME (the simulator's "Line 3 reader").
+        arrival = await client.arrival("Line 3 reader")
         device = await client.opendevice(arrival["event"]["value"]["guid"])
         version = self.service.get(device, PROP_VERSION_DEVICE)["result"]["property"]
         self.assertEqual(version["type"], T_VERSION)
@@ -348,6 +349,76 @@ class DeviceLeavesAndComesBackTests(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(scanner.wait_opened())
         scanner.write("AFTER")
         await client.decoded(device2, "AFTER")
+
+
+D600 = "00:11:22:7E:F6:19"
+D600_PATH = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
+EV_BATTERY_LEVEL, EV_DEVICE_MANAGER_ARRIVAL = 8, 11
+DEVICE_MANAGER_BLE = 17104897  # docs/capture-sdk.md §5.2
+PROP_FAVORITE = 0x00050201
+PROP_BLUETOOTH_ADDRESS = 0x0001010D
+PROP_NOTIFICATIONS = 0x00030113
+PROP_DATA_CONFIRMATION = 0x0013010A
+
+
+class BluetoothLETests(unittest.IsolatedAsyncioTestCase):
+    """A D600 on the BlueZ model (Tests/Rigs): the device manager, an Array property, BatteryLevel and
+    DecodedData events, DataConfirmationDevice reaching the scanner."""
+
+    async def test_device_manager_favorite_array_battery_decoded_data_and_confirmation(self):
+        try:
+            rig = BlueZRig()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        service = Service([D600], env=rig.env)
+        self.addCleanup(service.stop)
+        client = await EventClient(service).open()
+        self.addAsyncCleanup(client.close)
+
+        manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
+        self.assertEqual(manager["handle"], client.handle)
+        self.assertEqual(manager["event"]["type"], EVT_DEVICE_INFO)
+        self.assertEqual(manager["event"]["value"]["type"], DEVICE_MANAGER_BLE)
+        self.assertRegex(manager["event"]["value"]["guid"], GUID)
+        dm = await client.opendevice(manager["event"]["value"]["guid"])
+        self.assertEqual(service.get(dm, PROP_FAVORITE)["result"]["property"], {"id": PROP_FAVORITE, "type": T_STRING, "value": ""})
+        self.assertNotIn("error", service.set(dm, PROP_FAVORITE, T_STRING, D600))
+        self.assertEqual(service.get(dm, PROP_FAVORITE)["result"]["property"]["value"], D600)
+        # The same persisted setting as capture set manager favorite.
+        got = subprocess.run([capture_bin(), "get", "manager", "favorite"], env=service.env, capture_output=True,
+                             text=True, timeout=20)
+        self.assertEqual(got.stdout.strip(), D600, got)
+
+        arrival = await client.arrival("D600", timeout=20)
+        self.assertRegex(arrival["event"]["value"]["guid"], GUID)
+        self.assertNotEqual(arrival["event"]["value"]["guid"], manager["event"]["value"]["guid"])
+        device = await client.opendevice(arrival["event"]["value"]["guid"])
+        address = service.get(device, PROP_BLUETOOTH_ADDRESS)["result"]["property"]
+        self.assertEqual(address, {"id": PROP_BLUETOOTH_ADDRESS, "type": T_ARRAY, "value": [0x00, 0x11, 0x22, 0x7E, 0xF6, 0x19]})
+        level = service.get(device, PROP_BATTERY_LEVEL)["result"]["property"]
+        self.assertEqual(level["type"], T_ULONG)
+        self.assertEqual((level["value"] >> 8) & 0xFF, 90)  # current level in byte 1, docs/capture-sdk.md §7.3
+
+        rig.ctl("ScanText", D600_PATH, "4F", "HELLO-BLE")
+        await client.decoded(device, "HELLO-BLE", timeout=15)
+
+        # BatteryLevel events need the BatteryLevelChange bit (32) of NotificationsDevice (§7.6).
+        notifications = service.get(device, PROP_NOTIFICATIONS)["result"]["property"]
+        self.assertEqual(notifications["type"], T_ULONG)
+        self.assertNotIn("error", service.set(device, PROP_NOTIFICATIONS, T_ULONG, notifications["value"] | 32))
+        mark = len(client.events())
+        rig.ctl("SetBattery", D600_PATH, 42)
+        battery = await client.wait(lambda r: r["event"]["id"] == EV_BATTERY_LEVEL, start=mark, timeout=15, what="BatteryLevel")
+        self.assertEqual(battery["handle"], device)
+        self.assertEqual(battery["event"]["type"], EVT_ULONG)
+        self.assertEqual((battery["event"]["value"] >> 8) & 0xFF, 42)
+
+        # DataConfirmationDevice good (0x15, §7.4) is written to the scanner.
+        rig.ctl("ClearWrites", D600_PATH)
+        self.assertNotIn("error", service.set(device, PROP_DATA_CONFIRMATION, T_ULONG, 0x15))
+        self.assertTrue(rig.ctl("GetWrites", D600_PATH), "the D600 received no write for DataConfirmationDevice")
 
 
 class SocketCamTests(unittest.IsolatedAsyncioTestCase):
