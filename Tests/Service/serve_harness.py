@@ -468,3 +468,103 @@ def raw_upgrade(port, path=API, host=None, origin=None, timeout=5):
     text = head.decode(errors="replace")
     status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/") else None
     return status, text
+
+
+def masked_text_frame(text):
+    """A client's text frame (RFC 6455 §5.3: clients mask)."""
+    data = text.encode()
+    mask = os.urandom(4)
+    if len(data) < 126:
+        head = bytes([0x81, 0x80 | len(data)])
+    else:
+        head = bytes([0x81, 0x80 | 126]) + len(data).to_bytes(2, "big")
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+
+def server_frames(buf):
+    """The complete (unmasked) server frames at the start of buf: ([(opcode, payload)], rest)."""
+    out = []
+    at, size = 0, len(buf)
+    while size - at >= 2:
+        opcode, n, head = buf[at] & 0x0F, buf[at + 1] & 0x7F, 2
+        if n == 126:
+            if size - at < 4:
+                break
+            n, head = int.from_bytes(buf[at + 2:at + 4], "big"), 4
+        elif n == 127:
+            if size - at < 10:
+                break
+            n, head = int.from_bytes(buf[at + 2:at + 10], "big"), 10
+        if size - at < head + n:
+            break
+        out.append((opcode, bytes(buf[at + head:at + head + n])))
+        at += head + n
+    return out, buf[at:]
+
+
+class RawEventClient:
+    """A client on a plain socket after a hand-made upgrade, for the tests that need a client which
+    stops reading (a small receive buffer, never read) or one that reads faster than the websockets
+    library can parse. Frames are parsed here only to check what the service sent."""
+
+    def __init__(self, service, rcvbuf=None):
+        self.service = service
+        self.handle = service.openclient()
+        self.sock = socket.socket()
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.connect(("127.0.0.1", service.port))
+        self.sock.sendall((f"GET {API} HTTP/1.1\r\nHost: {service.listen}\r\nUpgrade: websocket\r\n"
+                           "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                           "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(4096)
+            assert chunk, f"upgrade: connection closed after {head!r}"
+            head += chunk
+        head, self.buf = head.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 101"), head
+        self.sock.sendall(masked_text_frame(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "waitforcaptureevent",
+                                                        "params": {"handle": self.handle}})))
+        self.messages = []
+        self.close_code = None
+        self.eof = False
+
+    def pump(self, timeout=0.5):
+        """Reads what is there (up to `timeout` s of silence); returns False at end of stream."""
+        self.sock.settimeout(timeout)
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except socket.timeout:
+            return True
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        frames, self.buf = server_frames(self.buf)
+        for opcode, payload in frames:
+            if opcode == 0x1:
+                self.messages.append(json.loads(payload))
+            elif opcode == 0x8:
+                self.close_code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
+            else:
+                assert opcode in (0x9, 0xA), f"unexpected opcode {opcode}"
+        return True
+
+    def events(self):
+        return [m["result"] for m in self.messages if isinstance(m.get("result"), dict) and "event" in m["result"]]
+
+    def wait(self, predicate, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for r in self.events():
+                if predicate(r):
+                    return r
+            if not self.pump(0.2):
+                break
+        raise AssertionError(f"no matching event; got {json.dumps(self.messages)[-1000:]}")
+
+    def close(self):
+        self.sock.close()

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import uuid
@@ -313,6 +314,52 @@ class ProtocolTests(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(error_code(self.service.get(d_gone, PROP_FRIENDLY_NAME)), ESKT_INVALIDHANDLE)
         self.assertEqual(error_code(self.service.get(gone.handle, PROP_VERSION)), ESKT_INVALIDHANDLE)
         self.assertNotIn("error", self.service.get(d_stays, PROP_FRIENDLY_NAME))
+
+
+class SlowClientTests(unittest.TestCase):
+    def test_a_client_that_stops_reading_is_dropped_with_1008_and_the_others_get_every_code(self):
+        scanner = PtyScanner()
+        self.addCleanup(scanner.close)
+        service = Service([scanner.selector])
+        self.addCleanup(service.stop)
+        self.assertTrue(scanner.wait_opened())
+        clients = {}
+        for name, rcvbuf in (("slow", 4096), ("fast", None)):
+            c = RawEventClient(service, rcvbuf)
+            self.addCleanup(c.close)
+            arrival = c.wait(lambda r: r["event"]["id"] == EV_DEVICE_ARRIVAL)
+            device = service.result("opendevice", {"handle": c.handle, "guid": arrival["event"]["value"]["guid"]})["handle"]
+            clients[name] = (c, device)
+        fast, d_fast = clients["fast"]
+        slow, d_slow = clients["slow"]
+        total = 100_000
+        codes = [b"S%06d" % i for i in range(total)]
+        feed = b"".join(code + b"\r\n" for code in codes)
+        writer = threading.Thread(target=lambda: [os.write(scanner.master, feed[i:i + 65536]) for i in range(0, len(feed), 65536)],
+                                  daemon=True)
+        writer.start()
+        deadline = time.monotonic() + 90
+        got = []
+        while len(got) < total and time.monotonic() < deadline:
+            if not fast.pump(0.5):
+                break
+            got = [bytes(r["event"]["value"]["data"]) for r in fast.events()
+                   if r["event"]["id"] == EV_DECODED_DATA and r["handle"] == d_fast]
+        writer.join(5)
+        self.assertEqual(len(got), total, "the fast client did not get every code")
+        self.assertEqual(got, codes)
+        self.assertFalse(fast.eof)
+        # The slow client, read now: whatever was queued, then the close frame 1008 and the end.
+        deadline = time.monotonic() + 30
+        while not slow.eof and time.monotonic() < deadline:
+            slow.pump(0.5)
+        self.assertTrue(slow.eof, "the slow client was never dropped")
+        self.assertEqual(slow.close_code, 1008)
+        slow_codes = [bytes(r["event"]["value"]["data"]) for r in slow.events() if r["event"]["id"] == EV_DECODED_DATA]
+        self.assertLess(len(slow_codes), total)
+        self.assertEqual(slow_codes, codes[:len(slow_codes)], "what the slow client got is not a prefix in order")
+        # Its handles went with it.
+        self.assertEqual(error_code(service.get(d_slow, PROP_FRIENDLY_NAME)), ESKT_INVALIDHANDLE)
 
 
 class DeviceLeavesAndComesBackTests(unittest.IsolatedAsyncioTestCase):
