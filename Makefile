@@ -93,15 +93,21 @@ install: build install-service
 	install -D -m 0644 completions/_capture $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_capture
 	install -D -m 0644 completions/capture.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/capture.fish
 
-# The systemd user unit, its ExecStart pointing at the capture this PREFIX installs.
+# The systemd user units (listen; serve and its socket), ExecStart pointing at the capture this PREFIX
+# installs.
 install-service:
 	install -d $(DESTDIR)$(SYSTEMD_USER_DIR)
 	sed 's|/usr/local/bin/capture|$(PREFIX)/bin/capture|' contrib/capture-listen.service \
 	  > $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service
+	sed 's|/usr/local/bin/capture|$(PREFIX)/bin/capture|' contrib/capture-serve.service \
+	  > $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.service
+	install -m 0644 contrib/capture-serve.socket $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.socket
+	chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.service
 
 uninstall:
-	rm -f $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service
+	rm -f $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service \
+	  $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.service $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.socket
 	rm -f $(DESTDIR)$(PREFIX)/bin/capture $(DESTDIR)$(PREFIX)/share/man/man1/capture.1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man1/capture-*.1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/capture \

@@ -128,6 +128,7 @@ public enum CaptureCLI {
       case "get": outcome = try await GetCommand.run(try GetCommand.Options(parsed), context)
       case "set": outcome = try await SetCommand.run(try SetCommand.Options(parsed), context)
       case "listen": outcome = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
+      case "serve": outcome = try await ServeCommand.run(try ServeCommand.Options(parsed), context)
       case "partnership":
         outcome = .status(try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context))
       case "__generate-docs": outcome = .status(try GenerateDocsCommand.run(parsed, context))

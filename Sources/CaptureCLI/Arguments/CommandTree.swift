@@ -256,6 +256,44 @@ enum CommandTree {
       ("coproc capture listen --confirm-stdin hid:auto", "Check each code in the shell before accepting it."),
     ])
 
+  static let serve = CommandSpec(
+    name: "serve", abstract: "Serve CaptureJS web apps: the Capture service on 127.0.0.1:18481.",
+    synopsis: ["[DEVICE...] [--listen HOST:PORT] [--allow-origin ORIGIN]... [SOURCE] [--output FILE]"],
+    discussion:
+      "Runs the Capture service that Socket Mobile's CaptureJS web SDK talks to, so an unchanged CaptureJS page (a point-of-sale page, a kiosk) gets its devices and their codes on Linux: JSON-RPC 2.0 by HTTP POST on /Capture/v1/api and one WebSocket per client on / or /Capture/v1/api, methods openclient, opendevice, close, getproperty, setproperty and waitforcaptureevent (see docs/capturejs.md). Without DEVICE it serves every remembered device and the favorites exactly as listen without DEVICE does (supervised, retried in the background, favorite * connects any Socket Mobile device found); DEVICE operands add devices, opened before the service accepts connections (one that cannot be opened fails serve). A SOURCE (--camera /dev/videoN, --dir DIR, --image FILE) is what SocketCam reads when a web app enables it with SocketCamStatus (persisted as set socketcam socket-cam-status); TriggerDevice start and stop then scan as a camera scan does. The port is bound before any device is opened, and one line on stderr says when connections are accepted. SIGHUP re-reads the state file; SIGINT or SIGTERM sends every WebSocket a close frame (1001) and exits 0. Under systemd socket activation (LISTEN_FDS, LISTEN_PID) the inherited socket is served instead of --listen (see contrib/capture-serve.socket). With --output FILE the event stream listen would print (plain lines, JSON Lines with --json) is appended to FILE as well, as listen --output does; stdout stays empty. Security, on by default: only loopback is listened on unless --listen names another address; a request whose Host is not a loopback name or address (localhost, 127.0.0.0/8, [::1]) with the served port, or the --listen host, is refused 403, which stops DNS rebinding; a browser Origin must be absent, null (a file:// page), a loopback origin (http or https on localhost, 127.x.x.x or [::1], any port) or one given with --allow-origin, else the preflight, the POST and the WebSocket upgrade are refused 403 and one stderr line (once per origin) names the origin and --allow-origin. Allowed requests get Access-Control-Allow-Origin (the origin echoed), Vary: Origin, Access-Control-Allow-Methods: POST, OPTIONS, Access-Control-Allow-Headers: Content-Type, and Access-Control-Allow-Private-Network: true when the preflight asks for it. A request body or WebSocket message over 1 MiB is refused (413; the WebSocket is closed with 1009) and the service goes on. openclient needs appInfo: appId, developerId and appKey, three non-empty strings, else ESKT_INVALIDAPPINFO (-93); no signature can be checked (no verification key is public), so any three are accepted. Several clients: each openclient is a client with its own non-zero handle; handles are never reused while open, and a device gets a new GUID on every connection. Every client gets every DeviceArrival and DeviceRemoval (on its client handle; right after waitforcaptureevent, DeviceManagerArrival when Bluetooth LE is there and the arrivals of the devices already connected); a device's DecodedData, Power, Buttons and BatteryLevel go to every client that opened that connection, on the handle opendevice gave it; an Error of a device the client has not opened goes on its client handle. A client whose WebSocket closes (the page closed or reloaded) loses its handles and nothing else; close of a client handle frees its device handles and closes its WebSocket normally (1000). A client that stops reading is dropped once 4096 events wait for it, or when the transport holds 8 MiB unsent for it: its WebSocket is closed with 1008 and the reason, its handles freed, and the devices and the other clients do not wait for it. Every JSON-RPC reply is HTTP 200, errors included: -32700 the body is not JSON, -32600 not a request object, -32601 an unknown method; otherwise an SKT code: -11 ESKT_INVALIDHANDLE an unknown handle, -15 ESKT_NOTSUPPORTED a property the device or handle does not have, -17 ESKT_NOTFOUND opendevice of a GUID no connected device has, -18 ESKT_INVALIDPARAMETER bad params or a value of the wrong type, -31 ESKT_DEVICENOTOPEN a device handle whose device has left, -93 ESKT_INVALIDAPPINFO. Exit status: 0 after SIGINT/SIGTERM; 25 (ESKT_ALREADYEXISTING) when the --listen address is already in use, 64 when binding it is not permitted, 18 for an address that is not this machine's, each before any device is opened; a DEVICE that cannot be opened exits with its own code; 33 when a write of --output FILE fails.",
+    operands: [
+      OperandSpec(
+        name: "DEVICE", kind: .device, help: "Devices to serve besides the remembered ones.", isOptional: true,
+        isRepeating: true)
+    ],
+    options: [
+      OptionSpec(
+        long: "listen", valueName: "HOST:PORT",
+        help:
+          "Listen on HOST:PORT (default 127.0.0.1:18481, CaptureJS's default; HOST an IPv4 address or a name; port 0 picks a free one)."
+      ),
+      OptionSpec(
+        long: "allow-origin", valueName: "ORIGIN",
+        help:
+          "Also accept web pages from ORIGIN (e.g. https://shop.example); repeatable; * accepts every origin.",
+        isRepeatable: true),
+      OptionSpec(
+        long: "output", valueName: "FILE", kind: .file,
+        help:
+          "Append the event stream (as listen --output writes it) to FILE (created 0600; reopened after log rotation)."
+      ),
+      keymapOption,
+    ] + sourceOptions,
+    examples: [
+      ("capture serve", "Serve every remembered device to CaptureJS pages on this machine."),
+      (
+        "capture serve --allow-origin https://shop.example serial:/dev/ttyACM0",
+        "Also serve a serial scanner, to pages of https://shop.example too."
+      ),
+      ("capture serve --camera /dev/video0", "Let web apps enable SocketCam on a webcam."),
+      ("systemctl --user enable --now capture-serve.socket", "Start the service on the first request from a page."),
+    ])
+
   static let partnership = CommandSpec(
     name: "partnership", abstract: "Show, set or reset the Bluetooth partnership (bond) with a device.",
     synopsis: ["status|set|reset DEVICE [...]"],
@@ -274,7 +312,7 @@ enum CommandTree {
     isHidden: true)
 
   static let commands: [CommandSpec] = [
-    discover, connect, remove, list, trigger, get, set, listen, partnership, generateDocs,
+    discover, connect, remove, list, trigger, get, set, listen, serve, partnership, generateDocs,
   ]
   static var visibleCommands: [CommandSpec] { commands.filter { !$0.isHidden } }
 

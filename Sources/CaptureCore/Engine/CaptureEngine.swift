@@ -340,12 +340,13 @@ public final class CaptureEngine: Sendable {
   /// Reads the state file and starts a supervisor per remembered device and the favourites' discovery.
   /// The engine then runs until `stop()`. A state file that cannot be read, or one with nothing to
   /// listen to while favourites are off, is an error here (nothing has started yet); one whose every
-  /// entry is unusable publishes them and finishes.
-  public func startService() throws(CaptureError) {
+  /// entry is unusable publishes them and finishes. `evenIfEmpty` (the Capture service, whose clients
+  /// add devices and turn favourites on at run time) serves an empty state file too, until `stop()`.
+  public func startService(evenIfEmpty: Bool = false) throws(CaptureError) {
     let file = try store.load()
     let favorites = readFavorites(file)
     let (wanted, problems) = Self.wanted(file, favorites: favorites)
-    if wanted.isEmpty && favorites == .off {
+    if wanted.isEmpty && favorites == .off && !evenIfEmpty {
       guard !problems.isEmpty else {
         throw .invalidParameter(
           "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"

@@ -1,18 +1,23 @@
 /// A JSON value written with sorted keys (code-point order), no escaped slashes and no insignificant
 /// whitespace: byte-identical output for identical input, one line per document (JSON Lines).
 /// Hand-written rather than JSONEncoder so events of different shapes need no Codable wrappers and a
-/// stream of a million events costs one small string each.
-enum JSON: Sendable, Equatable {
+/// stream of a million events costs one small string each. Shared by the front ends: the command
+/// line's documents and event lines, the Capture service's JSON-RPC replies and event messages.
+public enum JSON: Sendable, Equatable {
   case null
   case bool(Bool)
   case number(Int64)
+  /// A number written exactly as it was read (a fraction, an exponent, beyond Int64): a JSON-RPC
+  /// request's id is echoed with its own JSON type and spelling (docs/capturejs.md §2). The text must
+  /// be a valid JSON number; only the service's parser makes one.
+  case literal(String)
   case string(String)
   case array([JSON])
   case object([String: JSON])
 
-  static func int<T: BinaryInteger>(_ v: T) -> JSON { .number(Int64(v)) }
+  public static func int<T: BinaryInteger>(_ v: T) -> JSON { .number(Int64(v)) }
 
-  var serialized: String {
+  public var serialized: String {
     var out: [UInt8] = []
     out.reserveCapacity(256)
     write(to: &out)
@@ -21,11 +26,12 @@ enum JSON: Sendable, Equatable {
 
   /// Serializes into UTF-8 bytes: a listen stream serializes every event, and appending bytes runs of
   /// a string at a time costs a fraction of appending it Unicode scalar by Unicode scalar.
-  func write(to out: inout [UInt8]) {
+  public func write(to out: inout [UInt8]) {
     switch self {
     case .null: out += "null".utf8
     case .bool(let b): out += (b ? "true" : "false").utf8
     case .number(let i): out += String(i).utf8
+    case .literal(let text): out += text.utf8
     case .string(let s): JSON.writeString(s, to: &out)
     case .array(let items):
       out.append(UInt8(ascii: "["))
@@ -52,7 +58,7 @@ enum JSON: Sendable, Equatable {
   /// C0 controls and DEL, and `\u2028`/`\u2029` (line separators to JavaScript); everything else as
   /// is. Works on the UTF-8 bytes: every byte below 0x80 is a whole scalar, and U+2028/U+2029 are the
   /// only multi-byte scalars escaped (E2 80 A8 / E2 80 A9); runs needing no escape are copied at once.
-  static func writeString(_ s: String, to out: inout [UInt8]) {
+  public static func writeString(_ s: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
     var text = s
     text.withUTF8 { u in
@@ -99,35 +105,5 @@ enum JSON: Sendable, Equatable {
       flush(u.count)
     }
     out.append(UInt8(ascii: "\""))
-  }
-}
-
-enum Base64 {
-  static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-  static func encode(_ bytes: [UInt8]) -> String {
-    var out = [UInt8]()
-    out.reserveCapacity((bytes.count + 2) / 3 * 4)
-    var i = 0
-    while i + 3 <= bytes.count {
-      let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-      // Four appends, not an array literal: no allocation per 3 bytes.
-      out.append(alphabet[Int(v >> 18)])
-      out.append(alphabet[Int(v >> 12 & 63)])
-      out.append(alphabet[Int(v >> 6 & 63)])
-      out.append(alphabet[Int(v & 63)])
-      i += 3
-    }
-    let rest = bytes.count - i
-    if rest == 1 {
-      let v = UInt32(bytes[i]) << 16
-      out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], UInt8(ascii: "="), UInt8(ascii: "=")]
-    } else if rest == 2 {
-      let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-      out += [
-        alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)], UInt8(ascii: "="),
-      ]
-    }
-    return String(decoding: out, as: UTF8.self)
   }
 }

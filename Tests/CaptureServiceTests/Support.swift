@@ -1,0 +1,285 @@
+import CaptureCore
+import HTTPServer
+import Synchronization
+import Testing
+
+@testable import CaptureService
+
+/// The transport's side as a test double: every response, frame and close the service asks for is
+/// recorded; `refuse` makes `send` report a socket whose unsent frames are over the bound.
+final class RecordingOutput: ServerOutput, Sendable {
+  struct Close: Equatable {
+    var socket: WebSocketID
+    var code: UInt16
+    var reason: String
+  }
+
+  private let responses = Mutex<[UInt64: HTTPResponse]>([:])
+  private let frames = Mutex<[WebSocketID: [String]]>([:])
+  private let closes = Mutex<[Close]>([])
+  let refused = Mutex<Set<WebSocketID>>([])
+
+  func respond(_ requestID: UInt64, _ response: HTTPResponse) {
+    responses.withLock { $0[requestID] = response }
+  }
+
+  func send(_ socket: WebSocketID, text: [UInt8]) -> Bool {
+    if refused.withLock({ $0.contains(socket) }) { return false }
+    frames.withLock { $0[socket, default: []].append(String(decoding: text, as: UTF8.self)) }
+    return true
+  }
+
+  func close(_ socket: WebSocketID, code: UInt16, reason: String) {
+    closes.withLock { $0.append(Close(socket: socket, code: code, reason: reason)) }
+  }
+
+  func response(_ id: UInt64) async throws -> HTTPResponse {
+    try await eventually("a response to request \(id)") { self.responses.withLock { $0[id] } }
+  }
+
+  func frames(_ socket: WebSocketID) -> [String] { frames.withLock { $0[socket] ?? [] } }
+
+  /// Waits until `socket` has received at least `count` frames, and returns them all.
+  func frames(_ socket: WebSocketID, count: Int) async throws -> [String] {
+    try await eventually("\(count) frames on \(socket)") {
+      let all = self.frames(socket)
+      return all.count >= count ? all : nil
+    }
+  }
+
+  var closed: [Close] { closes.withLock { $0 } }
+}
+
+struct Timeout: Error, CustomStringConvertible {
+  var what: String
+  var description: String { "timed out waiting for \(what)" }
+}
+
+/// Polls `probe` every 5 ms for up to 5 s.
+@discardableResult
+func eventually<T: Sendable>(_ what: String, _ probe: @Sendable () -> T?) async throws -> T {
+  for _ in 0..<1000 {
+    if let value = probe() { return value }
+    try await Task.sleep(for: .milliseconds(5))
+  }
+  throw Timeout(what: what)
+}
+
+/// A device whose events the test sends, with a property table it answers from and every call it
+/// was given recorded (the calls `capture get`/`set`/`trigger` make on a driver).
+final class FakeDevice: Device, Sendable {
+  let info: DeviceInfo
+  let events: AsyncStream<Event>
+  private let continuation: AsyncStream<Event>.Continuation
+  let values = Mutex<[PropertyID: PropertyValue]>([:])
+  let calls = Mutex<[String]>([])
+
+  var capabilities: Capabilities {
+    let ids = Array(values.withLock { $0.keys })
+    return Capabilities(
+      readable: ids, writable: ids + [.triggerDevice, .dataConfirmationDevice], triggers: [.start, .stop],
+      events: [.decodedData])
+  }
+
+  init(id: String, name: String = "Socket S740 [E537BA]", type: DeviceType = .scannerS740, arrive: Bool = true) {
+    info = DeviceInfo(id: id, name: name, type: type)
+    (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    values.withLock {
+      $0 = [
+        .friendlyNameDevice: .string(name), .batteryLevelDevice: .ulong(BatteryLevel(current: 90).packed),
+        .versionDevice: .version(VersionValue(major: 1, middle: 2, minor: 3, build: 4, year: 2024, month: 5, day: 6, hour: 7, minute: 8)),
+        .localDecodeActionDevice: .byte(1), .notificationsDevice: .ulong(0),
+        .timersDevice: .array([0, 1, 0, 30, 0, 60, 0, 120]),
+      ]
+    }
+    if arrive { send(.deviceArrival) }
+  }
+
+  func send(_ payload: Event.Payload) { continuation.yield(Event(time: .now(), device: info, payload: payload)) }
+
+  func code(_ text: String, source: DataSource = DataSource(19), tag: [UInt8]? = nil) {
+    send(.decodedData(DecodedData(dataSource: source, bytes: Array(text.utf8), tagID: tag)))
+  }
+
+  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+    calls.withLock { $0.append("get \(property.cliName) \(argument)") }
+    if property == .dataSourceDevice, case .dataSource(let asked) = argument {
+      return .dataSource(DataSourceValue(id: asked.id, status: .enable))
+    }
+    guard let value = values.withLock({ $0[property] }) else { throw unsupported(property) }
+    return value
+  }
+
+  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    calls.withLock { $0.append("set \(property.cliName) \(value)") }
+    if property == .dataConfirmationDevice || property == .dataSourceDevice { return }
+    let known = values.withLock { values -> Bool in
+      guard values[property] != nil else { return false }
+      values[property] = value
+      return true
+    }
+    if !known { throw unsupported(property) }
+  }
+
+  func trigger(_ action: Trigger) async throws(CaptureError) {
+    calls.withLock { $0.append("trigger \(action.cliName)") }
+  }
+
+  /// The link dropped: its removal, and the stream stays open (a supervised device comes back).
+  func leave() { send(.deviceRemoval) }
+
+  /// Back under a new connection.
+  func comeBack() { send(.deviceArrival) }
+
+  func close() async {
+    send(.deviceRemoval)
+    continuation.finish()
+  }
+}
+
+/// Device management without Bluetooth hardware: bluetoothd "reachable" as the test says, one D600
+/// found by discovery, connect succeeds; every call recorded.
+final class FakeSystem: DeviceSystem, Sendable {
+  let calls = Mutex<[String]>([])
+  let bluetooth: Bool
+  init(bluetooth: Bool = true) { self.bluetooth = bluetooth }
+
+  func record(_ call: String) { calls.withLock { $0.append(call) } }
+
+  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
+    record("open \(request.selector)")
+    throw CaptureError(.notAvailable, "the fake system opens nothing by itself")
+  }
+  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
+    async throws(CaptureError) -> Int
+  {
+    record("discover \(request.transport) \(request.timeout)")
+    found(
+      DiscoveredDeviceInfo(
+        address: "00:11:22:7E:F6:19", addressType: "public", name: "Socket D600 [7EF619]", rssi: -40,
+        uuids: ["6CB501B7-96F6-4EEF-ACB1-D7535F153CF0"], isSocketMobile: true, type: .scannerD600))
+    return 1
+  }
+  func bluetoothdReachable(adapter: String?) async -> Bool { bluetooth }
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    async throws(CaptureError) -> [DiscoveredDeviceInfo]
+  { [] }
+  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
+    async throws(CaptureError) -> BluetoothDeviceInfo
+  {
+    record("connect \(address)")
+    return BluetoothDeviceInfo(address: address, name: "Socket D600 [7EF619]", deviceTypes: [.scannerD600], isPaired: true)
+  }
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String {
+    throw CaptureError(.notAvailable, "no bluetoothd here")
+  }
+  func probeClassic(address: String, request: OpenRequest, name: String?)
+    async throws(CaptureError) -> ClassicProbe
+  { throw CaptureError(.notAvailable, "no adapter") }
+  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? {
+    record("remove \(address)")
+    return nil
+  }
+  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
+    throw CaptureError(.notFound, "not known")
+  }
+  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { [] }
+  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
+    throw CaptureError(.notAvailable, "no adapter")
+  }
+  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
+    throw CaptureError(.notAvailable, "no adapter")
+  }
+  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+}
+
+/// What a callback was given, in order.
+final class Log<T: Sendable>: Sendable {
+  private let items = Mutex<[T]>([])
+  func append(_ item: T) { items.withLock { $0.append(item) } }
+  var all: [T] { items.withLock { $0 } }
+}
+
+/// A service over an engine with the fake system, driven the way the transport drives it.
+final class Harness: Sendable {
+  let system: FakeSystem
+  let store: StateStore
+  let engine: CaptureEngine
+  let service: CaptureService
+  let output = RecordingOutput()
+  let warnings = Log<String>()
+  let socketCam = Log<SocketCamStatus>()
+  private let nextID = Atomic<UInt64>(1)
+
+  init(bluetooth: Bool = true, allowedOrigins: [String] = [], eventLimit: Int = 4096) {
+    system = FakeSystem(bluetooth: bluetooth)
+    store = StateStore(directory: "/tmp/capture-service-tests-\(UInt64.random(in: 0...UInt64.max))")
+    engine = CaptureEngine(system: system, store: store)
+    let warnings = self.warnings
+    let socketCam = self.socketCam
+    service = CaptureService(
+      engine: engine,
+      configuration: .init(
+        policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
+        warn: { line in warnings.append(line) }, eventLimit: eventLimit,
+        discoveryWindow: .milliseconds(50), socketCamChanged: { status in socketCam.append(status) }))
+    service.attach(output)
+  }
+
+  static let loopback = ["host": "127.0.0.1:18481"]
+
+  func request(
+    _ method: String = "POST", path: String = "/Capture/v1/api", headers: [String: String] = loopback,
+    body: String = ""
+  ) async throws -> HTTPResponse {
+    let id = nextID.add(1, ordering: .relaxed).newValue
+    service.request(HTTPRequest(id: id, method: method, path: path, headers: headers, body: Array(body.utf8)))
+    return try await output.response(id)
+  }
+
+  /// POSTs one JSON-RPC body and returns the reply's text (the status must be 200).
+  func call(_ body: String, headers: [String: String] = loopback) async throws -> String {
+    let response = try await request(body: body)
+    #expect(response.status == 200)
+    #expect(response.contentType == "application/json")
+    return String(decoding: response.body, as: UTF8.self)
+  }
+
+  func rpc(_ method: String, _ params: String, id: Int = 1) async throws -> String {
+    try await call(#"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":\#(params)}"#)
+  }
+
+  /// openclient with good appInfo: the client handle.
+  func openClient() async throws -> Int {
+    let reply = try await rpc(
+      "openclient", #"{"appId":"web:com.example.test","developerId":"bb57d8e1-f911-47ba-b510-693be162686a","appKey":"MC4CFQ"}"#)
+    return try #require(Self.integer(reply, after: #""result":{"handle":"#))
+  }
+
+  /// A WebSocket opened on `path` and bound to `client` with waitforcaptureevent.
+  func socket(for client: Int, id: UInt64, path: String = "/Capture/v1/api") async throws -> WebSocketID {
+    let socket = WebSocketID(id)
+    let upgrade = HTTPRequest(id: 0, method: "GET", path: path, headers: Self.loopback, body: [])
+    #expect(service.upgrade(upgrade)?.status == nil)
+    service.opened(socket, request: upgrade)
+    service.text(socket, Array(#"{"jsonrpc":"2.0","id":1,"method":"waitforcaptureevent","params":{"handle":\#(client)}}"#.utf8))
+    return socket
+  }
+
+  func openDevice(client: Int, guid: String) async throws -> Int {
+    let reply = try await rpc("opendevice", #"{"handle":\#(client),"guid":"\#(guid)"}"#)
+    return try #require(Self.integer(reply, after: #""result":{"handle":"#), "opendevice: \(reply)")
+  }
+
+  static func integer(_ text: String, after marker: String) -> Int? {
+    guard let range = text.firstRange(of: marker) else { return nil }
+    let digits = text[range.upperBound...].prefix { $0 == "-" || $0.isNumber }
+    return Int(digits)
+  }
+
+  /// The GUID in a DeviceArrival frame.
+  static func guid(_ frame: String) -> String? {
+    guard let range = frame.firstRange(of: #""guid":""#) else { return nil }
+    return String(frame[range.upperBound...].prefix { $0 != "\"" })
+  }
+}
