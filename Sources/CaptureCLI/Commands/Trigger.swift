@@ -109,7 +109,7 @@ enum TriggerCommand {
       switch item {
       case .image(let p): "'\(p)'"
       case .standardInput: "standard input"
-      case .directory(let d): "'\(d)'"
+      case .directory(let d), .watchedDirectory(let d): "'\(d)'"
       case .camera(let c): "'\(c)'"
       }
     }

@@ -4,8 +4,38 @@
 public enum FrameSourceItem: Sendable, Hashable {
   case image(FilePath)
   case standardInput
+  /// `--dir DIR` for `listen` and `trigger`: the images in DIR when the read starts, once each, in name
+  /// order; then the source is exhausted.
   case directory(FilePath)
   case camera(FilePath)
+  /// `serve --dir DIR`: an endless source, like a camera. Every image file that appears in DIR while a
+  /// scan reads is decoded once, in arrival order: one closed after writing (inotify IN_CLOSE_WRITE,
+  /// so a file written in place is read once it is complete) or renamed into DIR (IN_MOVED_TO). Files
+  /// already there when the scan starts are not read; dot files are skipped silently and non-images
+  /// with a warning, as for `--dir`; a file seen again unchanged (renamed inside DIR, or closed again
+  /// without a write) is not read twice.
+  case watchedDirectory(FilePath)
+}
+
+extension FrameSourceItem {
+  /// A source that never runs out by itself (a camera, a watched directory): a scan of it ends at its
+  /// first read (start), a stop, or the device's close.
+  public var isEndless: Bool {
+    switch self {
+    case .camera, .watchedDirectory: true
+    case .image, .standardInput, .directory: false
+    }
+  }
+
+  /// The SOURCE of a service (`capture serve`): the command line's `--dir DIR` read as a directory to
+  /// watch for new images (`.watchedDirectory`), every other source as it is. Use it on what the
+  /// command line parsed (`Values.frameSources`).
+  public static func watching(_ sources: [FrameSourceItem]) -> [FrameSourceItem] {
+    sources.map { item in
+      if case .directory(let path) = item { return .watchedDirectory(path) }
+      return item
+    }
+  }
 }
 
 /// How a device is opened for one command.
@@ -28,6 +58,14 @@ public struct OpenRequest: Sendable {
   /// Keyboard-wedge scanners: the layout the scanner types for (`--keymap`; us, de, fr, uk). A
   /// `hid:PATH?keymap=` query names one device and wins over it. nil means us.
   public var keymap: String? = nil
+  /// SocketCam in a service (the engine's `setSocketCamStatus`): a TriggerDevice start, continuous
+  /// or until-read returns once the scan is reading (for a watched directory: once the watch is
+  /// armed, so a file closed after the reply is read) and the scan goes on in the background, as the
+  /// SDK's SocketCam view does; a stop ends it and returns once it has ended. A scan that ends, its
+  /// source exhausted or failed, leaves the device open for the next trigger. False (listen,
+  /// trigger): the trigger returns when the scan ends, and a finite source or a continuous scan that
+  /// ended closes the device.
+  public var scansInBackground: Bool = false
 
   public init(
     selector: DeviceSelector, frameSources: [FrameSourceItem] = [], adapter: String? = nil,

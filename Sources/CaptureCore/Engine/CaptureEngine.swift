@@ -34,12 +34,17 @@ public final class CaptureEngine: Sendable {
     public var discoveryWindow: Duration
     /// How often the scout checks whether any BLE device still needs discovering.
     public var idleCheck: Duration
+    /// A service's SOURCE for SocketCam (`serve --camera`, `--dir` as `FrameSourceItem.watching`):
+    /// with one, SocketCam is opened whenever SocketCamStatus is Enable (`setSocketCamStatus`); empty,
+    /// the service has no SocketCam and reports SocketCamStatus NotSupported.
+    public var socketCamSources: [FrameSourceItem]
 
     public init(
       adapter: String? = nil, openTimeout: Duration? = nil, keymap: String? = nil,
       warn: @escaping @Sendable (String) -> Void = { _ in },
       onOpen: @escaping @Sendable (any Device) async -> Void = { _ in }, backoff: Backoff = Backoff(),
-      discoveryWindow: Duration = .seconds(5), idleCheck: Duration = .seconds(1)
+      discoveryWindow: Duration = .seconds(5), idleCheck: Duration = .seconds(1),
+      socketCamSources: [FrameSourceItem] = []
     ) {
       self.adapter = adapter
       self.openTimeout = openTimeout
@@ -49,6 +54,7 @@ public final class CaptureEngine: Sendable {
       self.backoff = backoff
       self.discoveryWindow = discoveryWindow
       self.idleCheck = idleCheck
+      self.socketCamSources = socketCamSources
     }
   }
 
@@ -110,6 +116,11 @@ public final class CaptureEngine: Sendable {
     var connecting: Set<String> = []
     /// Addresses whose automatic connect failed: warned once, until one succeeds.
     var failedConnects: Set<String> = []
+    /// The SocketCam a service opened (`setSocketCamStatus`), under its attached key; `ended` opens
+    /// once its last event was forwarded.
+    var socketCam: (key: Int, device: any Device, ended: Latch)?
+    /// The last SocketCam change asked for: each waits for the one before (one at a time, in order).
+    var socketCamSteps: Task<Void, Never>?
   }
 
   public init(system: any DeviceSystem, store: StateStore, configuration: Configuration = Configuration()) {
@@ -346,7 +357,8 @@ public final class CaptureEngine: Sendable {
     let file = try store.load()
     let favorites = readFavorites(file)
     let (wanted, problems) = Self.wanted(file, favorites: favorites)
-    if wanted.isEmpty && favorites == .off && !evenIfEmpty {
+    let hasSocketCam = !configuration.socketCamSources.isEmpty
+    if wanted.isEmpty && favorites == .off && !evenIfEmpty && !hasSocketCam {
       guard !problems.isEmpty else {
         throw .invalidParameter(
           "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
@@ -371,6 +383,7 @@ public final class CaptureEngine: Sendable {
       return true
     }
     if !kept { scout.cancel() }
+    if hasSocketCam { followSocketCamSetting("starting") }
   }
 
   /// Re-reads the state file (listen's SIGHUP). A file that cannot be read now leaves the running set
@@ -384,6 +397,7 @@ public final class CaptureEngine: Sendable {
     let favorites = readFavorites(file)
     let (wanted, problems) = Self.wanted(file, favorites: favorites)
     apply(file, favorites: favorites, wanted: wanted, problems: problems)
+    if !configuration.socketCamSources.isEmpty { followSocketCamSetting("SIGHUP") }
   }
 
   /// A favourite setting that does not parse (a hand-edited file) is reported and read as off: the
@@ -500,6 +514,133 @@ public final class CaptureEngine: Sendable {
       self.pumpEnded { _ in }
     }
     return supervisor
+  }
+
+  // MARK: SocketCam in a service
+
+  /// SocketCamStatus as a service reports it (the capture-level property, docs/capture-sdk.md §7.13):
+  /// NotSupported (2) when the service has no SOURCE (`Configuration.socketCamSources` is empty),
+  /// otherwise the persisted setting, the one `capture set socketcam socket-cam-status` writes:
+  /// Enable (0) or Disable (1) (any other stored byte reads as Disable, as SocketCam itself reads it).
+  public func socketCamStatus() throws(CaptureError) -> SocketCamStatus {
+    guard !configuration.socketCamSources.isEmpty else { return .notSupported }
+    return try store.load().socketCam.status == SocketCamStatus.enable.rawValue ? .enable : .disable
+  }
+
+  /// Sets SocketCamStatus for a front end (a CaptureJS app's setproperty on its client handle): the
+  /// setting is persisted (the same one as `capture set socketcam socket-cam-status`), then Enable
+  /// opens SocketCam with the service's SOURCE and attaches it (its DeviceArrival reaches every
+  /// subscriber, and `openDevices` lists it), Disable closes it (its DeviceRemoval). Returns once the
+  /// device is open, or closed with its last event handed to the subscribers; setting what already
+  /// holds changes nothing. Changes run one at a time, in the order they were asked.
+  ///
+  /// The SocketCam opened here scans in the background (`OpenRequest.scansInBackground`): a
+  /// TriggerDevice start returns once the scan reads and its codes arrive as events.
+  ///
+  /// Errors: NotSupported (2) as a value is ESKT_INVALIDPARAMETER (-18; it is a status to read, not to
+  /// set). Enable without a SOURCE is ESKT_NOTSUPPORTED (-15) and persists nothing (`socketCamStatus`
+  /// answers NotSupported there); Disable without one is persisted, with nothing to close. A state
+  /// file that cannot be written is its error; a stopped engine is ESKT_NOTAVAILABLE for Enable.
+  public func setSocketCamStatus(_ status: SocketCamStatus) async throws(CaptureError) {
+    let enable: Bool
+    switch status {
+    case .notSupported:
+      throw .invalidParameter("socket-cam-status is set to enable (0) or disable (1), not not-supported (2)")
+    case .enable:
+      guard !configuration.socketCamSources.isEmpty else {
+        throw .notSupported(
+          "SocketCam has no frame source here: start the service with --camera /dev/videoN or --dir DIR")
+      }
+      enable = true
+    case .disable:
+      enable = false
+    }
+    try store.update { (state: inout StateFile) throws(CaptureError) in
+      state.socketCam.status = status.rawValue
+    }
+    try await socketCamStep(.set(enable)).get()
+  }
+
+  /// Returns once every SocketCam change asked so far (by `startService`, `reload`,
+  /// `setSocketCamStatus`) has been carried out.
+  public func socketCamSettled() async {
+    let last = state.withLock { $0.socketCamSteps }
+    await last?.value
+  }
+
+  private enum SocketCamWish {
+    /// Open or close as the state file says (the service starting, SIGHUP).
+    case fromStateFile
+    case set(Bool)
+  }
+
+  /// The persisted setting, followed in the background; a failure is a warning (`context` says when).
+  private func followSocketCamSetting(_ context: String) {
+    Task {
+      if case .failure(let error) = await socketCamStep(.fromStateFile) {
+        configuration.warn("SocketCam (\(context)): \(error.message)")
+      }
+    }
+  }
+
+  /// Queues one change behind the ones already asked for and waits for its result.
+  private func socketCamStep(_ wish: SocketCamWish) async -> Result<Void, CaptureError> {
+    let step = state.withLock { s -> Task<Result<Void, CaptureError>, Never> in
+      let previous = s.socketCamSteps
+      let step = Task { () -> Result<Void, CaptureError> in
+        await previous?.value
+        return await self.applySocketCam(wish)
+      }
+      s.socketCamSteps = Task { _ = await step.value }
+      return step
+    }
+    return await step.value
+  }
+
+  private func applySocketCam(_ wish: SocketCamWish) async -> Result<Void, CaptureError> {
+    let enable: Bool
+    switch wish {
+    case .set(let wanted): enable = wanted
+    case .fromStateFile:
+      do { enable = try socketCamStatus() == .enable } catch { return .failure(error) }
+    }
+    let current = state.withLock { s in s.socketCam.map { ($0.device, $0.ended) } }
+    guard enable else {
+      guard let (device, ended) = current else { return .success(()) }
+      await device.close()
+      await ended.wait()
+      return .success(())
+    }
+    guard current == nil else { return .success(()) }
+    guard !isStopped else { return .failure(CaptureError(.notAvailable, "the service is stopping")) }
+    var request = OpenRequest(
+      selector: .socketCam, frameSources: configuration.socketCamSources, adapter: configuration.adapter,
+      warn: configuration.warn)
+    request.scansInBackground = true
+    let device: any Device
+    do { device = try await system.open(request, state: store) } catch { return .failure(error) }
+    let ended = Latch()
+    let key = state.withLock { s -> Int? in
+      guard !s.isStopped else { return nil }
+      s.nextAttached += 1
+      s.attached[s.nextAttached] = device
+      s.pumps += 1
+      s.socketCam = (s.nextAttached, device, ended)
+      return s.nextAttached
+    }
+    guard let key else {
+      await device.close()
+      return .failure(CaptureError(.notAvailable, "the service is stopping"))
+    }
+    Task {
+      await self.forward(device.events)
+      self.pumpEnded { s in
+        s.attached[key] = nil
+        if s.socketCam?.key == key { s.socketCam = nil }
+      }
+      ended.open()
+    }
+    return .success(())
   }
 
   // MARK: BLE discovery (favourites, and BLE devices bluetoothd does not know yet)

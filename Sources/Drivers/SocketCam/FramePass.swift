@@ -56,9 +56,13 @@ final class FramePass: Sendable {
     self.emit = emit
   }
 
-  var isFinite: Bool { !sources.contains { if case .camera = $0 { true } else { false } } }
+  var isFinite: Bool { !sources.contains { $0.isEndless } }
 
-  func run() async {
+  /// `ready` is called once the pass is reading: at once, or for watched directories once the watch
+  /// is armed (`runWatching`).
+  func run(ready: @escaping @Sendable () -> Void = {}) async {
+    if !watchedDirectories.isEmpty { return await runWatching(ready: ready) }
+    ready()
     for source in sources {
       if case .camera(let path) = source {
         await runCamera(path)
@@ -79,7 +83,7 @@ final class FramePass: Sendable {
       case .image(let path): inputs.append(.file(path, listed: false))
       case .standardInput: inputs.append(.standardInput)
       case .directory(let dir): inputs += listDirectory(dir)
-      case .camera: continue
+      case .camera, .watchedDirectory: continue
       }
     }
     return inputs

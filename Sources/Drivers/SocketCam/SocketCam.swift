@@ -89,6 +89,9 @@ public final class SocketCam: Device {
       try persist { $0.friendlyName = name == Self.defaultName ? nil : name }
     case (.socketCamStatus, .byte(let raw)):
       try persist { $0.status = raw }
+      // In a service, SocketCam disabled through its own handle leaves as the engine's
+      // setSocketCamStatus makes it leave: closed, its DeviceRemoval published.
+      if request.scansInBackground && raw == SocketCamStatus.disable.rawValue { await close() }
     case (.dataSourceDevice, .dataSource(let requested)):
       guard SymbologyMap.supported.contains(requested.id) else {
         throw .notSupported("SocketCam cannot decode \(requested.id.name) (\(requested.id.rawValue))")
@@ -129,8 +132,21 @@ public final class SocketCam: Device {
   /// start / continuous read the frame source: a finite source (images, a directory, stdin) is decoded
   /// completely and then the device is removed (its stream ends); a camera reads until a code is found
   /// (start, continuousScanUntilRead) or until the device is closed (continuous).
+  ///
+  /// In a service (`OpenRequest.scansInBackground`) a trigger is a camera scan as the SDK's SocketCam
+  /// view is one: start and continuousScanUntilRead read the source until the first decoded code or a
+  /// stop, continuousScan until a stop; the trigger returns once the scan is reading (a watched
+  /// directory's watch armed) and the codes arrive as DecodedData events. A start while a scan runs
+  /// replaces it. Stop ends the scan and returns once it has ended: no event of it follows. Frames
+  /// and files that arrive while no scan runs are not read, then or later (as a camera's view that is
+  /// closed). A scan that ends leaves the device open.
   public func trigger(_ action: Trigger) async throws(CaptureError) {
     switch action {
+    case .stop where request.scansInBackground:
+      let scan = running.withLock { $0.take() }
+      scan?.cancel()
+      await scan?.value
+      return
     case .stop:
       running.withLock { $0?.cancel() }
       return
@@ -154,6 +170,7 @@ public final class SocketCam: Device {
     let pass = FramePass(
       sources: request.frameSources, formats: enabledFormats, device: info, warn: request.warn,
       untilFirstRead: action != .continuousScan, emit: { [continuation] in continuation.yield($0) })
+    if request.scansInBackground { return try await startScan(pass) }
     let task = Task { await pass.run() }
     running.withLock { $0 = task }
     await withTaskCancellationHandler {
@@ -164,6 +181,26 @@ public final class SocketCam: Device {
     // A finite source is exhausted, or a continuous camera read ended (it only ends on an error or a
     // stop): either way the device is gone, and its stream must end so listeners finish.
     if pass.isFinite || action == .continuousScan { await close() }
+  }
+
+  /// A background scan: it waits for the scan it replaces to end (no two read one watched directory at
+  /// once), and is registered under the same lock `close` takes it from, so a scan never outlives the
+  /// device. Returns once the pass is reading.
+  private func startScan(_ pass: FramePass) async throws(CaptureError) {
+    let reading = Latch()
+    let started = running.withLock { current -> Bool in
+      guard !isClosed.load(ordering: .acquiring) else { return false }
+      let previous = current
+      current = Task {
+        previous?.cancel()
+        await previous?.value
+        if !Task.isCancelled { await pass.run(ready: { reading.open() }) }
+        reading.open()
+      }
+      return true
+    }
+    guard started else { throw CaptureError(.deviceNotOpen, "SocketCam is closed") }
+    await reading.wait()
   }
 
   public func close() async {
