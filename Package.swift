@@ -17,7 +17,10 @@ let package = Package(
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
     .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPServer"]),
-    .target(name: "HTTPServer"),
+    // libwebsockets behind a C shim (its header is too large and macro-laden to import): one event
+    // loop thread serves every HTTP and WebSocket connection.
+    .target(name: "CWebSockets", linkerSettings: [.linkedLibrary("websockets")]),
+    .target(name: "HTTPServer", dependencies: ["CWebSockets"]),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
     // BlueZ over D-Bus: a general libdbus client, then one Swift type per BlueZ interface. Drivers reach

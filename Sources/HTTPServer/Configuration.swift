@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension HTTPServer {
+  /// Where and how the server listens, and the bounds it keeps on what clients send.
+  public struct Configuration: Sendable {
+    /// An IPv4 address ("127.0.0.1") or a name that resolves to one ("localhost").
+    public var host: String
+    /// 0 picks a free port; `HTTPServer.boundPort` tells which.
+    public var port: UInt16
+    /// A listening socket to serve instead of binding `host:port` (systemd socket activation's fd 3,
+    /// see `systemdListenDescriptor`). The server owns it from `init` on and closes it at shutdown.
+    public var listenDescriptor: Int32?
+    /// Largest request body; a larger Content-Length or chunked body gets 413 and the connection
+    /// closes, the server reading no more of it than this.
+    public var maxBodyBytes: Int
+    /// Largest WebSocket message (its fragments joined); a larger one closes the socket with 1009
+    /// (RFC 6455 §7.4.1, "message too big").
+    public var maxMessageBytes: Int
+    /// Bytes of text frames one socket may have queued and unsent; `send` beyond it returns false.
+    public var maxOutboxBytes: Int
+    /// Open connections (HTTP and WebSocket) at once; a connection beyond it is accepted and closed.
+    public var maxConnections: Int
+    /// Bytes of request line and headers one request may use; more gets libwebsockets' 400 or a
+    /// close.
+    public var maxHeaderBytes: Int
+    /// Seconds a connection has to send a complete request (headers, then body), and an idle
+    /// keep-alive connection stays open. A slow client (slowloris) is closed when it runs out.
+    public var requestTimeoutSeconds: Int
+    /// Seconds a WebSocket being closed (by `close` or `shutdown`) has to take its close frame before
+    /// the TCP connection is dropped (a client that stopped reading never takes it).
+    public var closeGraceSeconds: Int
+
+    public init(
+      host: String = "127.0.0.1", port: UInt16 = 0, listenDescriptor: Int32? = nil,
+      maxBodyBytes: Int = 1 << 20, maxMessageBytes: Int = 1 << 20, maxOutboxBytes: Int = 8 << 20,
+      maxConnections: Int = 1024, maxHeaderBytes: Int = 8192, requestTimeoutSeconds: Int = 10,
+      closeGraceSeconds: Int = 3
+    ) {
+      self.host = host
+      self.port = port
+      self.listenDescriptor = listenDescriptor
+      self.maxBodyBytes = maxBodyBytes
+      self.maxMessageBytes = maxMessageBytes
+      self.maxOutboxBytes = maxOutboxBytes
+      self.maxConnections = maxConnections
+      self.maxHeaderBytes = maxHeaderBytes
+      self.requestTimeoutSeconds = requestTimeoutSeconds
+      self.closeGraceSeconds = closeGraceSeconds
+    }
+
+    /// The listening socket systemd passed this process, per sd_listen_fds(3): LISTEN_PID is this
+    /// process's id and LISTEN_FDS is at least 1, then the first socket is fd 3
+    /// (SD_LISTEN_FDS_START). nil otherwise. The descriptor is made close-on-exec, as sd_listen_fds
+    /// does; with several sockets only the first is served.
+    public static func systemdListenDescriptor() -> Int32? {
+      func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+      guard
+        let descriptor = systemdListenDescriptor(
+          listenPID: variable("LISTEN_PID"), listenFDs: variable("LISTEN_FDS"), processID: getpid())
+      else { return nil }
+      let flags = fcntl(descriptor, F_GETFD)
+      if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+      return descriptor
+    }
+
+    /// The rule of `systemdListenDescriptor()` on given values: fd 3 when `listenPID` names
+    /// `processID` and `listenFDs` is a count of at least 1.
+    public static func systemdListenDescriptor(listenPID: String?, listenFDs: String?, processID: Int32)
+      -> Int32?
+    {
+      guard let listenPID, let pid = Int32(listenPID), pid == processID else { return nil }
+      guard let listenFDs, let count = Int(listenFDs), count >= 1 else { return nil }
+      return 3
+    }
+  }
+}
+
+/// Why the server could not listen. Each names the address in a one-line message.
+public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// EADDRINUSE: another program listens on host:port.
+  case addressInUse(host: String, port: UInt16)
+  /// EACCES: the port is privileged (below 1024) or the address is not ours to bind.
+  case permissionDenied(host: String, port: UInt16)
+  /// The host is not an IPv4 address or a name resolving to one, or not an address of this machine
+  /// (EADDRNOTAVAIL); or an inherited descriptor is not a listening TCP socket.
+  case badAddress(host: String, port: UInt16, detail: String)
+  /// Any other failure of `operation` (socket, bind, listen, libwebsockets, a thread) with errno.
+  case systemError(host: String, port: UInt16, operation: String, errno: Int32)
+
+  public var description: String {
+    switch self {
+    case .addressInUse(let host, let port):
+      return "cannot listen on \(host):\(port): address already in use (another program listens there)"
+    case .permissionDenied(let host, let port):
+      return
+        "cannot listen on \(host):\(port): permission denied (ports below 1024 need privileges)"
+    case .badAddress(let host, let port, let detail):
+      return "cannot listen on \(host):\(port): \(detail)"
+    case .systemError(let host, let port, let operation, let code):
+      return "cannot listen on \(host):\(port): \(operation): \(String(cString: strerror(code)))"
+    }
+  }
+}

@@ -1,0 +1,527 @@
+import CWebSockets
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One accepted connection, as the loop tracks it from adoption to CWS_DESTROYED.
+final class Connection {
+  enum Phase {
+    /// Waiting for a request's headers (a new or a kept-alive connection).
+    case idle
+    /// The headers are in; the body is arriving.
+    case body
+    /// The handler has the request; its answer has not come.
+    case awaiting
+    /// The answer is being written.
+    case responding
+    /// The connection is a WebSocket.
+    case webSocket
+  }
+
+  let tag: UInt64
+  let wsi: OpaquePointer
+  var phase = Phase.idle
+  // The request being read or answered.
+  var requestID: UInt64 = 0
+  var method = ""
+  var path = ""
+  var headers: [String: String] = [:]
+  var body: [UInt8] = []
+  /// A 413 replaced the request: its body is discarded and the connection closes after the reply.
+  var refused = false
+  var response: HTTPResponse?
+  var responseOffset = 0
+  var headersWritten = false
+  var closeAfterResponse = false
+  // The WebSocket.
+  var socket: UInt64 = 0
+  var upgradeRequest: HTTPRequest?
+  var message: [UInt8] = []
+  var closeRequest: (code: UInt16, reason: String)?
+  var closedReported = false
+
+  init(tag: UInt64, wsi: OpaquePointer) {
+    self.tag = tag
+    self.wsi = wsi
+  }
+}
+
+/// The event loop's own state and the handling of every libwebsockets event.
+///
+/// `@unchecked Sendable`: the class is reached from the thread that creates the server (`create`,
+/// before the loop thread exists, and `destroyUnstarted`, only when the loop never started, both
+/// decided under the shared mutex's phase) and from the loop thread (`run` and every callback it
+/// makes). pthread_create orders the first before the second, so no two threads ever touch its
+/// mutable state at once; other threads only reach `shared`, which is a Mutex.
+final class EventLoop: @unchecked Sendable {
+  let configuration: HTTPServer.Configuration
+  let handler: any HTTPServerHandler
+  let listenFD: Int32
+  let shared: SharedState
+
+  private var server: OpaquePointer?
+  private var connections: [UInt64: Connection] = [:]
+  private var requestOwners: [UInt64: UInt64] = [:]
+  private var socketOwners: [UInt64: UInt64] = [:]
+  private var nextTag: UInt64 = 1
+  private var nextRequestID: UInt64 = 1
+  private var nextSocketID: UInt64 = 1
+  private var shuttingDown = false
+  private var shutdownDeadline: Double = 0
+  private var shutdownClose: (code: UInt16, reason: String) = (1001, "")
+  private var headerScratch = [UInt8](repeating: 0, count: 1 << 16)
+
+  init(
+    configuration: HTTPServer.Configuration, handler: any HTTPServerHandler, listenFD: Int32,
+    shared: SharedState
+  ) {
+    self.configuration = configuration
+    self.handler = handler
+    self.listenFD = listenFD
+    self.shared = shared
+  }
+
+  /// Creates the libwebsockets context and watches a copy of the listening socket (libwebsockets
+  /// closes its copy; ours is closed at the end). nil on failure.
+  func create() -> OpaquePointer? {
+    var options = cws_options()
+    options.max_header_bytes = UInt32(clamping: configuration.maxHeaderBytes)
+    // Connections parsing headers at once: the rest wait their turn in libwebsockets' queue.
+    options.header_pool = UInt32(clamping: min(max(configuration.maxConnections, 16), 1024))
+    options.fd_limit = UInt32(clamping: configuration.maxConnections + 64)
+    options.timeout_seconds = UInt32(clamping: max(configuration.requestTimeoutSeconds, 1))
+    let owner = Unmanaged.passUnretained(self).toOpaque()
+    guard let created = cws_server_create(owner, eventTrampoline, &options) else { return nil }
+    let copy = fcntl(listenFD, F_DUPFD_CLOEXEC, 3)
+    guard copy >= 0, cws_server_watch_listener(created, copy) == 0 else {
+      if copy >= 0 { Glibc.close(copy) }
+      cws_server_destroy(created)
+      return nil
+    }
+    server = created
+    return server
+  }
+
+  /// The loop never started: destroy the context and close the listening socket here.
+  func destroyUnstarted() {
+    if let server { cws_server_destroy(server) }
+    server = nil
+    Glibc.close(listenFD)
+  }
+
+  /// The event loop: runs until `shutdown` has closed every connection (or its grace has passed),
+  /// then destroys the context and closes the listening socket.
+  func run() {
+    guard let server else { return }
+    while true {
+      if shuttingDown && (connections.isEmpty || monotonicSeconds() > shutdownDeadline) { break }
+      if cws_server_service(server) < 0 { break }
+    }
+    // No thread may wake the context from now on (every wake happens under the mutex, with the
+    // handle present). Destroying it closes what is left; their CLOSED events still reach the
+    // handler.
+    shared.mutex.withLock { $0.server = nil }
+    cws_server_destroy(server)
+    self.server = nil
+    Glibc.close(listenFD)
+  }
+
+  // MARK: Events
+
+  func handle(_ wsi: OpaquePointer?, _ event: Int32, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
+    if event == Int32(CWS_WAKE.rawValue) {
+      drainCommands()
+      return 0
+    }
+    if event == Int32(CWS_LISTENER_READABLE.rawValue) {
+      acceptConnections()
+      return 0
+    }
+    guard let wsi else { return 0 }
+    let tag = cws_tag(wsi)
+    guard let connection = connections[tag] else { return 0 }
+    switch UInt32(bitPattern: event) {
+    case CWS_HTTP_REQUEST.rawValue: return httpRequest(connection, path: bytes(data, length))
+    case CWS_HTTP_BODY.rawValue: return httpBody(connection, data, length)
+    case CWS_HTTP_BODY_DONE.rawValue:
+      if connection.phase == .body && !connection.refused { dispatch(connection) }
+      return 0
+    case CWS_HTTP_WRITEABLE.rawValue: return httpWriteable(connection)
+    case CWS_HTTP_CLOSED.rawValue: return 0
+    case CWS_UPGRADE.rawValue: return upgrade(connection, protocolName: bytes(data, length))
+    case CWS_WS_OPEN.rawValue: return webSocketOpened(connection)
+    case CWS_WS_RECEIVE.rawValue: return webSocketReceive(connection, data, length)
+    case CWS_WS_WRITEABLE.rawValue: return webSocketWriteable(connection)
+    case CWS_WS_CLOSED.rawValue:
+      reportClosed(connection)
+      return 0
+    case CWS_DESTROYED.rawValue:
+      reportClosed(connection)
+      connections.removeValue(forKey: tag)
+      return 0
+    default: return 0
+    }
+  }
+
+  private func bytes(_ data: UnsafePointer<UInt8>?, _ length: Int) -> [UInt8] {
+    guard let data, length > 0 else { return [] }
+    return Array(UnsafeBufferPointer(start: data, count: length))
+  }
+
+  private func acceptConnections() {
+    // A bounded batch per wakeup keeps the loop fair to the connections already open.
+    for _ in 0..<64 {
+      let fd = cws_accept(listenFD)
+      if fd < 0 { return }  // EAGAIN: none left; anything else: try again at the next readiness
+      if shuttingDown || connections.count >= configuration.maxConnections {
+        Glibc.close(fd)
+        continue
+      }
+      let tag = nextTag
+      nextTag += 1
+      guard let server else {
+        Glibc.close(fd)
+        continue
+      }
+      // The events adoption itself makes carry no tag yet and are ignored; the request's events
+      // come from later reads, after the connection is registered.
+      guard let wsi = cws_server_adopt(server, fd, tag) else { continue }
+      connections[tag] = Connection(tag: tag, wsi: wsi)
+    }
+  }
+
+
+  // MARK: HTTP
+
+  private func readHeaders(_ wsi: OpaquePointer) -> [String: String] {
+    let used = headerScratch.withUnsafeMutableBufferPointer {
+      cws_request_headers(wsi, $0.baseAddress, $0.count)
+    }
+    var headers: [String: String] = [:]
+    var fields = headerScratch[0..<used].split(separator: 0, omittingEmptySubsequences: false)
+    if fields.last?.isEmpty == true { fields.removeLast() }
+    var index = 0
+    while index + 1 < fields.count {
+      headers[String(decoding: fields[index], as: UTF8.self)] = String(decoding: fields[index + 1], as: UTF8.self)
+      index += 2
+    }
+    return headers
+  }
+
+  private func requestMethod(_ wsi: OpaquePointer) -> String {
+    var buffer = [CChar](repeating: 0, count: 16)
+    let n = cws_request_method(wsi, &buffer, Int32(buffer.count))
+    return n > 0 ? String(decoding: buffer[0..<Int(n)].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "GET"
+  }
+
+  private func requestPath(_ wsi: OpaquePointer) -> String {
+    var buffer = [CChar](repeating: 0, count: max(configuration.maxHeaderBytes, 256) + 1)
+    let n = cws_request_path(wsi, &buffer, Int32(buffer.count))
+    return n > 0 ? String(decoding: buffer[0..<Int(n)].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "/"
+  }
+
+  private func httpRequest(_ connection: Connection, path: [UInt8]) -> Int32 {
+    // No further answers once shutdown began.
+    if shuttingDown { return -1 }
+    let wsi = connection.wsi
+    connection.requestID = nextRequestID
+    nextRequestID += 1
+    connection.method = requestMethod(wsi)
+    connection.path = path.isEmpty ? requestPath(wsi) : String(decoding: path, as: UTF8.self)
+    connection.headers = readHeaders(wsi)
+    connection.body = []
+    connection.refused = false
+    connection.response = nil
+    connection.responseOffset = 0
+    connection.headersWritten = false
+    connection.closeAfterResponse = false
+    let length = cws_request_content_length(wsi)
+    let chunked = cws_request_is_chunked(wsi) != 0
+    if length > Int64(configuration.maxBodyBytes) {
+      refuseTooLarge(connection)
+      return 0
+    }
+    if length > 0 || chunked {
+      connection.phase = .body
+      connection.body.reserveCapacity(Int(max(length, 0)))
+      return 0
+    }
+    dispatch(connection)
+    return 0
+  }
+
+  private func httpBody(_ connection: Connection, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
+    guard connection.phase == .body, !connection.refused else { return 0 }
+    guard length <= configuration.maxBodyBytes - connection.body.count else {
+      refuseTooLarge(connection)
+      return 0
+    }
+    if let data, length > 0 { connection.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length)) }
+    return 0
+  }
+
+  /// 413, then close: the rest of the body is never buffered (RFC 9110 §15.5.14).
+  private func refuseTooLarge(_ connection: Connection) {
+    connection.refused = true
+    connection.body = []
+    connection.phase = .responding
+    connection.closeAfterResponse = true
+    connection.response = HTTPResponse(
+      status: 413, contentType: "text/plain; charset=utf-8",
+      body: Array("request body larger than \(configuration.maxBodyBytes) bytes\n".utf8))
+    cws_request_writeable(connection.wsi)
+  }
+
+  private func dispatch(_ connection: Connection) {
+    connection.phase = .awaiting
+    requestOwners[connection.requestID] = connection.tag
+    // The request is complete: its answer is the handler's to give, with no library timeout.
+    cws_clear_timeout(connection.wsi)
+    let request = HTTPRequest(
+      id: connection.requestID, method: connection.method, path: connection.path,
+      headers: connection.headers, body: connection.body)
+    connection.body = []
+    handler.request(request)
+  }
+
+  private func respond(_ requestID: UInt64, _ response: HTTPResponse) {
+    guard let tag = requestOwners.removeValue(forKey: requestID), let connection = connections[tag],
+      connection.phase == .awaiting, connection.requestID == requestID
+    else { return }  // the connection has gone: dropped
+    connection.phase = .responding
+    connection.response = response
+    cws_request_writeable(connection.wsi)
+  }
+
+  /// Writes the response: headers first, then the body in pieces of at most 64 KiB, one per
+  /// writeable callback.
+  private func httpWriteable(_ connection: Connection) -> Int32 {
+    guard connection.phase == .responding, let response = connection.response else { return 0 }
+    let wsi = connection.wsi
+    if !connection.headersWritten {
+      var fields: [UInt8] = []
+      var headers = response.headers
+      if let contentType = response.contentType { headers.append(("Content-Type", contentType)) }
+      for (name, value) in headers {
+        // A name or value with NUL, CR or LF would split the header: such a header is not sent.
+        let bad: (UInt8) -> Bool = { $0 == 0 || $0 == 13 || $0 == 10 }
+        guard !name.isEmpty, !name.utf8.contains(where: bad), !value.utf8.contains(where: bad),
+          name.lowercased() != "content-length"
+        else { continue }
+        fields += Array(name.utf8) + [0] + Array(value.utf8) + [0]
+      }
+      let status = UInt32(clamping: (100...999).contains(response.status) ? response.status : 500)
+      let rc = fields.withUnsafeBufferPointer {
+        cws_write_response(
+          wsi, status, $0.baseAddress, $0.count, UInt64(response.body.count),
+          connection.closeAfterResponse ? 1 : 0)
+      }
+      if rc != 0 { return -1 }
+      connection.headersWritten = true
+    }
+    let sendsBody = connection.method != "HEAD"
+    let remaining = sendsBody ? response.body.count - connection.responseOffset : 0
+    if remaining > 0 {
+      let piece = min(remaining, 1 << 16)
+      let final = piece == remaining
+      let rc = response.body.withUnsafeBufferPointer {
+        cws_write_body(wsi, $0.baseAddress! + connection.responseOffset, piece, final ? 1 : 0)
+      }
+      if rc != 0 { return -1 }
+      connection.responseOffset += piece
+      if !final {
+        cws_request_writeable(wsi)
+        return 0
+      }
+    }
+    // Complete: the next request on a kept-alive connection, or the close.
+    connection.response = nil
+    connection.phase = .idle
+    if connection.closeAfterResponse || shuttingDown { return -1 }
+    return cws_transaction_completed(wsi) != 0 ? -1 : 0
+  }
+
+  // MARK: WebSocket
+
+  private func upgrade(_ connection: Connection, protocolName: [UInt8]) -> Int32 {
+    if shuttingDown { return -1 }
+    // Only WebSocket upgrades (not h2c): anything else is hung up.
+    guard String(decoding: protocolName, as: UTF8.self).lowercased() == "websocket" else { return -1 }
+    let wsi = connection.wsi
+    let request = HTTPRequest(
+      id: nextRequestID, method: requestMethod(wsi), path: requestPath(wsi), headers: readHeaders(wsi),
+      body: [])
+    nextRequestID += 1
+    guard let refusal = handler.upgrade(request) else {
+      connection.upgradeRequest = request
+      return 0
+    }
+    // The refusal is the HTTP reply instead of the handshake; the connection closes after it.
+    connection.method = request.method
+    connection.phase = .responding
+    connection.response = refusal
+    connection.responseOffset = 0
+    connection.headersWritten = false
+    connection.closeAfterResponse = true
+    while connection.phase == .responding {
+      if httpWriteable(connection) != 0 { break }
+    }
+    return 1
+  }
+
+  private func webSocketOpened(_ connection: Connection) -> Int32 {
+    if shuttingDown { return -1 }
+    let id = nextSocketID
+    nextSocketID += 1
+    connection.phase = .webSocket
+    connection.socket = id
+    socketOwners[id] = connection.tag
+    shared.mutex.withLock { $0.outboxes[id] = Outbox() }
+    let request =
+      connection.upgradeRequest
+      ?? HTTPRequest(id: 0, method: "GET", path: requestPath(connection.wsi), headers: [:], body: [])
+    connection.upgradeRequest = nil
+    handler.opened(WebSocketID(id), request: request)
+    return 0
+  }
+
+  private func webSocketReceive(_ connection: Connection, _ data: UnsafePointer<UInt8>?, _ length: Int)
+    -> Int32
+  {
+    guard connection.phase == .webSocket, connection.closeRequest == nil else { return 0 }
+    let wsi = connection.wsi
+    if cws_ws_is_binary(wsi) != 0 {
+      return closeNow(connection, code: 1003, reason: "binary frames are not accepted")
+    }
+    if cws_ws_is_first_fragment(wsi) != 0 { connection.message.removeAll(keepingCapacity: true) }
+    guard length <= configuration.maxMessageBytes - connection.message.count else {
+      connection.message = []
+      return closeNow(connection, code: 1009, reason: "message larger than \(configuration.maxMessageBytes) bytes")
+    }
+    if let data, length > 0 { connection.message.append(contentsOf: UnsafeBufferPointer(start: data, count: length)) }
+    if cws_ws_is_final_fragment(wsi) != 0 {
+      let message = connection.message
+      connection.message = []
+      handler.text(WebSocketID(connection.socket), message)
+    }
+    return 0
+  }
+
+  /// Sends the close frame and closes (a -1 from the callback after lws_close_reason).
+  private func closeNow(_ connection: Connection, code: UInt16, reason: String) -> Int32 {
+    let reasonBytes = closeReasonBytes(reason)
+    reasonBytes.withUnsafeBufferPointer {
+      cws_ws_close_reason(connection.wsi, code, $0.baseAddress, $0.count)
+    }
+    return -1
+  }
+
+  /// At most 123 bytes (RFC 6455 §5.5: a control frame's payload is 125 bytes, 2 of them the code),
+  /// cut at a character boundary.
+  private func closeReasonBytes(_ reason: String) -> [UInt8] {
+    var bytes: [UInt8] = []
+    for scalar in reason.unicodeScalars {
+      let encoded = Array(String(scalar).utf8)
+      if bytes.count + encoded.count > 123 { break }
+      bytes += encoded
+    }
+    return bytes
+  }
+
+  private func webSocketWriteable(_ connection: Connection) -> Int32 {
+    guard connection.phase == .webSocket else { return 0 }
+    if let close = connection.closeRequest {
+      return closeNow(connection, code: close.code, reason: close.reason)
+    }
+    let socket = connection.socket
+    let (frame, more) = shared.mutex.withLock { state -> ([UInt8]?, Bool) in
+      guard state.outboxes[socket] != nil else { return (nil, false) }
+      let frame = state.outboxes[socket]!.pop()
+      let more = !state.outboxes[socket]!.isEmpty
+      if !more { state.outboxes[socket]!.wakePending = false }
+      return (frame, more)
+    }
+    if let frame {
+      let rc = frame.withUnsafeBufferPointer { cws_ws_write_text(connection.wsi, $0.baseAddress, $0.count) }
+      if rc != 0 { return -1 }
+    }
+    if more { cws_request_writeable(connection.wsi) }
+    return 0
+  }
+
+  private func requestClose(_ connection: Connection, code: UInt16, reason: String) {
+    guard connection.phase == .webSocket, connection.closeRequest == nil else { return }
+    connection.closeRequest = (code, reason)
+    let socket = connection.socket
+    shared.mutex.withLock { state in state.outboxes[socket]?.closing = true }
+    cws_request_writeable(connection.wsi)
+    // A client that stopped reading never lets the close frame out: drop it after the grace.
+    cws_set_kill_timeout(connection.wsi, Int32(clamping: max(configuration.closeGraceSeconds, 1)))
+  }
+
+  /// `closed` once per opened socket; its outbox goes, so `send` returns false from now on.
+  private func reportClosed(_ connection: Connection) {
+    guard connection.socket != 0, !connection.closedReported else { return }
+    connection.closedReported = true
+    let socket = connection.socket
+    socketOwners.removeValue(forKey: socket)
+    shared.mutex.withLock { _ = $0.outboxes.removeValue(forKey: socket) }
+    handler.closed(WebSocketID(socket))
+  }
+
+  // MARK: Commands
+
+  private func drainCommands() {
+    let commands = shared.mutex.withLock { state in
+      let commands = state.commands
+      state.commands.removeAll()
+      return commands
+    }
+    for command in commands {
+      switch command {
+      case .respond(let id, let response):
+        if !shuttingDown { respond(id, response) }
+      case .writable(let socket):
+        if let tag = socketOwners[socket], let connection = connections[tag] {
+          cws_request_writeable(connection.wsi)
+        }
+      case .close(let socket, let code, let reason):
+        if let tag = socketOwners[socket], let connection = connections[tag] {
+          requestClose(connection, code: code, reason: reason)
+        }
+      case .shutdown(let code, let reason):
+        beginShutdown(code: code, reason: reason)
+      }
+    }
+  }
+
+  private func beginShutdown(code: UInt16, reason: String) {
+    guard !shuttingDown, let server else { return }
+    shuttingDown = true
+    shutdownClose = (code, reason)
+    shutdownDeadline = monotonicSeconds() + Double(max(configuration.closeGraceSeconds, 1)) + 1
+    cws_server_unwatch_listener(server)
+    for connection in connections.values {
+      if connection.phase == .webSocket {
+        requestClose(connection, code: code, reason: reason)
+      } else {
+        cws_kill(connection.wsi)
+      }
+    }
+  }
+}
+
+func monotonicSeconds() -> Double {
+  var now = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &now)
+  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// The one C callback: `owner` is the EventLoop (unretained; the loop outlives its context).
+private let eventTrampoline: cws_event_fn = { owner, wsi, event, data, length in
+  guard let owner else { return 0 }
+  return Unmanaged<EventLoop>.fromOpaque(owner).takeUnretainedValue().handle(
+    wsi, event, data, length)
+}
