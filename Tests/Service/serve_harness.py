@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 import tty
+import unittest
 
 import websockets
 
@@ -292,6 +293,7 @@ class Service:
                 self.proc.kill()
                 self.proc.wait()
         self._reader.join(2)
+        self.proc.stderr.close()
         shutil.rmtree(self.state, ignore_errors=True)
 
     # --- HTTP -----------------------------------------------------------------------------------
@@ -568,3 +570,11 @@ class RawEventClient:
 
     def close(self):
         self.sock.close()
+
+
+
+class AsyncTestCase(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        # The tests call the service over blocking HTTP between awaits; asyncio's debug mode (on in
+        # IsolatedAsyncioTestCase) would report each such call as a slow callback.
+        asyncio.get_running_loop().slow_callback_duration = 60

@@ -35,7 +35,7 @@ def rpc_id_reply(service, id_value, method="openclient"):
     return status, reply
 
 
-class ProtocolTests(unittest.IsolatedAsyncioTestCase):
+class ProtocolTests(AsyncTestCase):
     """One service with a pty scanner and (when swiftc can build it) the DataMan simulator."""
 
     @classmethod
@@ -158,6 +158,12 @@ class ProtocolTests(unittest.IsolatedAsyncioTestCase):
         self.assertLess(error_code(reply), 0)
 
     # --- properties: one per wire type the rig devices have ---------------------------------------
+
+    def test_socketcam_status_without_a_source_is_not_supported(self):
+        handle = self.service.openclient()
+        status = self.service.get(handle, PROP_SOCKETCAM_STATUS)["result"]["property"]
+        self.assertEqual((status["type"], status["value"]), (T_BYTE, 2))  # NotSupported, docs/capture-sdk.md §7.13
+        self.assertEqual(error_code(self.service.set(handle, PROP_SOCKETCAM_STATUS, T_BYTE, 0)), ESKT_NOTSUPPORTED)
 
     def test_version_on_the_client_handle_is_a_version_object_with_minute_and_minutes(self):
         handle = self.service.openclient()
@@ -332,13 +338,23 @@ class SlowClientTests(unittest.TestCase):
             clients[name] = (c, device)
         fast, d_fast = clients["fast"]
         slow, d_slow = clients["slow"]
-        total = 100_000
-        codes = [b"S%06d" % i for i in range(total)]
-        feed = b"".join(code + b"\r\n" for code in codes)
-        writer = threading.Thread(target=lambda: [os.write(scanner.master, feed[i:i + 65536]) for i in range(0, len(feed), 65536)],
-                                  daemon=True)
+        # Long codes (1,000 bytes: about 3.6 kB of JSON each) at 2,000 a second, a pace the service
+        # keeps up with: the slow client's kernel buffers and its share of the service's outbox fill
+        # within the run, while the fast one reads everything.
+        total, rate = 6000, 2000
+        codes = [b"S%06d-" % i + b"x" * 1000 for i in range(total)]
+
+        def feed():
+            start = time.monotonic()
+            for i in range(0, total, 20):
+                pause = start + i / rate - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                os.write(scanner.master, b"".join(code + b"\r\n" for code in codes[i:i + 20]))
+
+        writer = threading.Thread(target=feed, daemon=True)
         writer.start()
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 60
         got, seen = [], 0
         while len(got) < total and time.monotonic() < deadline:
             if not fast.pump(0.5):
@@ -365,7 +381,7 @@ class SlowClientTests(unittest.TestCase):
         self.assertEqual(error_code(service.get(d_slow, PROP_FRIENDLY_NAME)), ESKT_INVALIDHANDLE)
 
 
-class DeviceLeavesAndComesBackTests(unittest.IsolatedAsyncioTestCase):
+class DeviceLeavesAndComesBackTests(AsyncTestCase):
     async def test_removal_on_the_client_handle_then_arrival_with_a_new_guid(self):
         scanner = PtyScanner()
         service = Service([scanner.selector])
@@ -411,7 +427,7 @@ PROP_NOTIFICATIONS = 0x00030113
 PROP_DATA_CONFIRMATION = 0x0013010A
 
 
-class BluetoothLETests(unittest.IsolatedAsyncioTestCase):
+class BluetoothLETests(AsyncTestCase):
     """A D600 on the BlueZ model (Tests/Rigs): the device manager, an Array property, BatteryLevel and
     DecodedData events, DataConfirmationDevice reaching the scanner."""
 
@@ -471,7 +487,7 @@ class BluetoothLETests(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(rig.ctl("GetWrites", D600_PATH), "the D600 received no write for DataConfirmationDevice")
 
 
-class SocketCamTests(unittest.IsolatedAsyncioTestCase):
+class SocketCamTests(AsyncTestCase):
     """SocketCam with --dir DIR: enabled by the app through SocketCamStatus, frames from new files."""
 
     async def test_socketcam_status_byte_enables_it_and_images_dropped_in_the_dir_are_read(self):
@@ -493,21 +509,40 @@ class SocketCamTests(unittest.IsolatedAsyncioTestCase):
         ds = service.get(device, PROP_DATA_SOURCE, T_DATASOURCE, qr)["result"]["property"]
         self.assertEqual(ds["value"], {"id": 38, "name": "QR Code", "status": 1, "flags": 1})
 
-        zint_png(os.path.join(images, ".tmp.png"), "CAM-QR-1")
-        os.rename(os.path.join(images, ".tmp.png"), os.path.join(images, "a.png"))
+        # Files are read while a scan runs, as a camera's frames are (TriggerDevice, docs/capture-sdk.md
+        # §7.1): start reads until the first code; a file arriving after it is not read.
+        def drop(name, text=None, content=None):
+            tmp = os.path.join(images, ".tmp-" + name)
+            if content is None:
+                zint_png(tmp, text)
+            else:
+                with open(tmp, "wb") as f:
+                    f.write(content)
+            os.rename(tmp, os.path.join(images, name))
+
+        self.assertNotIn("error", service.set(device, PROP_TRIGGER, T_BYTE, 1))  # Start
+        drop("a.png", "CAM-QR-1")
         got = await client.decoded(device, "CAM-QR-1", timeout=15)
         self.assertEqual(got["event"]["value"]["id"], 38)
         self.assertEqual(got["event"]["value"]["name"], "QR Code")
+        drop("b.png", "CAM-QR-NOSCAN")
+        await asyncio.sleep(1.0)
+        self.assertNotIn(b"CAM-QR-NOSCAN", client.decoded_texts(device))
 
-        # An image that cannot be read: an Error event on the device handle, the SKT code in value.
+        # Continuous (5) reads every file until Stop (2); an image that cannot be read is an Error event
+        # on the device handle, the SKT code in value.
+        self.assertNotIn("error", service.set(device, PROP_TRIGGER, T_BYTE, 5))
+        drop("c.png", "CAM-QR-2")
+        drop("d.png", "CAM-QR-3")
+        await client.decoded(device, "CAM-QR-3", timeout=15)
+        self.assertEqual([t for t in client.decoded_texts(device)], [b"CAM-QR-1", b"CAM-QR-2", b"CAM-QR-3"])
         mark = len(client.events())
-        with open(os.path.join(images, ".b.tmp"), "wb") as f:
-            f.write(b"\x89PNG\r\n\x1a\nbroken")
-        os.rename(os.path.join(images, ".b.tmp"), os.path.join(images, "b.png"))
+        drop("e.png", content=b"\x89PNG\r\n\x1a\nbroken")
         error = await client.wait(lambda r: r["event"]["id"] == EV_ERROR, start=mark, timeout=15, what="Error")
         self.assertEqual(error["handle"], device)
         self.assertEqual(error["event"]["type"], EVT_ULONG)
         self.assertEqual(error["event"]["value"], ESKT_UNABLEREADFILE)
+        self.assertNotIn("error", service.set(device, PROP_TRIGGER, T_BYTE, 2))
 
         # Disable: SocketCam leaves; the setting is persisted (it is the state of set socketcam).
         mark = len(client.events())
@@ -560,7 +595,7 @@ def oversized_post(port, size):
     return int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else None
 
 
-class SecurityTests(unittest.IsolatedAsyncioTestCase):
+class SecurityTests(AsyncTestCase):
     @classmethod
     def setUpClass(cls):
         cls.service = Service()
@@ -680,7 +715,7 @@ class AllowOriginTests(unittest.TestCase):
         self.assertEqual(preflight(service, "http://evil.example", host="evil.example")[0], 403)
 
 
-class LifecycleTests(unittest.IsolatedAsyncioTestCase):
+class LifecycleTests(AsyncTestCase):
     def test_one_stderr_line_when_it_accepts_connections(self):
         service = Service()
         self.addCleanup(service.stop)
