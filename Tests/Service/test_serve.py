@@ -373,7 +373,9 @@ class SlowClientTests(unittest.TestCase):
         while not slow.eof and time.monotonic() < deadline:
             slow.pump(0.5)
         self.assertTrue(slow.eof, "the slow client was never dropped")
-        self.assertEqual(slow.close_code, 1008)
+        # A close frame (1008) can only reach a client that reads again before the service gives up on
+        # the close handshake; otherwise the connection just ends. Any other code is wrong.
+        self.assertIn(slow.close_code, (1008, None))
         slow_codes = [bytes(r["event"]["value"]["data"]) for r in slow.events() if r["event"]["id"] == EV_DECODED_DATA]
         self.assertLess(len(slow_codes), total)
         self.assertEqual(slow_codes, codes[:len(slow_codes)], "what the slow client got is not a prefix in order")
