@@ -322,6 +322,32 @@ class ProtocolTests(AsyncTestCase):
         self.assertNotIn("error", self.service.get(d_stays, PROP_FRIENDLY_NAME))
 
 
+class RememberedDevicesTests(AsyncTestCase):
+    async def test_without_device_it_serves_the_remembered_ones_and_sighup_adds_new_ones(self):
+        state = tempfile.mkdtemp(prefix="capture-serve-state.")
+        env = dict(os.environ, XDG_STATE_HOME=state)
+        first, second = PtyScanner(), PtyScanner()
+        self.addCleanup(first.close)
+        self.addCleanup(second.close)
+        connect = subprocess.run([capture_bin(), "connect", first.selector], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(connect.returncode, 0, connect)
+        service = Service(state=state)
+        self.addCleanup(service.stop)
+        client = await EventClient(service).open()
+        self.addAsyncCleanup(client.close)
+        await client.arrival(first.path, timeout=15)
+        connect = subprocess.run([capture_bin(), "connect", second.selector], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(connect.returncode, 0, connect)
+        mark = len(client.events())
+        service.signal(signal.SIGHUP)
+        arrival = await client.arrival(second.path, timeout=15, start=mark)
+        device = await client.opendevice(arrival["event"]["value"]["guid"])
+        self.assertTrue(second.wait_opened())
+        second.write("AFTER-HUP")
+        await client.decoded(device, "AFTER-HUP")
+        self.assertIsNone(service.proc.poll())
+
+
 class SlowClientTests(unittest.TestCase):
     def test_a_client_that_stops_reading_is_dropped_with_1008_and_the_others_get_every_code(self):
         scanner = PtyScanner()
