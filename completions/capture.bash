@@ -25,7 +25,7 @@ _capture() {
     if [[ "$cur" == -* ]]; then
       COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "discover connect remove list trigger get set listen partnership" -- "$cur"))
+      COMPREPLY=($(compgen -W "discover connect remove list trigger get set listen serve partnership" -- "$cur"))
     fi
     return
   fi
@@ -53,6 +53,9 @@ _capture() {
       else COMPREPLY=($(compgen -W "socketcam manager abort version interface-version configuration data-confirmation-mode data-confirmation-action monitor-mode socket-cam-status device-type device-specific data-source trigger apply-config preamble postamble capabilities change-id data-format friendly-name security-mode pin-code delete-pairing-bonding restore-factory-defaults set-power-off buttons-status sound-config timers local-acknowledgment data-confirmation battery-level local-decode-action bluetooth-address statistic-counters rumble-config profile-config disconnect data-store notifications connect-reason power-state start-up-role-spp connection-beep-config flash overlay-view stand-config start-discovery favorite unique-device-identifier pc-sc-tag-transmit pc-sc-coupler-control theme-selection theme-selection-mask lasso-status lasso-id lasso-life-span single-partnership single-partnership-stamp reset-single-partnership connect-discovered disconnect-discovered add remove reset" -- "$cur")); fi ;;
     listen)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --count --timeout --events --confirm --confirm-stdin --confirm-timeout --output --accept --channel --keymap --image --dir --camera" -- "$cur"));
+      else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
+    serve)
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --listen --allow-origin --output --keymap --image --dir --camera" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
     partnership)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));

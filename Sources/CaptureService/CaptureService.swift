@@ -38,20 +38,16 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     /// Clients at most; at the limit a new openclient first frees the oldest client that never
     /// opened its WebSocket.
     public var maximumClients: Int
-    /// SocketCamStatus was set (and persisted): turn SocketCam on or off in the running service.
-    public var socketCamChanged: @Sendable (SocketCamStatus) async -> Void
 
     public init(
       policy: AccessPolicy, warn: @escaping @Sendable (String) -> Void = { _ in }, eventLimit: Int = 4096,
-      discoveryWindow: Duration = .seconds(10), maximumClients: Int = 4096,
-      socketCamChanged: @escaping @Sendable (SocketCamStatus) async -> Void = { _ in }
+      discoveryWindow: Duration = .seconds(10), maximumClients: Int = 4096
     ) {
       self.policy = policy
       self.warn = warn
       self.eventLimit = eventLimit
       self.discoveryWindow = discoveryWindow
       self.maximumClients = maximumClients
-      self.socketCamChanged = socketCamChanged
     }
   }
 
@@ -135,7 +131,8 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   /// SIGINT/SIGTERM: every WebSocket gets close code 1001 "going away" (RFC 6455 §7.4.1) and no
   /// client is served again.
   public func shutdown() {
-    let (sockets, output, subscriptions) = state.withLock { s -> ([WebSocketID], (any ServerOutput)?, [EngineSubscription]) in
+    let (sockets, output, subscriptions) = state.withLock {
+      s -> ([WebSocketID], (any ServerOutput)?, [EngineSubscription]) in
       s.isStopping = true
       let subscriptions = s.clients.values.compactMap(\.subscription)
       return (Array(s.sockets), s.output, subscriptions)
@@ -182,7 +179,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       }
     default:
       output.respond(
-        id, Self.plain(405, "the Capture API takes POST (and OPTIONS)", headers: cors + [("Allow", "POST, OPTIONS")]))
+        id,
+        Self.plain(
+          405, "the Capture API takes POST (and OPTIONS)", headers: cors + [("Allow", "POST, OPTIONS")]))
     }
   }
 
@@ -253,9 +252,11 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       }
       if first {
         configuration.warn(
-          "refused a request from origin \(origin); to allow it, run capture serve with --allow-origin \(origin)")
+          "refused a request from origin \(origin); to allow it, run capture serve with --allow-origin \(origin)"
+        )
       }
-      return .refused(Self.plain(403, "forbidden: origin \(origin) is not allowed (see capture serve --allow-origin)"))
+      return .refused(
+        Self.plain(403, "forbidden: origin \(origin) is not allowed (see capture serve --allow-origin)"))
     }
   }
 
@@ -267,7 +268,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   }
 
   static func plain(_ status: Int, _ text: String, headers: [(String, String)] = []) -> HTTPResponse {
-    HTTPResponse(status: status, headers: headers, contentType: "text/plain; charset=utf-8", body: Array((text + "\n").utf8))
+    HTTPResponse(
+      status: status, headers: headers, contentType: "text/plain; charset=utf-8",
+      body: Array((text + "\n").utf8))
   }
 
   // MARK: JSON-RPC
@@ -277,10 +280,12 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   func handle(_ bytes: [UInt8], socket: WebSocketID?) async -> [UInt8]? {
     let json: JSON
     do { json = try JSONParser.parse(bytes) } catch {
-      return Self.reply(id: .null, error: JSONRPCCode.parseError, "parse error: the request is not JSON (\(error.message))")
+      return Self.reply(
+        id: .null, error: JSONRPCCode.parseError, "parse error: the request is not JSON (\(error.message))")
     }
     guard case .object(let members) = json else {
-      return Self.reply(id: .null, error: JSONRPCCode.invalidRequest, "invalid request: not a JSON-RPC request object")
+      return Self.reply(
+        id: .null, error: JSONRPCCode.invalidRequest, "invalid request: not a JSON-RPC request object")
     }
     let id = members["id"] ?? .null
     guard let method = members["method"]?.string else {
@@ -312,7 +317,8 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       default:
         return Self.reply(
           id: id, error: JSONRPCCode.methodNotFound,
-          "method not found: '\(method)' (openclient, opendevice, close, getproperty, setproperty, waitforcaptureevent)")
+          "method not found: '\(method)' (openclient, opendevice, close, getproperty, setproperty, waitforcaptureevent)"
+        )
       }
       return Self.reply(id: id, result: result)
     } catch {
@@ -329,7 +335,8 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   static func reply(id: JSON, error code: Int32, _ message: String) -> [UInt8] {
     var out: [UInt8] = []
     JSON.object([
-      "jsonrpc": .string("2.0"), "id": id, "error": .object(["code": .int(code), "message": .string(message)]),
+      "jsonrpc": .string("2.0"), "id": id,
+      "error": .object(["code": .int(code), "message": .string(message)]),
     ]).write(to: &out)
     return out
   }
@@ -352,7 +359,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     var info: [String] = []
     for key in ["appId", "developerId", "appKey"] {
       guard let value = params[key]?.string, !value.isEmpty else {
-        throw CaptureError(.invalidAppInfo, "appInfo needs appId, developerId and appKey, each a non-empty string (\(key) is not)")
+        throw CaptureError(
+          .invalidAppInfo,
+          "appInfo needs appId, developerId and appKey, each a non-empty string (\(key) is not)")
       }
       info.append(value)
     }
@@ -360,7 +369,8 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       if s.isStopping { return (nil, nil) }
       var evicted: EngineSubscription?
       if s.clients.count >= configuration.maximumClients {
-        guard let oldest = s.clients.values.filter({ $0.socket == nil }).min(by: { $0.order < $1.order }) else {
+        guard let oldest = s.clients.values.filter({ $0.socket == nil }).min(by: { $0.order < $1.order })
+        else {
           return (nil, nil)
         }
         evicted = Self.removeClient(oldest.handle, &s)
@@ -403,7 +413,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     let handle = try Self.handle(params)
     let (subscription, socket, output) = try state.withLock {
       s throws(CaptureError) -> (EngineSubscription?, WebSocketID?, (any ServerOutput)?) in
-      guard let target = s.handles[handle] else { throw CaptureError(.invalidHandle, "no open handle \(handle)") }
+      guard let target = s.handles[handle] else {
+        throw CaptureError(.invalidHandle, "no open handle \(handle)")
+      }
       if target == .client {
         let socket = s.clients[handle]?.socket
         if let socket { s.bound[socket] = nil }
@@ -456,8 +468,10 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       }
     }
     let managerAvailable = await engine.system.bluetoothdReachable(adapter: engine.configuration.adapter)
-    let subscription = engine.subscribe("client \(handle)", policy: .dropWhenBehind(limit: configuration.eventLimit))
-    let start = state.withLock { s -> (replay: [JSON], previous: EngineSubscription?, output: (any ServerOutput)?)? in
+    let subscription = engine.subscribe(
+      "client \(handle)", policy: .dropWhenBehind(limit: configuration.eventLimit))
+    let start = state.withLock {
+      s -> (replay: [JSON], previous: EngineSubscription?, output: (any ServerOutput)?)? in
       guard !s.isStopping, var client = s.clients[handle], s.sockets.contains(socket) else { return nil }
       if client.socket == socket { return nil }
       let previous = client.subscription
@@ -480,7 +494,8 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       for connection in s.connections.current.values.sorted(by: { $0.arrival < $1.arrival }) {
         replay.append(
           EventWire.message(
-            handle: handle, id: .deviceArrival, value: EventWire.deviceInfo(guid: connection.guid, connection.info)))
+            handle: handle, id: .deviceArrival,
+            value: EventWire.deviceInfo(guid: connection.guid, connection.info)))
       }
       return (replay, previous, s.output)
     }
@@ -509,7 +524,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   /// One client's events until its subscription ends: translated (`messages`) and sent on its socket.
   /// A send the transport refuses (the client stopped reading) or a drop by the engine closes the
   /// socket with 1008 and frees the client's handles, nothing else.
-  func pump(_ subscription: EngineSubscription, client handle: UInt32, socket: WebSocketID, _ output: any ServerOutput)
+  func pump(
+    _ subscription: EngineSubscription, client handle: UInt32, socket: WebSocketID, _ output: any ServerOutput
+  )
     async
   {
     for await event in subscription.events {
@@ -574,7 +591,8 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       guard let connection = client.seen.removeValue(forKey: key) else { return [] }
       return [
         EventWire.message(
-          handle: client.handle, id: .deviceRemoval, value: EventWire.deviceInfo(guid: connection.guid, event.device))
+          handle: client.handle, id: .deviceRemoval,
+          value: EventWire.deviceInfo(guid: connection.guid, event.device))
       ]
     default:
       var out: [JSON] = []
@@ -586,7 +604,8 @@ public final class CaptureService: HTTPServerHandler, Sendable {
         connection = current
         out.append(
           EventWire.message(
-            handle: client.handle, id: .deviceArrival, value: EventWire.deviceInfo(guid: current.guid, current.info)))
+            handle: client.handle, id: .deviceArrival,
+            value: EventWire.deviceInfo(guid: current.guid, current.info)))
       }
       let handles =
         connection.map { connection in
@@ -595,7 +614,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
           }.sorted()
         } ?? []
       if handles.isEmpty {
-        if case .error = event.payload, let message = EventWire.deviceEvent(handle: client.handle, event.payload) {
+        if case .error = event.payload,
+          let message = EventWire.deviceEvent(handle: client.handle, event.payload)
+        {
           out.append(message)
         }
         return out

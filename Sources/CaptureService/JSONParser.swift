@@ -41,7 +41,9 @@ enum JSONParser {
     }
 
     mutating func value(depth: Int) throws(Failure) -> JSON {
-      guard depth < JSONParser.maximumDepth else { throw fail("nested deeper than \(JSONParser.maximumDepth)") }
+      guard depth < JSONParser.maximumDepth else {
+        throw fail("nested deeper than \(JSONParser.maximumDepth)")
+      }
       guard let b = peek else { throw fail("unexpected end of input") }
       switch b {
       case UInt8(ascii: "{"): return try object(depth: depth)
@@ -199,14 +201,18 @@ enum JSONParser {
       if peek == UInt8(ascii: ".") {
         integral = false
         at += 1
-        guard let d = peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(d) else { throw fail("bad number") }
+        guard let d = peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(d) else {
+          throw fail("bad number")
+        }
         while let d = peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(d) { at += 1 }
       }
       if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
         integral = false
         at += 1
         if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { at += 1 }
-        guard let d = peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(d) else { throw fail("bad number") }
+        guard let d = peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(d) else {
+          throw fail("bad number")
+        }
         while let d = peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(d) { at += 1 }
       }
       let text = String(decoding: bytes[start..<at], as: UTF8.self)

@@ -21,7 +21,8 @@ extension CaptureService {
       }
       guard request.type == setType else {
         throw .invalidParameter(
-          "\(Self.describe(id)) is set with type \(setType.rawValue) (\(setType.name)), not \(request.type.rawValue)")
+          "\(Self.describe(id)) is set with type \(setType.rawValue) (\(setType.name)), not \(request.type.rawValue)"
+        )
       }
       let value = try PropertyWire.decode(setType, request.value)
       try PropertyRules.check(id, value)
@@ -39,7 +40,8 @@ extension CaptureService {
     let value: PropertyValue
     switch target {
     case .client: value = try getCapture(id)
-    case .device(_, let key, let guid): value = try await device(key: key, guid: guid).get(id, argument: argument)
+    case .device(_, let key, let guid):
+      value = try await device(key: key, guid: guid).get(id, argument: argument)
     case .deviceManager: value = try getManager(id, argument)
     }
     return .object(["handle": .int(handle), "property": PropertyWire.property(id, value)])
@@ -61,8 +63,9 @@ extension CaptureService {
     case .interfaceVersion:
       return .ulong(Self.interfaceVersion)
     case .socketCamStatus:
-      // The persisted setting `capture set socketcam socket-cam-status` writes.
-      return .byte(try engine.store.load().socketCam.status)
+      // The persisted setting `capture set socketcam socket-cam-status` writes; NotSupported when
+      // serve has no SOURCE for SocketCam.
+      return .byte(try engine.socketCamStatus().rawValue)
     default:
       throw .notSupported("the Capture service has no \(Self.describe(id)) on the client handle")
     }
@@ -71,8 +74,12 @@ extension CaptureService {
   func setCapture(_ id: PropertyID, _ value: PropertyValue, client: UInt32) async throws(CaptureError) {
     switch (id, value) {
     case (.socketCamStatus, .byte(let raw)):
-      try engine.store.update { (state: inout StateFile) throws(CaptureError) in state.socketCam.status = raw }
-      await configuration.socketCamChanged(SocketCamStatus(rawValue: raw) ?? .disable)
+      // Persisted, then SocketCam opens with serve's SOURCE (its arrival reaches every client) or
+      // closes (its removal does).
+      guard let status = SocketCamStatus(rawValue: raw) else {
+        throw .invalidParameter("socket-cam-status takes enable (0) or disable (1)")
+      }
+      try await engine.setSocketCamStatus(status)
     case (.addDevice, .byte(let mode)):
       // BluetoothDiscoveryMode (docs/capture-sdk.md §7.15): 1 Bluetooth LE, 2 Classic. The devices
       // found come as DeviceDiscovered on the client handle, then DiscoveryEnd.
@@ -80,9 +87,11 @@ extension CaptureService {
       switch mode {
       case 1: transport = "le"
       case 2: transport = "bredr"
-      default: throw .invalidParameter("AddDevice takes 1 (Bluetooth LE) or 2 (Bluetooth Classic), not \(mode)")
+      default:
+        throw .invalidParameter("AddDevice takes 1 (Bluetooth LE) or 2 (Bluetooth Classic), not \(mode)")
       }
-      startDiscovery(transport: transport, window: configuration.discoveryWindow, handle: client, client: client)
+      startDiscovery(
+        transport: transport, window: configuration.discoveryWindow, handle: client, client: client)
     case (.removeDevice, .string(let text)):
       try await removeDevice(text)
     default:
@@ -124,12 +133,15 @@ extension CaptureService {
         ?? engine.openDevices.first(where: { $0.info.id == current.info.id })
     else {
       throw CaptureError(
-        .deviceNotOpen, "the device of GUID \(guid) has left; open it again with the GUID of its next arrival")
+        .deviceNotOpen, "the device of GUID \(guid) has left; open it again with the GUID of its next arrival"
+      )
     }
     return device
   }
 
-  func setDevice(_ id: PropertyID, _ value: PropertyValue, key: String, guid: String) async throws(CaptureError) {
+  func setDevice(_ id: PropertyID, _ value: PropertyValue, key: String, guid: String)
+    async throws(CaptureError)
+  {
     let device = try device(key: key, guid: guid)
     // A trigger is the device's trigger action, as `capture trigger` sends it.
     if id == .triggerDevice, case .byte(let raw) = value, let action = Trigger(rawValue: raw) {
@@ -156,7 +168,9 @@ extension CaptureService {
     }
   }
 
-  func setManager(_ id: PropertyID, _ value: PropertyValue, handle: UInt32, client: UInt32) async throws(CaptureError) {
+  func setManager(_ id: PropertyID, _ value: PropertyValue, handle: UInt32, client: UInt32)
+    async throws(CaptureError)
+  {
     switch (id, value) {
     case (.favorite, _):
       // The same persisted setting `capture set manager favorite` writes, then the engine follows it.
@@ -185,7 +199,8 @@ extension CaptureService {
       throw .invalidParameter("ConnectDiscoveredDevice takes the identifierUuid of a DeviceDiscovered event")
     }
     let connected = try await engine.system.connect(
-      address: address, adapter: engine.configuration.adapter, pair: false, timeout: engine.configuration.openTimeout)
+      address: address, adapter: engine.configuration.adapter, pair: false,
+      timeout: engine.configuration.openTimeout)
     try engine.store.remember(RememberedDevice(bluetooth: connected, alias: nil), keepingAlias: true)
     engine.reload()
   }
@@ -194,7 +209,8 @@ extension CaptureService {
   /// DiscoveryEnd (its result code in `result`) on `handle`, the client's or its device manager's.
   func startDiscovery(transport: String, window: Duration, handle: UInt32, client: UInt32) {
     let request = DiscoveryRequest(
-      adapter: engine.configuration.adapter, transport: transport, all: false, namePattern: nil, timeout: window)
+      adapter: engine.configuration.adapter, transport: transport, all: false, namePattern: nil,
+      timeout: window)
     let system = engine.system
     Task {
       var result = ResultCode.noError
@@ -205,7 +221,8 @@ extension CaptureService {
       } catch {
         result = error.code
       }
-      self.emit([EventWire.message(handle: handle, id: .discoveryEnd, value: nil, result: result)], client: client)
+      self.emit(
+        [EventWire.message(handle: handle, id: .discoveryEnd, value: nil, result: result)], client: client)
     }
   }
 

@@ -50,7 +50,9 @@ public struct AccessPolicy: Sendable {
     }
     guard !host.isEmpty else { return nil }
     guard let portText else { return (String(host), 80) }
-    guard !portText.isEmpty, portText.allSatisfy(\.isASCIIDigit), let value = UInt16(portText) else { return nil }
+    guard !portText.isEmpty, portText.allSatisfy(\.isASCIIDigit), let value = UInt16(portText) else {
+      return nil
+    }
     return (String(host), value)
   }
 

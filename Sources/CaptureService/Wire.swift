@@ -32,7 +32,8 @@ public enum PropertyWire {
     // A get without a type is a get of type None (clients send 0 with {} for most gets).
     var type = PropertyType.none
     if let typeJSON = members["type"], !typeJSON.isNull {
-      guard let t = typeJSON.integer, let known = UInt8(exactly: t).flatMap(PropertyType.init(rawValue:)) else {
+      guard let t = typeJSON.integer, let known = UInt8(exactly: t).flatMap(PropertyType.init(rawValue:))
+      else {
         throw .invalidParameter("params.property.type must be a property type 0-9")
       }
       type = known
@@ -60,9 +61,12 @@ public enum PropertyWire {
       return .byte(UInt8(truncatingIfNeeded: try integer(json, -128...255, "Byte")))
     case .ulong:
       // An SKT code or a packed value may come signed; the 32 bits are what counts.
-      return .ulong(UInt32(truncatingIfNeeded: try integer(json, Int64(Int32.min)...Int64(UInt32.max), "Ulong")))
+      return .ulong(
+        UInt32(truncatingIfNeeded: try integer(json, Int64(Int32.min)...Int64(UInt32.max), "Ulong")))
     case .array:
-      guard case .array(let items)? = json else { throw .invalidParameter("an Array value must be a list of bytes") }
+      guard case .array(let items)? = json else {
+        throw .invalidParameter("an Array value must be a list of bytes")
+      }
       var bytes: [UInt8] = []
       bytes.reserveCapacity(items.count)
       for item in items {
@@ -85,7 +89,8 @@ public enum PropertyWire {
       return .version(
         VersionValue(
           major: try field("major"), middle: try field("middle"), minor: try field("minor"),
-          build: try field("build"), year: try field("year"), month: try field("month"), day: try field("day"),
+          build: try field("build"), year: try field("year"), month: try field("month"),
+          day: try field("day"),
           hour: try field("hour"), minute: try field("minute", "minutes")))
     case .dataSource:
       guard case .object? = json else { throw .invalidParameter("a DataSource value must be an object") }
@@ -174,7 +179,8 @@ public enum EventWire {
     case .decodedData(let data): return message(handle: handle, id: .decodedData, value: decodedData(data))
     case .power(let state): return message(handle: handle, id: .power, value: .int(state.rawValue))
     case .buttons(let state): return message(handle: handle, id: .buttons, value: .int(state.rawValue))
-    case .batteryLevel(let level): return message(handle: handle, id: .batteryLevel, value: .int(level.packed))
+    case .batteryLevel(let level):
+      return message(handle: handle, id: .batteryLevel, value: .int(level.packed))
     // The code in `value`: CaptureJS forces `result` to 0 for a numeric value (docs/capturejs.md §4).
     case .error(let error): return message(handle: handle, id: .error, value: .int(error.code.rawValue))
     case .deviceArrival, .deviceRemoval, .undecodedData: return nil

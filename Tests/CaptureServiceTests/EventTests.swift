@@ -17,7 +17,9 @@ private struct Scene {
     let h = Harness(bluetooth: bluetooth, eventLimit: eventLimit)
     let device = FakeDevice(id: "serial:/dev/pts/7")
     h.engine.attach([device])
-    try await eventually("the arrival recorded") { h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true }
+    try await eventually("the arrival recorded") {
+      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
+    }
     let client = try await h.openClient()
     let socket = try await h.socket(for: client, id: 1)
     let frames = try await h.output.frames(socket, count: bluetooth ? 2 : 1)
@@ -61,7 +63,8 @@ struct EventTests {
     #expect(device != s.client && device != 0)
     s.device.code("4006")
     s.device.send(
-      .decodedData(DecodedData(dataSource: DataSource(0x101), bytes: [0xFF, 0x00, 0x80], tagID: [0x04, 0xA2, 0x1F])))
+      .decodedData(
+        DecodedData(dataSource: DataSource(0x101), bytes: [0xFF, 0x00, 0x80], tagID: [0x04, 0xA2, 0x1F])))
     let frames = try await s.h.output.frames(s.socket, count: 3)
     #expect(
       frames[1]
@@ -80,7 +83,9 @@ struct EventTests {
     s.device.send(.error(CaptureError(.communicationError, "link noise")))
     // The error still reaches the client, on its own handle; the code does not.
     let frames = try await s.h.output.frames(s.socket, count: 2)
-    #expect(frames[1] == #"{"jsonrpc":"2.0","result":{"event":{"id":4,"type":2,"value":-38},"handle":\#(s.client)}}"#)
+    #expect(
+      frames[1]
+        == #"{"jsonrpc":"2.0","result":{"event":{"id":4,"type":2,"value":-38},"handle":\#(s.client)}}"#)
     try await Task.sleep(for: .milliseconds(50))
     #expect(s.h.output.frames(s.socket).count == 2)
   }
@@ -105,7 +110,9 @@ struct EventTests {
     #expect(frames[5].contains(#""id":5,"type":5"#))
   }
 
-  @Test("a device that leaves and comes back: removal with the old GUID, arrival with a new one; the old handle is not open")
+  @Test(
+    "a device that leaves and comes back: removal with the old GUID, arrival with a new one; the old handle is not open"
+  )
   func newGUID() async throws {
     let s = try await Scene.make()
     let d = try await s.h.openDevice(client: s.client, guid: s.guid)
@@ -119,9 +126,12 @@ struct EventTests {
     let second = try #require(Harness.guid(frames[2]))
     #expect(frames[2].contains(#""event":{"id":1,"type":6"#))
     #expect(second != s.guid)
-    let stale = try await s.h.rpc("getproperty", #"{"handle":\#(d),"property":{"id":327936,"type":0,"value":{}}}"#)
+    let stale = try await s.h.rpc(
+      "getproperty", #"{"handle":\#(d),"property":{"id":327936,"type":0,"value":{}}}"#)
     #expect(stale.hasPrefix(#"{"error":{"code":-31,"#), "\(stale)")
-    #expect(try await s.h.rpc("opendevice", #"{"handle":\#(s.client),"guid":"\#(s.guid)"}"#).hasPrefix(#"{"error":{"code":-17,"#))
+    #expect(
+      try await s.h.rpc("opendevice", #"{"handle":\#(s.client),"guid":"\#(s.guid)"}"#).hasPrefix(
+        #"{"error":{"code":-17,"#))
     let d2 = try await s.h.openDevice(client: s.client, guid: second)
     #expect(d2 != d)
     s.device.code("x")
@@ -170,7 +180,9 @@ struct EventTests {
     let d = try await s.h.openDevice(client: s.client, guid: s.guid)
     let otherD = try await s.h.openDevice(client: other, guid: s.guid)
     s.h.service.closed(s.socket)
-    #expect(try await s.h.rpc("getproperty", #"{"handle":\#(d),"property":{"id":327936,"type":0}}"#).hasPrefix(#"{"error":{"code":-11,"#))
+    #expect(
+      try await s.h.rpc("getproperty", #"{"handle":\#(d),"property":{"id":327936,"type":0}}"#).hasPrefix(
+        #"{"error":{"code":-11,"#))
     #expect(try await s.h.rpc("close", #"{"handle":\#(s.client)}"#).hasPrefix(#"{"error":{"code":-11,"#))
     s.device.code("still")
     let theirs = try await s.h.output.frames(otherSocket, count: 2)
@@ -191,21 +203,28 @@ struct EventTests {
     s.device.code("a")
     s.device.code("b")
     let closes = try await eventually("a close") { s.h.output.closed.isEmpty ? nil : s.h.output.closed }
-    #expect(closes == [.init(socket: s.socket, code: 1008, reason: "client \(s.client) stopped reading its WebSocket")])
+    #expect(
+      closes == [
+        .init(socket: s.socket, code: 1008, reason: "client \(s.client) stopped reading its WebSocket")
+      ])
     let theirs = try await s.h.output.frames(otherSocket, count: 3)
     #expect(theirs[2].hasSuffix(#""handle":\#(otherD)}}"#))
     #expect(try await s.h.rpc("close", #"{"handle":\#(s.client)}"#).hasPrefix(#"{"error":{"code":-11,"#))
-    #expect(s.h.warnings.all == ["dropped client \(s.client): client \(s.client) stopped reading its WebSocket"])
+    #expect(
+      s.h.warnings.all == ["dropped client \(s.client): client \(s.client) stopped reading its WebSocket"])
   }
 
   @Test("shutdown: every WebSocket gets close code 1001")
   func shutdown() async throws {
     let s = try await Scene.make()
     let idle = WebSocketID(9)
-    s.h.service.opened(idle, request: HTTPRequest(id: 0, method: "GET", path: "/", headers: Harness.loopback, body: []))
+    s.h.service.opened(
+      idle, request: HTTPRequest(id: 0, method: "GET", path: "/", headers: Harness.loopback, body: []))
     s.h.service.shutdown()
     let closes = Set(s.h.output.closed.map { "\($0.socket) \($0.code)" })
     #expect(closes == ["ws#1 1001", "ws#9 1001"])
-    #expect(s.h.service.upgrade(HTTPRequest(id: 0, method: "GET", path: "/", headers: Harness.loopback, body: []))?.status == 503)
+    #expect(
+      s.h.service.upgrade(HTTPRequest(id: 0, method: "GET", path: "/", headers: Harness.loopback, body: []))?
+        .status == 503)
   }
 }

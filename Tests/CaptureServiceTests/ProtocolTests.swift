@@ -25,7 +25,8 @@ struct ProtocolTests {
   func idsEchoed(sent: String, echoed: String) async throws {
     let h = Harness()
     let reply = try await h.call(
-      #"{"jsonrpc":"2.0",\#(sent)"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#)
+      #"{"jsonrpc":"2.0",\#(sent)"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#
+    )
     #expect(reply.hasPrefix("{" + echoed + ","), "\(reply)")
     #expect(reply.hasSuffix(#""result":{"handle":1}}"#))
   }
@@ -49,7 +50,9 @@ struct ProtocolTests {
   func badAppInfo(params: String) async throws {
     let h = Harness()
     let reply = try await h.rpc("openclient", params)
-    #expect(reply.hasPrefix(#"{"error":{"code":-93,"message":"appInfo needs appId, developerId and appKey"#), "\(reply)")
+    #expect(
+      reply.hasPrefix(#"{"error":{"code":-93,"message":"appInfo needs appId, developerId and appKey"#),
+      "\(reply)")
     #expect(reply.hasSuffix(#""id":1,"jsonrpc":"2.0"}"#))
     #expect(h.service.clientCount == 0)
   }
@@ -57,9 +60,14 @@ struct ProtocolTests {
   @Test("a body that is not JSON is -32700 with id null, HTTP 200; the service goes on")
   func malformed() async throws {
     let h = Harness()
-    for body in ["{", "not json", #"{"a":1}x"#, "", String(repeating: "[", count: 100) + String(repeating: "]", count: 100)] {
+    for body in [
+      "{", "not json", #"{"a":1}x"#, "",
+      String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+    ] {
       let reply = try await h.call(body)
-      #expect(reply.hasPrefix(#"{"error":{"code":-32700,"message":"parse error: the request is not JSON"#), "\(body): \(reply)")
+      #expect(
+        reply.hasPrefix(#"{"error":{"code":-32700,"message":"parse error: the request is not JSON"#),
+        "\(body): \(reply)")
       #expect(reply.hasSuffix(#""id":null,"jsonrpc":"2.0"}"#))
     }
     #expect(try await h.openClient() == 1)
@@ -84,7 +92,8 @@ struct ProtocolTests {
     for (method, params) in [
       ("getproperty", #"{"handle":99,"property":{"id":-2147418111,"type":0,"value":{}}}"#),
       ("setproperty", #"{"handle":99,"property":{"id":1179653,"type":2,"value":1}}"#),
-      ("close", #"{"handle":99}"#), ("opendevice", #"{"handle":99,"guid":"{00000000-0000-4000-8000-000000000000}"}"#),
+      ("close", #"{"handle":99}"#),
+      ("opendevice", #"{"handle":99,"guid":"{00000000-0000-4000-8000-000000000000}"}"#),
       ("close", #"{"handle":0}"#),
     ] {
       let reply = try await h.rpc(method, params)
@@ -98,9 +107,12 @@ struct ProtocolTests {
     let client = try await h.openClient()
     #expect(try await h.rpc("getproperty", #"{"property":{"id":1}}"#).hasPrefix(#"{"error":{"code":-18,"#))
     #expect(try await h.rpc("getproperty", #"{"handle":\#(client)}"#).hasPrefix(#"{"error":{"code":-18,"#))
-    #expect(try await h.rpc("opendevice", #"{"handle":\#(client),"guid":null}"#).hasPrefix(#"{"error":{"code":-18,"#))
+    #expect(
+      try await h.rpc("opendevice", #"{"handle":\#(client),"guid":null}"#).hasPrefix(
+        #"{"error":{"code":-18,"#))
     let version = try await h.rpc(
-      "getproperty", #"{"handle":\#(client),"guid":null,"property":{"id":-2147418111,"type":0,"value":null}}"#)
+      "getproperty", #"{"handle":\#(client),"guid":null,"property":{"id":-2147418111,"type":0,"value":null}}"#
+    )
     #expect(version.contains(#""result":{"handle":1,"property":{"id":-2147418111,"type":6,"#))
   }
 
@@ -108,7 +120,8 @@ struct ProtocolTests {
   func unknownGUID() async throws {
     let h = Harness()
     let client = try await h.openClient()
-    let reply = try await h.rpc("opendevice", #"{"handle":\#(client),"guid":"{2EAAAA3F-B51E-4537-851C-31CA683C3BEF}"}"#)
+    let reply = try await h.rpc(
+      "opendevice", #"{"handle":\#(client),"guid":"{2EAAAA3F-B51E-4537-851C-31CA683C3BEF}"}"#)
     #expect(reply.hasPrefix(#"{"error":{"code":-17,"message":"no device is connected with GUID"#))
   }
 
@@ -131,7 +144,8 @@ struct ProtocolTests {
     let reply = try await h.rpc("close", #"{"handle":\#(client)}"#)
     #expect(reply == #"{"id":1,"jsonrpc":"2.0","result":{"handle":\#(client)}}"#)
     #expect(h.output.closed == [.init(socket: socket, code: 1000, reason: "client closed")])
-    let again = try await h.rpc("getproperty", #"{"handle":\#(managerHandle),"property":{"id":328193,"type":0}}"#)
+    let again = try await h.rpc(
+      "getproperty", #"{"handle":\#(managerHandle),"property":{"id":328193,"type":0}}"#)
     #expect(again.hasPrefix(#"{"error":{"code":-11,"#))
     #expect(h.service.clientCount == 0)
   }
@@ -155,12 +169,14 @@ struct ProtocolTests {
 
 @Suite("capture serve: Host, Origin and CORS")
 struct SecurityTests {
-  static let api = #"{"jsonrpc":"2.0","id":1,"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#
+  static let api =
+    #"{"jsonrpc":"2.0","id":1,"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#
 
   @Test(
     "a Host that is not a loopback name or the --listen host with the served port is 403",
     arguments: [
-      "evil.example:18481", "evil.example", "localhost:9999", "127.0.0.1", "127.0.0.1:18481.evil", "[::2]:18481",
+      "evil.example:18481", "evil.example", "localhost:9999", "127.0.0.1", "127.0.0.1:18481.evil",
+      "[::2]:18481",
       "127.0.0.256:18481", "",
     ])
   func refusedHost(host: String) async throws {
@@ -199,7 +215,8 @@ struct SecurityTests {
     let headers = ["host": "127.0.0.1:18481", "origin": "https://shop.example"]
     let preflight = try await h.request("OPTIONS", headers: headers)
     let post = try await h.request(headers: headers, body: Self.api)
-    let upgrade = h.service.upgrade(HTTPRequest(id: 0, method: "GET", path: "/Capture/v1/api", headers: headers, body: []))
+    let upgrade = h.service.upgrade(
+      HTTPRequest(id: 0, method: "GET", path: "/Capture/v1/api", headers: headers, body: []))
     #expect(preflight.status == 403)
     #expect(post.status == 403)
     #expect(upgrade?.status == 403)
@@ -214,13 +231,16 @@ struct SecurityTests {
   @Test(
     "absent, null and loopback origins are allowed; others only with --allow-origin",
     arguments: [
-      ("http://localhost:8000", true), ("http://127.0.0.1", true), ("http://[::1]:3000", true), ("null", true),
-      ("https://localhost:8443", true), ("http://localhost.evil.example", false), ("http://127.0.0.1.evil:80", false),
+      ("http://localhost:8000", true), ("http://127.0.0.1", true), ("http://[::1]:3000", true),
+      ("null", true),
+      ("https://localhost:8443", true), ("http://localhost.evil.example", false),
+      ("http://127.0.0.1.evil:80", false),
       ("https://singleentry.socketmobile.dev", false),
     ])
   func defaultOrigins(origin: String, allowed: Bool) async throws {
     let h = Harness()
-    let response = try await h.request(headers: ["host": "127.0.0.1:18481", "origin": origin], body: Self.api)
+    let response = try await h.request(
+      headers: ["host": "127.0.0.1:18481", "origin": origin], body: Self.api)
     #expect(response.status == (allowed ? 200 : 403))
     if allowed {
       #expect(response.headers.first { $0.0 == "Access-Control-Allow-Origin" }?.1 == origin)
@@ -233,10 +253,12 @@ struct SecurityTests {
     let ok = try await h.request(
       headers: ["host": "127.0.0.1:18481", "origin": "https://SingleEntry.socketmobile.dev"], body: Self.api)
     #expect(ok.status == 200)
-    let other = try await h.request(headers: ["host": "127.0.0.1:18481", "origin": "https://other.example"], body: Self.api)
+    let other = try await h.request(
+      headers: ["host": "127.0.0.1:18481", "origin": "https://other.example"], body: Self.api)
     #expect(other.status == 403)
     let any = Harness(allowedOrigins: ["*"])
-    let star = try await any.request(headers: ["host": "127.0.0.1:18481", "origin": "https://other.example"], body: Self.api)
+    let star = try await any.request(
+      headers: ["host": "127.0.0.1:18481", "origin": "https://other.example"], body: Self.api)
     #expect(star.status == 200)
     #expect(star.headers.first { $0.0 == "Access-Control-Allow-Origin" }?.1 == "https://other.example")
   }
@@ -259,7 +281,8 @@ struct SecurityTests {
     headers["access-control-request-private-network"] = "true"
     let pna = try await h.request("OPTIONS", headers: headers)
     #expect(pna.headers.contains { $0 == ("Access-Control-Allow-Private-Network", "true") })
-    let post = try await h.request(headers: ["host": "127.0.0.1:18481", "origin": "http://localhost:8000"], body: Self.api)
+    let post = try await h.request(
+      headers: ["host": "127.0.0.1:18481", "origin": "http://localhost:8000"], body: Self.api)
     #expect(post.headers.first { $0.0 == "Access-Control-Allow-Origin" }?.1 == "http://localhost:8000")
     #expect(post.headers.contains { $0 == ("Vary", "Origin") })
   }
@@ -278,7 +301,8 @@ struct SecurityTests {
   func upgradePaths() {
     let h = Harness()
     func upgrade(_ path: String) -> Int? {
-      h.service.upgrade(HTTPRequest(id: 0, method: "GET", path: path, headers: Harness.loopback, body: []))?.status
+      h.service.upgrade(HTTPRequest(id: 0, method: "GET", path: path, headers: Harness.loopback, body: []))?
+        .status
     }
     #expect(upgrade("/") == nil)
     #expect(upgrade("/Capture/v1/api") == nil)

@@ -81,13 +81,17 @@ final class FakeDevice: Device, Sendable {
       events: [.decodedData])
   }
 
-  init(id: String, name: String = "Socket S740 [E537BA]", type: DeviceType = .scannerS740, arrive: Bool = true) {
+  init(
+    id: String, name: String = "Socket S740 [E537BA]", type: DeviceType = .scannerS740, arrive: Bool = true
+  ) {
     info = DeviceInfo(id: id, name: name, type: type)
     (events, continuation) = AsyncStream.makeStream(of: Event.self)
     values.withLock {
       $0 = [
         .friendlyNameDevice: .string(name), .batteryLevelDevice: .ulong(BatteryLevel(current: 90).packed),
-        .versionDevice: .version(VersionValue(major: 1, middle: 2, minor: 3, build: 4, year: 2024, month: 5, day: 6, hour: 7, minute: 8)),
+        .versionDevice: .version(
+          VersionValue(
+            major: 1, middle: 2, minor: 3, build: 4, year: 2024, month: 5, day: 6, hour: 7, minute: 8)),
         .localDecodeActionDevice: .byte(1), .notificationsDevice: .ulong(0),
         .timersDevice: .array([0, 1, 0, 30, 0, 60, 0, 120]),
       ]
@@ -95,7 +99,9 @@ final class FakeDevice: Device, Sendable {
     if arrive { send(.deviceArrival) }
   }
 
-  func send(_ payload: Event.Payload) { continuation.yield(Event(time: .now(), device: info, payload: payload)) }
+  func send(_ payload: Event.Payload) {
+    continuation.yield(Event(time: .now(), device: info, payload: payload))
+  }
 
   func code(_ text: String, source: DataSource = DataSource(19), tag: [UInt8]? = nil) {
     send(.decodedData(DecodedData(dataSource: source, bytes: Array(text.utf8), tagID: tag)))
@@ -168,9 +174,11 @@ final class FakeSystem: DeviceSystem, Sendable {
     async throws(CaptureError) -> BluetoothDeviceInfo
   {
     record("connect \(address)")
-    return BluetoothDeviceInfo(address: address, name: "Socket D600 [7EF619]", deviceTypes: [.scannerD600], isPaired: true)
+    return BluetoothDeviceInfo(
+      address: address, name: "Socket D600 [7EF619]", deviceTypes: [.scannerD600], isPaired: true)
   }
-  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String {
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
+  {
     throw CaptureError(.notAvailable, "no bluetoothd here")
   }
   func probeClassic(address: String, request: OpenRequest, name: String?)
@@ -208,7 +216,6 @@ final class Harness: Sendable {
   let service: CaptureService
   let output = RecordingOutput()
   let warnings = Log<String>()
-  let socketCam = Log<SocketCamStatus>()
   private let nextID = Atomic<UInt64>(1)
 
   init(bluetooth: Bool = true, allowedOrigins: [String] = [], eventLimit: Int = 4096) {
@@ -216,13 +223,12 @@ final class Harness: Sendable {
     store = StateStore(directory: "/tmp/capture-service-tests-\(UInt64.random(in: 0...UInt64.max))")
     engine = CaptureEngine(system: system, store: store)
     let warnings = self.warnings
-    let socketCam = self.socketCam
     service = CaptureService(
       engine: engine,
       configuration: .init(
         policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
         warn: { line in warnings.append(line) }, eventLimit: eventLimit,
-        discoveryWindow: .milliseconds(50), socketCamChanged: { status in socketCam.append(status) }))
+        discoveryWindow: .milliseconds(50)))
     service.attach(output)
   }
 
@@ -252,7 +258,9 @@ final class Harness: Sendable {
   /// openclient with good appInfo: the client handle.
   func openClient() async throws -> Int {
     let reply = try await rpc(
-      "openclient", #"{"appId":"web:com.example.test","developerId":"bb57d8e1-f911-47ba-b510-693be162686a","appKey":"MC4CFQ"}"#)
+      "openclient",
+      #"{"appId":"web:com.example.test","developerId":"bb57d8e1-f911-47ba-b510-693be162686a","appKey":"MC4CFQ"}"#
+    )
     return try #require(Self.integer(reply, after: #""result":{"handle":"#))
   }
 
@@ -262,7 +270,9 @@ final class Harness: Sendable {
     let upgrade = HTTPRequest(id: 0, method: "GET", path: path, headers: Self.loopback, body: [])
     #expect(service.upgrade(upgrade)?.status == nil)
     service.opened(socket, request: upgrade)
-    service.text(socket, Array(#"{"jsonrpc":"2.0","id":1,"method":"waitforcaptureevent","params":{"handle":\#(client)}}"#.utf8))
+    service.text(
+      socket,
+      Array(#"{"jsonrpc":"2.0","id":1,"method":"waitforcaptureevent","params":{"handle":\#(client)}}"#.utf8))
     return socket
   }
 

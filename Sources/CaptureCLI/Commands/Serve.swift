@@ -15,12 +15,14 @@ enum ServeCommand {
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
       devices = try ListenCommand.Options(parsed)
-      (host, port) = try Self.address(parsed.value("listen") ?? "127.0.0.1:\(CaptureServiceInfo.defaultPort)", parsed)
+      (host, port) = try Self.address(
+        parsed.value("listen") ?? "127.0.0.1:\(CaptureServiceInfo.defaultPort)", parsed)
       allowedOrigins = []
       for origin in parsed.allValues("allow-origin") {
         guard origin == "*" || Self.isOrigin(origin) else {
           throw parsed.usage(
-            "--allow-origin takes an origin such as https://shop.example or http://10.0.0.5:8080 (or *), not '\(origin)'")
+            "--allow-origin takes an origin such as https://shop.example or http://10.0.0.5:8080 (or *), not '\(origin)'"
+          )
         }
         allowedOrigins.append(origin)
       }
@@ -34,7 +36,8 @@ enum ServeCommand {
       }
       let host = String(text[..<colon])
       guard let port = UInt16(text[text.index(after: colon)...]), !host.contains(":") else {
-        throw parsed.usage("--listen takes HOST:PORT with an IPv4 address or a name and a port 0-65535, not '\(text)'")
+        throw parsed.usage(
+          "--listen takes HOST:PORT with an IPv4 address or a name and a port 0-65535, not '\(text)'")
       }
       return (host, port)
     }
@@ -57,15 +60,18 @@ enum ServeCommand {
     let engine = CaptureEngine(
       system: context.system, store: context.state,
       configuration: .init(
-        adapter: context.globals.adapter, openTimeout: context.globals.timeout, keymap: options.devices.keymap,
+        adapter: context.globals.adapter, openTimeout: context.globals.timeout,
+        keymap: options.devices.keymap,
         warn: { output.warn($0) },
-        onOpen: { device in await ListenCommand.setUpNotifications(device, asked: nil, output) }))
-    let socketCam = SocketCamSwitch(engine: engine, context: context, options: options.devices)
+        onOpen: { device in await ListenCommand.setUpNotifications(device, asked: nil, output) },
+        // serve's SOURCE is what SocketCam reads when SocketCamStatus is Enable; --dir is watched.
+        socketCamSources: FrameSourceItem.watching(options.devices.sources)))
     let service = CaptureService(
       engine: engine,
       configuration: .init(
-        policy: AccessPolicy(listenHost: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
-        warn: { output.warn($0) }, socketCamChanged: { status in await socketCam.apply(status) }))
+        policy: AccessPolicy(
+          listenHost: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
+        warn: { output.warn($0) }))
     let listener = try ServiceListener(host: options.host, port: options.port, service: service)
 
     let sink: EventSink?
@@ -103,7 +109,6 @@ enum ServeCommand {
       throw error
     }
     engine.attach(devices)
-    await socketCam.startIfEnabled()
     do { try listener.start() } catch {
       await engine.stop()
       throw error
@@ -120,46 +125,5 @@ enum ServeCommand {
     if interrupted.load(ordering: .relaxed) { return .success }
     if let error = sink?.result.firstError { return .status(error.code) }
     return .success
-  }
-}
-
-/// SocketCamStatus from a web app (persisted by the service) turns SocketCam on and off in the running
-/// service: enabled with a SOURCE given to serve, the SocketCam device is open (its arrival reaches
-/// the clients); disabled, it is closed (its removal does).
-actor SocketCamSwitch {
-  let engine: CaptureEngine
-  let context: Context
-  let sources: [FrameSourceItem]
-  let keymap: String?
-  private var device: (any Device)?
-
-  init(engine: CaptureEngine, context: Context, options: ListenCommand.Options) {
-    self.engine = engine
-    self.context = context
-    self.sources = options.sources
-    self.keymap = options.keymap
-  }
-
-  func startIfEnabled() async {
-    let status = (try? context.state.load().socketCam.status) ?? SocketCamStatus.disable.rawValue
-    await apply(SocketCamStatus(rawValue: status) ?? .disable)
-  }
-
-  func apply(_ status: SocketCamStatus) async {
-    switch status {
-    case .enable:
-      guard device == nil, !sources.isEmpty else { return }
-      do {
-        let opened = try await context.open(.socketCam, sources: sources, keymap: keymap)
-        device = opened
-        engine.attach([opened])
-      } catch {
-        context.output.warn("SocketCam could not be opened: \(error.message)")
-      }
-    default:
-      guard let open = device else { return }
-      device = nil
-      await open.close()
-    }
   }
 }

@@ -358,7 +358,7 @@ public final class CaptureEngine: Sendable {
     let favorites = readFavorites(file)
     let (wanted, problems) = Self.wanted(file, favorites: favorites)
     let hasSocketCam = !configuration.socketCamSources.isEmpty
-    if wanted.isEmpty && favorites == .off && !evenIfEmpty && !hasSocketCam {
+    if wanted.isEmpty && favorites == .off && !hasSocketCam && !evenIfEmpty {
       guard !problems.isEmpty else {
         throw .invalidParameter(
           "nothing to listen to: no device is remembered; give a DEVICE or a SocketCam source (--image, --dir, --camera)"
