@@ -665,6 +665,12 @@ class SecurityTests(AsyncTestCase):
         self.assertEqual(raw_upgrade(self.service.port, origin=origin)[0], 403)
         lines = self.service.wait_stderr(lambda line: origin in line and "--allow-origin" in line)
         self.assertTrue(lines, f"no stderr line names {origin} and --allow-origin: {self.service.stderr()}")
+        # One line for the origin, not one per request (a page retrying must not flood the journal).
+        for _ in range(3):
+            self.assertEqual(preflight(self.service, origin)[0], 403)
+            self.assertEqual(raw_upgrade(self.service.port, origin=origin)[0], 403)
+        time.sleep(0.3)
+        self.assertEqual(len([line for line in self.service.stderr() if origin in line]), 1, self.service.stderr())
 
     def test_other_refused_origins(self):
         for origin in REFUSED_ORIGINS[1:]:
