@@ -498,7 +498,7 @@ class BluetoothLETests(AsyncTestCase):
         rig.ctl("ScanText", D600_PATH, "4F", "HELLO-BLE")
         await client.decoded(device, "HELLO-BLE", timeout=15)
 
-        # BatteryLevel events need the BatteryLevelChange bit (32) of NotificationsDevice (§7.6).
+        # BatteryLevel events need the BatteryLevelChange bit (32) of NotificationsDevice (docs/capture-sdk.md §7.6).
         notifications = service.get(device, PROP_NOTIFICATIONS)["result"]["property"]
         self.assertEqual(notifications["type"], T_ULONG)
         self.assertNotIn("error", service.set(device, PROP_NOTIFICATIONS, T_ULONG, notifications["value"] | 32))
@@ -509,7 +509,7 @@ class BluetoothLETests(AsyncTestCase):
         self.assertEqual(battery["event"]["type"], EVT_ULONG)
         self.assertEqual((battery["event"]["value"] >> 8) & 0xFF, 42)
 
-        # DataConfirmationDevice good (0x15, §7.4) is written to the scanner.
+        # DataConfirmationDevice good (0x15, docs/capture-sdk.md §7.4) is written to the scanner.
         rig.ctl("ClearWrites", D600_PATH)
         self.assertNotIn("error", service.set(device, PROP_DATA_CONFIRMATION, T_ULONG, 0x15))
         self.assertTrue(rig.ctl("GetWrites", D600_PATH), "the D600 received no write for DataConfirmationDevice")
