@@ -7,18 +7,21 @@ client), the service's CPU per delivered event (user+sys from /proc, before and 
 resident memory sampled every 0.2 s (start, peak, end: flat is the goal).
 
 The clients must not be the bottleneck (a client that falls behind is dropped by design), so they are
-cheap: each is a plain socket after the handshake, read in 1 MiB chunks by one select loop, and each
-DecodedData is found in the stream with one regular expression over its "data" array (the frames are
-small unfragmented text frames, so each message's JSON is contiguous in the stream); the list of arrays
-is then compared with the expected one.
+cheap: each is a plain socket after the handshake, read in 1 MiB chunks by one select loop; each text
+frame's "data" array is found with one regular expression, and the list of arrays is then compared
+with the expected one.
 Peer: `capture --json listen` on the same feed (one consumer, stdout to a file): events/s and CPU per event.
-Usage: serve-throughput.py CAPTURE [TOTAL] [CLIENTS]
+PACE (codes/s, default 0) paces the feed; 0 writes as fast as the pty takes it. Under a flood the device
+can outrun what the service sends, and a client more than the service's event limit behind is dropped
+whether or not it reads (the engine's policy for a client that falls behind); the bench then says so.
+Usage: serve-throughput.py CAPTURE [TOTAL] [CLIENTS] [PACE]
 """
 import base64, http.client, json, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, tty
 
 capture = os.path.abspath(sys.argv[1])
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
 nclients = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+pace = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 APP_INFO = {"appId": "web:com.example.bench", "developerId": "bb57d8e1-f911-47ba-b510-693be162686a",
             "appKey": "MC4CFQDNCtjazxILEh8oyT6w/wlaVKqS1gIVAK7TkfS2mMCBkBP9hpfMd5flBlUj"}
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -74,22 +77,22 @@ def post(port, method, params):
 def frames(buf):
     """Complete server frames (unmasked) at the start of buf: [(opcode, payload)], rest."""
     out = []
-    while len(buf) >= 2:
-        opcode, n = buf[0] & 0x0F, buf[1] & 0x7F
-        head = 2
+    at, size = 0, len(buf)
+    while size - at >= 2:
+        opcode, n, head = buf[at] & 0x0F, buf[at + 1] & 0x7F, 2
         if n == 126:
-            if len(buf) < 4:
+            if size - at < 4:
                 break
-            n, head = int.from_bytes(buf[2:4], "big"), 4
+            n, head = int.from_bytes(buf[at + 2:at + 4], "big"), 4
         elif n == 127:
-            if len(buf) < 10:
+            if size - at < 10:
                 break
-            n, head = int.from_bytes(buf[2:10], "big"), 10
-        if len(buf) < head + n:
+            n, head = int.from_bytes(buf[at + 2:at + 10], "big"), 10
+        if size - at < head + n:
             break
-        out.append((opcode, buf[head:head + n]))
-        buf = buf[head + n:]
-    return out, buf
+        out.append((opcode, buf[at + head:at + head + n]))
+        at += head + n
+    return out, buf[at:]
 
 
 class Client:
@@ -133,15 +136,14 @@ class Client:
         if not chunk:
             self.closed = self.closed or "EOF"
             return
-        buf = self.rest + chunk
-        cut = buf.rfind(b"}}}")  # the end of the last complete event message in the buffer
-        if cut < 0:
-            self.rest = buf
-            return
-        self.seen.extend(m.group(1) for m in DATA.finditer(buf, 0, cut + 3))
-        self.rest = buf[cut + 3:]
-        if b"\x88" in self.rest[:1]:
-            self.closed = "close frame"
+        got, self.rest = frames(self.rest + chunk)
+        for opcode, payload in got:
+            if opcode == 0x8:
+                self.closed = f"close frame {int.from_bytes(payload[:2], 'big') if len(payload) >= 2 else ''}"
+            elif opcode == 0x1:
+                m = DATA.search(payload)
+                if m:
+                    self.seen.append(m.group(1))
 
 
 def run_serve(state):
@@ -163,7 +165,7 @@ def run_serve(state):
     threading.Thread(target=sampler, daemon=True).start()
     feed = b"".join(c + b"\r\n" for c in CODES)
     t0 = time.perf_counter()
-    writer = threading.Thread(target=write_all, args=(master, feed), daemon=True)
+    writer = threading.Thread(target=write_all, args=(master, feed, pace), daemon=True)
     writer.start()
     socks = {c.sock: c for c in clients}
     deadline = time.monotonic() + 600
@@ -186,10 +188,21 @@ def run_serve(state):
                 rss_end=end[0], ok=ok, counts=[len(c.seen) for c in clients], closed=[c.closed for c in clients], stderr=err)
 
 
-def write_all(fd, data):
+def write_all(fd, data, rate=0):
+    """Everything into the pty master; at `rate` codes/s in slices of 100 codes (0: as fast as it goes)."""
     view = memoryview(data)
+    line = len(CODES[0]) + 2
+    step = 100 * line if rate else 65536
+    t0 = time.perf_counter()
+    done = 0
     while view:
-        view = view[os.write(fd, view[:65536]):]
+        if rate:
+            pause = t0 + (done // line) / rate - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+        n = os.write(fd, view[:step])
+        view = view[n:]
+        done += n
 
 
 def run_listen(state, out_path):
@@ -200,7 +213,7 @@ def run_listen(state, out_path):
     wait_opened(path)
     feed = b"".join(c + b"\r\n" for c in CODES)
     t0 = time.perf_counter()
-    threading.Thread(target=write_all, args=(master, feed), daemon=True).start()
+    threading.Thread(target=write_all, args=(master, feed, pace), daemon=True).start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     os.close(master)
@@ -216,7 +229,8 @@ finally:
     shutil.rmtree(work, ignore_errors=True)
 
 events = total * nclients
-print(f"capture {capture}: {total:,} codes from one line-mode pty to {nclients} WebSocket clients ({events:,} events)")
+how = f"paced at {pace:,} codes/s" if pace else "a flood (as fast as the pty takes them)"
+print(f"capture {capture}: {total:,} codes from one line-mode pty, {how}, to {nclients} WebSocket clients ({events:,} events)")
 print(f"serve: every code to every client exactly once and in order: {all(serve['ok'])} "
       f"(received per client {serve['counts']}; closed early {[c for c in serve['closed'] if c]})")
 print(f"serve: wall {serve['wall']:.2f} s, {events / serve['wall']:,.0f} events/s; CPU {serve['cpu']:.2f} s = "
