@@ -73,7 +73,7 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     var subscription: EngineSubscription?
     /// The connections this client was told about (arrived, not removed yet), by device key.
     var seen: [String: Connections.Connection] = [:]
-    /// The device handles it opened: each one's connection key and GUID.
+    /// The device and device-manager handles it opened: each one's connection key and GUID.
     var opened: [UInt32: (key: String, guid: String)] = [:]
     var order: UInt64
   }
@@ -398,7 +398,17 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       guard s.handles[client] == .client else {
         throw CaptureError(.invalidHandle, "\(client) is not an open client handle (openclient gives one)")
       }
-      if wanted == managerGUID { return Self.allocate(.deviceManager(client: client), &s) }
+      // Bounded: a page opening without closing cannot grow the table without end.
+      guard let opened = s.clients[client]?.opened.count, opened < Self.maximumHandlesPerClient else {
+        throw CaptureError(
+          .notAvailable,
+          "client \(client) has \(Self.maximumHandlesPerClient) device handles open; close some first")
+      }
+      if wanted == managerGUID {
+        let handle = Self.allocate(.deviceManager(client: client), &s)
+        s.clients[client]?.opened[handle] = (Self.managerKey, managerGUID)
+        return handle
+      }
       guard let connection = s.connections.connection(guid: wanted) else {
         throw CaptureError(.notFound, "no device is connected with GUID \(guid) (it left, or never arrived)")
       }
@@ -431,6 +441,11 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     return .object(["handle": .int(handle)])
   }
 
+  /// Device and device-manager handles one client may hold open at once.
+  static let maximumHandlesPerClient = 1024
+  /// The device manager's entry in `Client.opened` (no device key has this form).
+  static let managerKey = "device manager"
+
   /// A new handle for `target`: counting up from 1, wrapping before 2^31 (some clients keep handles
   /// in 32-bit ints), skipping 0 and every handle still open.
   static func allocate(_ target: Target, _ s: inout State) -> UInt32 {
@@ -449,8 +464,6 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     guard let client = s.clients.removeValue(forKey: handle) else { return nil }
     s.handles[handle] = nil
     for opened in client.opened.keys { s.handles[opened] = nil }
-    // Device-manager handles are not in `opened` (no connection); they are few.
-    for (other, target) in s.handles where target == .deviceManager(client: handle) { s.handles[other] = nil }
     return client.subscription
   }
 

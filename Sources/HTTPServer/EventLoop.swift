@@ -31,6 +31,10 @@ final class Connection {
   var body: [UInt8] = []
   /// A 413 replaced the request: its body is discarded and the connection closes after the reply.
   var refused = false
+  /// The body is chunked: libwebsockets 4.1 passes its bytes on undecoded (framing included).
+  var chunked = false
+  var chunkedBytes = 0
+  var chunkedTail: [UInt8] = []
   var response: HTTPResponse?
   var responseOffset = 0
   var headersWritten = false
@@ -117,7 +121,9 @@ final class EventLoop: @unchecked Sendable {
     guard let server else { return }
     while true {
       if shuttingDown && (connections.isEmpty || monotonicSeconds() > shutdownDeadline) { break }
-      if cws_server_service(server) < 0 { break }
+      let rc = cws_server_service(server)
+      if trace { cws_trace("cws service \(rc)") }
+      if rc < 0 { break }
     }
     // No thread may wake the context from now on (every wake happens under the mutex, with the
     // handle present). Destroying it closes what is left; their CLOSED events still reach the
@@ -131,6 +137,13 @@ final class EventLoop: @unchecked Sendable {
   // MARK: Events
 
   func handle(_ wsi: OpaquePointer?, _ event: Int32, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
+    let r = handle2(wsi, event, data, length)
+    if trace { cws_trace("cws event \(event) tag \(wsi.map { cws_tag($0) } ?? 0) len \(length) -> \(r)") }
+    return r
+  }
+  let trace = getenv("CWS_TRACE") != nil
+
+  func handle2(_ wsi: OpaquePointer?, _ event: Int32, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
     if event == Int32(CWS_WAKE.rawValue) {
       drainCommands()
       return 0
@@ -146,8 +159,15 @@ final class EventLoop: @unchecked Sendable {
     case CWS_HTTP_REQUEST.rawValue: return httpRequest(connection, path: bytes(data, length))
     case CWS_HTTP_BODY.rawValue: return httpBody(connection, data, length)
     case CWS_HTTP_BODY_DONE.rawValue:
-      if connection.phase == .body && !connection.refused { dispatch(connection) }
-      return 0
+      if connection.refused { return 0 }
+      if connection.phase == .body {
+        dispatch(connection)
+        return 0
+      }
+      // libwebsockets 4.1 reports the completion again for every read that brings bytes after a
+      // complete body (a request pipelined behind one with a body), never consuming them: the loop
+      // would spin until the answer is written. Such a client is closed; browsers never pipeline.
+      return -1
     case CWS_HTTP_WRITEABLE.rawValue: return httpWriteable(connection)
     case CWS_HTTP_CLOSED.rawValue: return 0
     case CWS_UPGRADE.rawValue: return upgrade(connection, protocolName: bytes(data, length))
@@ -243,9 +263,18 @@ final class EventLoop: @unchecked Sendable {
       refuseTooLarge(connection)
       return 0
     }
-    if length > 0 || chunked {
+    connection.chunked = chunked && length < 0
+    connection.chunkedBytes = 0
+    connection.chunkedTail = []
+    if connection.chunked {
       connection.phase = .body
-      connection.body.reserveCapacity(Int(max(length, 0)))
+      // No completion comes for a chunked body: our own bound on how long it may take.
+      cws_set_kill_timeout(wsi, Int32(clamping: max(configuration.requestTimeoutSeconds, 1)))
+      return 0
+    }
+    if length > 0 {
+      connection.phase = .body
+      connection.body.reserveCapacity(Int(length))
       return 0
     }
     dispatch(connection)
@@ -254,6 +283,7 @@ final class EventLoop: @unchecked Sendable {
 
   private func httpBody(_ connection: Connection, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
     guard connection.phase == .body, !connection.refused else { return 0 }
+    if connection.chunked { return chunkedBody(connection, data, length) }
     guard length <= configuration.maxBodyBytes - connection.body.count else {
       refuseTooLarge(connection)
       return 0
@@ -262,15 +292,43 @@ final class EventLoop: @unchecked Sendable {
     return 0
   }
 
+  /// A chunked body is counted, not kept: libwebsockets 4.1 does not decode chunked request bodies
+  /// and the project parses no HTTP itself. Past the bound it gets 413; a body that ends under it
+  /// (its last bytes are the last-chunk "0" CRLF CRLF with no trailer, RFC 9112 §7.1) gets 411
+  /// Length Required (RFC 9110 §15.5.12): browsers send a Content-Length with every XMLHttpRequest
+  /// and fetch body.
+  private func chunkedBody(_ connection: Connection, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
+    connection.chunkedBytes += length
+    guard connection.chunkedBytes <= configuration.maxBodyBytes else {
+      refuseTooLarge(connection)
+      return 0
+    }
+    if let data, length > 0 {
+      connection.chunkedTail.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+      if connection.chunkedTail.count > 5 { connection.chunkedTail.removeFirst(connection.chunkedTail.count - 5) }
+    }
+    let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+    if connection.chunkedTail == lastChunk {
+      refuse(
+        connection, status: 411,
+        message: "a request body needs a Content-Length (chunked bodies are not accepted)\n")
+    }
+    return 0
+  }
+
   /// 413, then close: the rest of the body is never buffered (RFC 9110 §15.5.14).
   private func refuseTooLarge(_ connection: Connection) {
+    refuse(connection, status: 413, message: "request body larger than \(configuration.maxBodyBytes) bytes\n")
+  }
+
+  private func refuse(_ connection: Connection, status: Int, message: String) {
     connection.refused = true
     connection.body = []
+    connection.chunkedTail = []
     connection.phase = .responding
     connection.closeAfterResponse = true
     connection.response = HTTPResponse(
-      status: 413, contentType: "text/plain; charset=utf-8",
-      body: Array("request body larger than \(configuration.maxBodyBytes) bytes\n".utf8))
+      status: status, contentType: "text/plain; charset=utf-8", body: Array(message.utf8))
     cws_request_writeable(connection.wsi)
   }
 

@@ -64,6 +64,96 @@ struct ServeTests {
     }
   }
 
+  /// One HTTP/1.1 POST of `body` to 127.0.0.1:`port` on a blocking socket of the caller's thread;
+  /// the whole response (the server closes after it: `Connection: close`).
+  static func post(port: UInt16, _ body: String) -> String? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = port.bigEndian
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard connected == 0 else { return nil }
+    let request = Array(
+      ("POST /Capture/v1/api HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
+        + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body).utf8)
+    guard write(fd, request, request.count) == request.count else { return nil }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = read(fd, &buffer, buffer.count)
+      if n <= 0 { break }
+      response += buffer[0..<n]
+    }
+    return String(decoding: response, as: UTF8.self)
+  }
+
+  @Test(
+    "socket activation: capture serve takes the socket systemd passes (LISTEN_FDS), says so, answers on it, and exits 0 on SIGTERM",
+    .enabled(if: Runner.which("systemd-socket-activate") != nil, "systemd-socket-activate is not installed")
+  )
+  func socketActivation() async throws {
+    let sandbox = try Sandbox()
+    let activate = try #require(Runner.which("systemd-socket-activate"))
+    // A free port: taken, then given back for systemd-socket-activate to bind.
+    let (probe, port) = try Self.occupy()
+    close(probe)
+    let errPath = sandbox.path("err-serve")
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    var pid: pid_t = 0
+    // systemd-socket-activate binds, sets LISTEN_FDS and LISTEN_PID and execs capture in the same
+    // process, so `pid` is capture's.
+    let spawned = Runner.spawn(
+      &pid, activate,
+      [
+        "-l", "127.0.0.1:\(port)", "-E", "XDG_STATE_HOME=\(sandbox.stateHome)", try Product.path(), "serve",
+        "--listen", "127.0.0.1:\(port)",
+      ],
+      environment: sandbox.environment, actions: &actions)
+    try #require(spawned == 0)
+    // systemd-socket-activate execs capture on the first connection; until it listens, connect is
+    // refused and tried again.
+    let reply = await onOwnThread {
+      var reply: String?
+      for _ in 0..<100 where reply == nil {
+        reply = Self.post(
+          port: port,
+          #"{"jsonrpc":"2.0","id":0,"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#
+        )
+        if reply == nil { usleep(50_000) }
+      }
+      return reply
+    }
+    var stderr = ""
+    for _ in 0..<250 where !stderr.contains("capture: serving CaptureJS") {
+      try await Task.sleep(for: .milliseconds(20))
+      stderr = String(decoding: (try? sandbox.read(errPath)) ?? [], as: UTF8.self)
+    }
+    kill(pid, SIGTERM)
+    let child = pid
+    let ended = await onOwnThread { Runner.reap(child, deadline: Runner.monotonicSeconds() + 10) }
+    #expect(reply?.hasPrefix("HTTP/1.1 200") == true, "\(reply ?? "no reply")")
+    #expect(reply?.hasSuffix(#"{"id":0,"jsonrpc":"2.0","result":{"handle":1}}"#) == true, "\(reply ?? "")")
+    #expect(
+      stderr.contains(
+        "capture: serving CaptureJS on http://127.0.0.1:\(port) (JSON-RPC POST /Capture/v1/api, WebSocket ws://127.0.0.1:\(port)/Capture/v1/api; listening socket from systemd)\n"
+      ), "\(stderr)")
+    #expect(ended.status == 0 && ended.signal == nil && !ended.killed)
+  }
+
   static func units(_ prefix: String) -> [String] {
     ["capture-serve.socket", "capture-serve.service"].map { prefix + "/lib/systemd/user/" + $0 }
   }

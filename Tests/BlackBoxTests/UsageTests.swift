@@ -15,6 +15,7 @@ struct UsageTests {
     ("get", "Read device properties."),
     ("set", "Write device properties."),
     ("listen", "Stream events: decoded data, arrivals, removals, battery."),
+    ("serve", "Serve CaptureJS web apps: the Capture service on 127.0.0.1:18481."),
     ("partnership", "Show, set or reset the Bluetooth partnership (bond) with a device."),
   ]
 

@@ -117,6 +117,8 @@ int cws_transaction_completed(struct lws *connection);
 void cws_kill(struct lws *connection);
 /// Closes the connection `seconds` from now unless it closes sooner.
 void cws_set_kill_timeout(struct lws *connection, int seconds);
+/// Writes one line to stderr (debug tracing of the HTTPServer target).
+void cws_trace(const char *line);
 /// Clears the connection's pending timeout (its request is complete; the answer is ours to give).
 void cws_clear_timeout(struct lws *connection);
 

@@ -152,6 +152,9 @@ enum Shape {
     "listen": [
       "usage: capture listen [DEVICE...] [--count N] [--timeout DUR] [--events LIST] [--confirm CMD] [SOURCE]"
     ],
+    "serve": [
+      "usage: capture serve [DEVICE...] [--listen HOST:PORT] [--allow-origin ORIGIN]... [SOURCE] [--output FILE]"
+    ],
     "partnership": ["usage: capture partnership status|set|reset DEVICE [...]"],
   ]
 

@@ -1,0 +1,15 @@
+import Foundation
+import Testing
+
+@testable import HTTPServer
+
+@Suite struct DebugServe {
+  @Test(.enabled(if: ProcessInfo.processInfo.environment["CWS_DEBUG_SERVE"] != nil))
+  func serveForAWhile() async throws {
+    let served = try Served(Recorder(echoText: true))
+    try "\(served.port)".write(toFile: "/tmp/cws-port", atomically: true, encoding: .utf8)
+    try await Task.sleep(for: .seconds(Int(ProcessInfo.processInfo.environment["CWS_DEBUG_SERVE"]!) ?? 60))
+    print(served.recorder.events)
+    await served.stop()
+  }
+}
