@@ -259,13 +259,35 @@ void cws_request_writeable(struct lws *connection) { lws_callback_on_writable(co
 
 int cws_is_choked(struct lws *connection) { return lws_send_pipe_choked(connection); }
 
+static const char *reason_phrase(unsigned int status) {
+  switch (status) {
+  case 400: return "Bad Request";
+  case 401: return "Unauthorized";
+  case 403: return "Forbidden";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 426: return "Upgrade Required";
+  case 429: return "Too Many Requests";
+  case 500: return "Internal Server Error";
+  case 503: return "Service Unavailable";
+  default: return status < 400 ? "OK" : "Error";
+  }
+}
+
 int cws_write_response(struct lws *connection, unsigned int status, const uint8_t *headers,
-                       size_t headers_length, uint64_t content_length, int close_after) {
+                       size_t headers_length, uint64_t content_length, int close_after,
+                       int upgrade_refusal) {
   size_t capacity = LWS_PRE + 512 + headers_length * 2;
   uint8_t *buffer = malloc(capacity);
   if (!buffer) return -1;
   uint8_t *start = buffer + LWS_PRE, *p = start, *end = buffer + capacity - 1;
-  int failed = lws_add_http_header_status(connection, status, &p, end);
+  int failed = 0;
+  if (upgrade_refusal) {
+    int n = snprintf((char *)p, (size_t)(end - p), "HTTP/1.1 %u %s\r\n", status, reason_phrase(status));
+    if (n < 0 || n >= end - p) failed = 1; else p += n;
+  } else {
+    failed = lws_add_http_header_status(connection, status, &p, end);
+  }
   size_t i = 0;
   char name[256];
   while (!failed && i < headers_length) {

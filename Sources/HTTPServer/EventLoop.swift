@@ -45,6 +45,8 @@ final class Connection {
   var message: [UInt8] = []
   var closeRequest: (code: UInt16, reason: String)?
   var closedReported = false
+  /// The response being written refuses a WebSocket upgrade.
+  var upgradeRefusal = false
 
   init(tag: UInt64, wsi: OpaquePointer) {
     self.tag = tag
@@ -374,7 +376,7 @@ final class EventLoop: @unchecked Sendable {
       let rc = fields.withUnsafeBufferPointer {
         cws_write_response(
           wsi, status, $0.baseAddress, $0.count, UInt64(response.body.count),
-          connection.closeAfterResponse ? 1 : 0)
+          connection.closeAfterResponse ? 1 : 0, connection.upgradeRefusal ? 1 : 0)
       }
       if rc != 0 { return -1 }
       connection.headersWritten = true
@@ -423,6 +425,7 @@ final class EventLoop: @unchecked Sendable {
     connection.responseOffset = 0
     connection.headersWritten = false
     connection.closeAfterResponse = true
+    connection.upgradeRefusal = true
     while connection.phase == .responding {
       if httpWriteable(connection) != 0 { break }
     }

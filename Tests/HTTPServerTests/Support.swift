@@ -338,3 +338,13 @@ func spawnCollect(_ path: String, _ arguments: [String], timeLimit: Double) thro
   return Spawned(
     status: exit, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
 }
+
+extension RawClient {
+  /// Sends a WebSocket upgrade for `path` and returns the reply's head (status line and headers).
+  func upgrade(path: String, port: UInt16) -> RawResponse? {
+    write(
+      "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    return readResponse()
+  }
+}

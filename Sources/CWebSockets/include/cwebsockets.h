@@ -104,10 +104,12 @@ void cws_request_writeable(struct lws *connection);
 /// 1 when the socket has unsent output (libwebsockets holds what the kernel did not take).
 int cws_is_choked(struct lws *connection);
 /// Writes an HTTP status line and headers: `headers` is name, NUL, value, NUL, … (names without the
-/// colon); Content-Length is `content_length`; `close_after` adds "connection: close". 0, or -1.
+/// colon); Content-Length is `content_length`; `close_after` adds "connection: close". `upgrade_refusal`
+/// writes the status line as HTTP/1.1 itself: during LWS_CALLBACK_HTTP_CONFIRM_UPGRADE libwebsockets
+/// 4.1 has not yet recorded the request's version and would answer "HTTP/1.0". 0, or -1.
 int cws_write_response(
     struct lws *connection, unsigned int status, const uint8_t *headers, size_t headers_length,
-    uint64_t content_length, int close_after);
+    uint64_t content_length, int close_after, int upgrade_refusal);
 /// Writes body bytes of the response. 0, or -1.
 int cws_write_body(struct lws *connection, const uint8_t *data, size_t length, int final);
 /// The response is complete: wait for the next request on the connection. Nonzero when the

@@ -1,0 +1,286 @@
+import Foundation
+import Testing
+
+@testable import HTTPServer
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite struct HTTPRefusalTests {
+  /// A small bound keeps the tests quick; the default (1 MiB) has its own test.
+  static func small(_ configuration: inout HTTPServer.Configuration) { configuration.maxBodyBytes = 1024 }
+
+  @Test func theDefaultBodyBoundIsOneMebibyteAndAContentLengthOverItGets413AndTheServerKeepsServing()
+    async throws
+  {
+    #expect(HTTPServer.Configuration().maxBodyBytes == 1 << 20)
+    let served = try Served()
+    let port = served.port
+    let (refused, after) = try await onOwnThread { () -> (RawResponse?, RawResponse?) in
+      let client = try RawClient(port: port)
+      client.write("POST /Capture/v1/api HTTP/1.1\r\nHost: x\r\nContent-Length: \((1 << 20) + 1)\r\n\r\n")
+      client.write([UInt8](repeating: 0x41, count: 4096))
+      let refused = client.readResponse()
+      let other = try RawClient(port: port)
+      other.write("GET /still HTTP/1.1\r\nHost: x\r\n\r\n")
+      return (refused, other.readResponse())
+    }
+    await served.stop()
+    #expect(refused?.status == 413)
+    #expect(refused?.headers["connection"] == "close")
+    #expect(after?.status == 200)
+    #expect(after?.headers["x-path"] == "/still")
+    // The refused request never reached the handler.
+    #expect(served.recorder.requests.map(\.path) == ["/still"])
+  }
+
+  @Test func aBodyOfExactlyTheBoundIsAcceptedAndOneByteMoreIsRefusedWhileItStreams() async throws {
+    let served = try Served(configure: Self.small)
+    let port = served.port
+    let (exact, over) = try await onOwnThread { () -> (RawResponse?, RawResponse?) in
+      let client = try RawClient(port: port)
+      client.write("POST /exact HTTP/1.1\r\nHost: x\r\nContent-Length: 1024\r\n\r\n")
+      client.write([UInt8](repeating: 0x42, count: 1024))
+      let exact = client.readResponse()
+      // A body sent whole, much larger than the bound: the 413 still arrives.
+      let big = try RawClient(port: port)
+      big.write("POST /over HTTP/1.1\r\nHost: x\r\nContent-Length: 1025\r\n\r\n")
+      big.write([UInt8](repeating: 0x43, count: 1025))
+      return (exact, big.readResponse())
+    }
+    await served.stop()
+    #expect(exact?.status == 200)
+    #expect(exact?.body == [UInt8](repeating: 0x42, count: 1024))
+    #expect(over?.status == 413)
+    #expect(served.recorder.requests.map(\.path) == ["/exact"])
+  }
+
+  @Test func aChunkedBodyOverTheBoundGets413WithoutBeingBufferedAndASmallOneGets411() async throws {
+    let served = try Served(configure: Self.small)
+    let port = served.port
+    let (over, small, after) = try await onOwnThread { () -> (RawResponse?, RawResponse?, RawResponse?) in
+      let client = try RawClient(port: port)
+      client.write("POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+      // 64 chunks of 512 bytes: 32 KiB, far past the bound; the server stops at 1 KiB.
+      let chunk = Array("200\r\n".utf8) + [UInt8](repeating: 0x44, count: 512) + Array("\r\n".utf8)
+      for _ in 0..<64 { if !client.write(chunk) { break } }
+      let over = client.readResponse()
+      let second = try RawClient(port: port)
+      second.write("POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+      let small = second.readResponse()
+      let third = try RawClient(port: port)
+      third.write("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+      return (over, small, third.readResponse())
+    }
+    await served.stop()
+    #expect(over?.status == 413)
+    #expect(small?.status == 411)
+    #expect(after?.status == 200)
+    #expect(served.recorder.requests.map(\.path) == ["/after"])
+  }
+
+  @Test func aRequestPipelinedBehindABodyClosesThatConnectionAndTheServerKeepsServing() async throws {
+    let served = try Served()
+    let port = served.port
+    let (end, after) = try await onOwnThread { () -> ([UInt8], RawResponse?) in
+      let client = try RawClient(port: port, timeoutSeconds: 30)
+      client.write(
+        "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nA"
+          + "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nB")
+      let end = client.readToEnd()
+      let other = try RawClient(port: port)
+      other.write("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+      return (end, other.readResponse())
+    }
+    await served.stop()
+    // Closed, not left spinning: either nothing or the first answer came before the close.
+    #expect(end.isEmpty || String(decoding: end, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+    #expect(after?.status == 200)
+  }
+
+  @Test func garbageGetsAnErrorStatusFromLibwebsocketsAndTheServerKeepsServing() async throws {
+    let served = try Served()
+    let port = served.port
+    let (garbage, binary, after) = try await onOwnThread { () -> ([UInt8], [UInt8], RawResponse?) in
+      let client = try RawClient(port: port)
+      client.write("NOT A REQUEST\r\n\r\n")
+      let garbage = client.readToEnd()
+      let noise = try RawClient(port: port)
+      noise.write((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+      let binary = noise.readToEnd()
+      let other = try RawClient(port: port)
+      other.write("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+      return (garbage, binary, other.readResponse())
+    }
+    await served.stop()
+    let status = String(decoding: garbage.prefix(12), as: UTF8.self)
+    #expect(status.hasPrefix("HTTP/1.") && (status.hasSuffix(" 400") || status.hasSuffix(" 403")), "\(status)")
+    _ = binary  // closed (with or without a status); the point is the next client
+    #expect(after?.status == 200)
+    #expect(served.recorder.requests.map(\.path) == ["/after"])
+  }
+
+  @Test func headersBeyondTheBoundDoNotReachTheHandler() async throws {
+    let served = try Served { $0.maxHeaderBytes = 2048 }
+    let port = served.port
+    let (big, after) = try await onOwnThread { () -> ([UInt8], RawResponse?) in
+      let client = try RawClient(port: port)
+      client.write("GET /big HTTP/1.1\r\nHost: x\r\nCookie: \(String(repeating: "c", count: 8192))\r\n\r\n")
+      let big = client.readToEnd()
+      let other = try RawClient(port: port)
+      other.write("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+      return (big, other.readResponse())
+    }
+    await served.stop()
+    #expect(!String(decoding: big, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+    #expect(after?.status == 200)
+    #expect(served.recorder.requests.map(\.path) == ["/after"])
+  }
+
+  @Test func aConnectionThatNeverCompletesItsRequestIsClosedAfterTheRequestTimeout() async throws {
+    let served = try Served { $0.requestTimeoutSeconds = 1 }
+    let port = served.port
+    let ended = try await onOwnThread { () -> Bool in
+      let client = try RawClient(port: port, timeoutSeconds: 60)
+      // Slowloris: a request line and one header, then silence.
+      client.write("GET /slow HTTP/1.1\r\nHost: x\r\n")
+      return client.readToEnd().isEmpty
+    }
+    await served.stop()
+    #expect(ended)
+    #expect(served.recorder.requests.isEmpty)
+  }
+
+  @Test func aResponseForAConnectionThatHasGoneIsDroppedAndTheServerKeepsServing() async throws {
+    // The handler answers nothing by itself: the test answers after the client left.
+    let recorder = Recorder(answer: { request in request.path == "/later" ? nil : Recorder.echo(request) })
+    let served = try Served(recorder)
+    let port = served.port
+    try await onOwnThread {
+      let client = try RawClient(port: port)
+      client.write("GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
+    }
+    #expect(await recorder.wait { $0.contains(.request(id: 1, method: "GET", path: "/later")) })
+    try await Task.sleep(for: .milliseconds(100))
+    served.server.respond(1, HTTPResponse(status: 200, body: Array("late".utf8)))
+    served.server.respond(999, HTTPResponse(status: 200))
+    let after = try await onOwnThread { () -> RawResponse? in
+      let other = try RawClient(port: port)
+      other.write("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+      return other.readResponse()
+    }
+    await served.stop()
+    #expect(after?.status == 200)
+  }
+
+  @Test func theHostHeaderIsTheHandlersToJudgeNotTheLibrarys() async throws {
+    let served = try Served()
+    let port = served.port
+    let reply = try await onOwnThread { () -> RawResponse? in
+      let client = try RawClient(port: port)
+      client.write("GET / HTTP/1.1\r\nHost: evil.example:18481\r\n\r\n")
+      return client.readResponse()
+    }
+    await served.stop()
+    #expect(reply?.status == 200)
+    #expect(served.recorder.requests.first?.headers["host"] == "evil.example:18481")
+  }
+}
+
+@Suite struct HTTPListenTests {
+  @Test func aPortAlreadyInUseIsTheAddressInUseErrorNamingHostAndPort() async throws {
+    let first = try Served()
+    let port = first.port
+    #expect(port != 0)
+    let error = #expect(throws: HTTPServerError.self) {
+      _ = try HTTPServer(configuration: .init(host: "127.0.0.1", port: port), handler: Recorder())
+    }
+    await first.stop()
+    #expect(error == .addressInUse(host: "127.0.0.1", port: port))
+    #expect(error?.description == "cannot listen on 127.0.0.1:\(port): address already in use (another program listens there)")
+  }
+
+  @Test func aHostThatIsNoIPv4AddressIsTheBadAddressError() throws {
+    let error = #expect(throws: HTTPServerError.self) {
+      _ = try HTTPServer(configuration: .init(host: "no such host.invalid", port: 0), handler: Recorder())
+    }
+    guard case .badAddress(let host, let port, _) = error else {
+      Issue.record("expected badAddress, got \(String(describing: error))")
+      return
+    }
+    #expect(host == "no such host.invalid")
+    #expect(port == 0)
+    #expect(error?.description.hasPrefix("cannot listen on no such host.invalid:0: ") == true)
+  }
+
+  @Test func aNameIsResolvedToItsIPv4Address() async throws {
+    let served = try Served { $0.host = "localhost" }
+    let port = served.port
+    let reply = try await onOwnThread { () -> RawResponse? in
+      let client = try RawClient(port: port)
+      client.write("GET /named HTTP/1.1\r\nHost: localhost\r\n\r\n")
+      return client.readResponse()
+    }
+    await served.stop()
+    #expect(reply?.status == 200)
+  }
+
+  @Test func anInheritedListeningDescriptorIsServedAndItsPortReported() async throws {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    #expect(bound == 0)
+    #expect(listen(fd, 16) == 0)
+    let port = Listener.localPort(fd)
+    let served = try Served { $0.listenDescriptor = fd }
+    #expect(served.port == port)
+    let reply = try await onOwnThread { () -> RawResponse? in
+      let client = try RawClient(port: port)
+      client.write("GET /inherited HTTP/1.1\r\nHost: x\r\n\r\n")
+      return client.readResponse()
+    }
+    await served.stop()
+    #expect(reply?.status == 200)
+    #expect(reply?.headers["x-path"] == "/inherited")
+    // Shutdown closed the descriptor.
+    #expect(fcntl(fd, F_GETFD) == -1)
+  }
+
+  @Test func aDescriptorThatIsNotListeningIsRefused() throws {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    #expect(throws: HTTPServerError.self) {
+      _ = try HTTPServer(configuration: .init(listenDescriptor: fd), handler: Recorder())
+    }
+  }
+
+  @Test func systemdSocketActivationNamesFd3OnlyForThisProcess() {
+    let rule = HTTPServer.Configuration.systemdListenDescriptor(listenPID:listenFDs:processID:)
+    #expect(rule("1234", "1", 1234) == 3)
+    #expect(rule("1234", "2", 1234) == 3)
+    #expect(rule("1235", "1", 1234) == nil)
+    #expect(rule("1234", "0", 1234) == nil)
+    #expect(rule(nil, "1", 1234) == nil)
+    #expect(rule("1234", nil, 1234) == nil)
+    #expect(rule("x", "1", 1234) == nil)
+  }
+
+  @Test func shutdownIsIdempotentAndWorksWithoutStart() async throws {
+    let unstarted = try HTTPServer(configuration: .init(), handler: Recorder())
+    await unstarted.shutdown()
+    await unstarted.shutdown()
+    let served = try Served()
+    async let one: Void = served.server.shutdown()
+    async let two: Void = served.server.shutdown()
+    _ = await (one, two)
+    await served.server.shutdown()
+    // The port is free again.
+    let again = try HTTPServer(configuration: .init(port: served.port), handler: Recorder())
+    await again.shutdown()
+  }
+}
