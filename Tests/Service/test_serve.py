@@ -16,6 +16,8 @@ import time
 import unittest
 import uuid
 
+import websockets
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_harness import *  # noqa: E402,F401,F403
 import serve_harness as h  # noqa: E402
@@ -264,6 +266,34 @@ class ProtocolTests(AsyncTestCase):
                 code = f"PATH-{path}-{uuid.uuid4().hex[:6]}"
                 self.scanner.write(code)
                 await client.decoded(device, code)
+
+    async def test_a_flutter_style_wait_on_the_root_path_with_a_string_id_and_null_keys(self):
+        # Flutter's transport: the root path, id "1", params with guid and property null (docs/capturejs.md §1.4).
+        handle = self.service.openclient()
+        async with websockets.connect(f"ws://127.0.0.1:{self.service.port}/", ping_interval=None) as ws:
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": "1", "method": "waitforcaptureevent",
+                                      "params": {"handle": handle, "guid": None, "property": None}}))
+            deadline = time.monotonic() + 10
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic())))
+                result = message.get("result")
+                self.assertNotIn("error", message)
+                if isinstance(result, dict) and result.get("event", {}).get("id") == EV_DEVICE_ARRIVAL:
+                    self.assertIs(type(result["handle"]), int)
+                    self.assertEqual(result["handle"], handle)
+                    break
+
+    async def test_a_repeated_waitforcaptureevent_changes_nothing(self):
+        client = await self.client()
+        device = await self.open_scanner(client)
+        await client.ws.send(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "waitforcaptureevent",
+                                         "params": {"handle": client.handle}}))
+        await asyncio.sleep(0.3)
+        code = f"REPEAT-{uuid.uuid4().hex[:6]}"
+        self.scanner.write(code)
+        await client.decoded(device, code)
+        await asyncio.sleep(0.3)
+        self.assertEqual(client.decoded_texts(device).count(code.encode()), 1)
 
     async def test_decoded_data_goes_only_to_clients_that_opened_the_device(self):
         opened, bystander = await self.client(), await self.client()
