@@ -229,17 +229,18 @@ finally:
     shutil.rmtree(work, ignore_errors=True)
 
 events = total * nclients
+delivered = sum(serve["counts"])
 how = f"paced at {pace:,} codes/s" if pace else "a flood (as fast as the pty takes them)"
 print(f"capture {capture}: {total:,} codes from one line-mode pty, {how}, to {nclients} WebSocket clients ({events:,} events)")
 print(f"serve: every code to every client exactly once and in order: {all(serve['ok'])} "
       f"(received per client {serve['counts']}; closed early {[c for c in serve['closed'] if c]})")
-print(f"serve: wall {serve['wall']:.2f} s, {events / serve['wall']:,.0f} events/s; CPU {serve['cpu']:.2f} s = "
-      f"{serve['cpu'] / events * 1e6:.2f} us per delivered event ({serve['cpu'] / total * 1e6:.2f} us per code); "
+print(f"serve: {delivered:,} events delivered in {serve['wall']:.2f} s, {delivered / serve['wall']:,.0f} events/s; CPU {serve['cpu']:.2f} s = "
+      f"{serve['cpu'] / max(delivered, 1) * 1e6:.2f} us per delivered event; "
       f"RSS start {serve['rss_start'] / 1024:.1f} MB, peak {serve['rss_peak'] / 1024:.1f} MB, end {serve['rss_end'] / 1024:.1f} MB")
 print(f"peer listen --json (1 consumer): in order {listen['ok']}; wall {listen['wall']:.2f} s, {total / listen['wall']:,.0f} events/s; "
       f"CPU {listen['cpu']:.2f} s = {listen['cpu'] / total * 1e6:.2f} us per event")
-print(f"ratio CPU per delivered event serve / listen: {serve['cpu'] / events / (listen['cpu'] / total):.2f}; "
-      f"events/s serve / listen: {events / serve['wall'] / (total / listen['wall']):.2f}")
+print(f"ratio CPU per delivered event serve / listen: {serve['cpu'] / max(delivered, 1) / (listen['cpu'] / total):.2f}; "
+      f"events/s serve (all clients) / listen: {delivered / serve['wall'] / (total / listen['wall']):.2f}")
 if not all(serve["ok"]) or not listen["ok"]:
     if serve["stderr"]:
         print("serve stderr:\n" + serve["stderr"][-2000:])
