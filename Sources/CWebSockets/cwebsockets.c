@@ -85,7 +85,7 @@ cws_server *cws_server_create(void *owner, cws_event_fn callback, const cws_opti
 
   // Warnings and errors of the library go to stderr through its default emitter; its notices
   // ("lws_create_context: LWS: 4.1.6…") are noise for a command-line tool.
-  lws_set_log_level(getenv("CWS_LWS_LOG") ? atoi(getenv("CWS_LWS_LOG")) : LLL_ERR, NULL);
+  lws_set_log_level(LLL_ERR, NULL);
 
   struct lws_context_creation_info info;
   memset(&info, 0, sizeof(info));
@@ -338,13 +338,7 @@ void cws_set_kill_timeout(struct lws *connection, int seconds) {
   lws_set_timeout(connection, PENDING_TIMEOUT_USER_OK, seconds);
 }
 
-void cws_trace(const char *line) {
-  const char *path = getenv("CWS_TRACE");
-  FILE *f = path ? fopen(path, "a") : NULL;
-  if (!f) return;
-  fprintf(f, "%s\n", line);
-  fclose(f);
-}
+void cws_rx_allow(struct lws *connection, int allow) { lws_rx_flow_control(connection, allow); }
 
 void cws_clear_timeout(struct lws *connection) { lws_set_timeout(connection, NO_PENDING_TIMEOUT, 0); }
 

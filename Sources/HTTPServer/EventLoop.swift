@@ -96,7 +96,15 @@ final class EventLoop: @unchecked Sendable {
     options.max_header_bytes = UInt32(clamping: configuration.maxHeaderBytes)
     // Connections parsing headers at once: the rest wait their turn in libwebsockets' queue.
     options.header_pool = UInt32(clamping: min(max(configuration.maxConnections, 16), 1024))
-    options.fd_limit = UInt32(clamping: configuration.maxConnections + 64)
+    // libwebsockets indexes its connection table by descriptor number, so the table must cover the
+    // numbers the process may hand out (RLIMIT_NOFILE), not just the count we allow; capped to keep
+    // the table small where the limit is huge.
+    var limit = rlimit()
+    let descriptors =
+      getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
+      ? Int(clamping: limit.rlim_cur) : 1024
+    let wanted = min(max(configuration.maxConnections, 0), 1 << 20) + 64
+    options.fd_limit = UInt32(clamping: min(max(descriptors, wanted), 1 << 16))
     options.timeout_seconds = UInt32(clamping: max(configuration.requestTimeoutSeconds, 1))
     let owner = Unmanaged.passUnretained(self).toOpaque()
     guard let created = cws_server_create(owner, eventTrampoline, &options) else { return nil }
@@ -123,9 +131,7 @@ final class EventLoop: @unchecked Sendable {
     guard let server else { return }
     while true {
       if shuttingDown && (connections.isEmpty || monotonicSeconds() > shutdownDeadline) { break }
-      let rc = cws_server_service(server)
-      if trace { cws_trace("cws service \(rc)") }
-      if rc < 0 { break }
+      if cws_server_service(server) < 0 { break }
     }
     // No thread may wake the context from now on (every wake happens under the mutex, with the
     // handle present). Destroying it closes what is left; their CLOSED events still reach the
@@ -139,13 +145,6 @@ final class EventLoop: @unchecked Sendable {
   // MARK: Events
 
   func handle(_ wsi: OpaquePointer?, _ event: Int32, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
-    let r = handle2(wsi, event, data, length)
-    if trace { cws_trace("cws event \(event) tag \(wsi.map { cws_tag($0) } ?? 0) len \(length) -> \(r)") }
-    return r
-  }
-  let trace = getenv("CWS_TRACE") != nil
-
-  func handle2(_ wsi: OpaquePointer?, _ event: Int32, _ data: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
     if event == Int32(CWS_WAKE.rawValue) {
       drainCommands()
       return 0
@@ -214,7 +213,6 @@ final class EventLoop: @unchecked Sendable {
     }
   }
 
-
   // MARK: HTTP
 
   private func readHeaders(_ wsi: OpaquePointer) -> [String: String] {
@@ -226,7 +224,8 @@ final class EventLoop: @unchecked Sendable {
     if fields.last?.isEmpty == true { fields.removeLast() }
     var index = 0
     while index + 1 < fields.count {
-      headers[String(decoding: fields[index], as: UTF8.self)] = String(decoding: fields[index + 1], as: UTF8.self)
+      headers[String(decoding: fields[index], as: UTF8.self)] = String(
+        decoding: fields[index + 1], as: UTF8.self)
       index += 2
     }
     return headers
@@ -239,7 +238,7 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func requestPath(_ wsi: OpaquePointer) -> String {
-    var buffer = [CChar](repeating: 0, count: max(configuration.maxHeaderBytes, 256) + 1)
+    var buffer = [CChar](repeating: 0, count: min(max(configuration.maxHeaderBytes, 256), 1 << 16) + 1)
     let n = cws_request_path(wsi, &buffer, Int32(buffer.count))
     return n > 0 ? String(decoding: buffer[0..<Int(n)].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "/"
   }
@@ -290,7 +289,9 @@ final class EventLoop: @unchecked Sendable {
       refuseTooLarge(connection)
       return 0
     }
-    if let data, length > 0 { connection.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length)) }
+    if let data, length > 0 {
+      connection.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+    }
     return 0
   }
 
@@ -307,7 +308,9 @@ final class EventLoop: @unchecked Sendable {
     }
     if let data, length > 0 {
       connection.chunkedTail.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
-      if connection.chunkedTail.count > 5 { connection.chunkedTail.removeFirst(connection.chunkedTail.count - 5) }
+      if connection.chunkedTail.count > 5 {
+        connection.chunkedTail.removeFirst(connection.chunkedTail.count - 5)
+      }
     }
     let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
     if connection.chunkedTail == lastChunk {
@@ -339,6 +342,10 @@ final class EventLoop: @unchecked Sendable {
     requestOwners[connection.requestID] = connection.tag
     // The request is complete: its answer is the handler's to give, with no library timeout.
     cws_clear_timeout(connection.wsi)
+    // Nothing more is read until the answer comes: libwebsockets 4.1 would otherwise spin on a
+    // connection that has bytes (a pipelined request) or an end of file (a client that left) it
+    // will not consume in this state.
+    cws_rx_allow(connection.wsi, 0)
     let request = HTTPRequest(
       id: connection.requestID, method: connection.method, path: connection.path,
       headers: connection.headers, body: connection.body)
@@ -352,6 +359,8 @@ final class EventLoop: @unchecked Sendable {
     else { return }  // the connection has gone: dropped
     connection.phase = .responding
     connection.response = response
+    // Reading resumes first: libwebsockets 4.1 withholds the writeable of a connection it does not read.
+    cws_rx_allow(connection.wsi, 1)
     cws_request_writeable(connection.wsi)
   }
 
@@ -459,9 +468,12 @@ final class EventLoop: @unchecked Sendable {
     if cws_ws_is_first_fragment(wsi) != 0 { connection.message.removeAll(keepingCapacity: true) }
     guard length <= configuration.maxMessageBytes - connection.message.count else {
       connection.message = []
-      return closeNow(connection, code: 1009, reason: "message larger than \(configuration.maxMessageBytes) bytes")
+      return closeNow(
+        connection, code: 1009, reason: "message larger than \(configuration.maxMessageBytes) bytes")
     }
-    if let data, length > 0 { connection.message.append(contentsOf: UnsafeBufferPointer(start: data, count: length)) }
+    if let data, length > 0 {
+      connection.message.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+    }
     if cws_ws_is_final_fragment(wsi) != 0 {
       let message = connection.message
       connection.message = []

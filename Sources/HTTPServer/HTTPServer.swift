@@ -166,7 +166,8 @@ final class Core: Sendable {
     // before every call the loop makes), so a library failure is an error of `init`.
     guard let server = loop.create() else {
       throw .systemError(
-        host: configuration.host, port: port, operation: "libwebsockets context", errno: errno == 0 ? ENOMEM : errno)
+        host: configuration.host, port: port, operation: "libwebsockets context",
+        errno: errno == 0 ? ENOMEM : errno)
     }
     let handle = WakeHandle(pointer: server)
     shared.mutex.withLock { $0.server = handle }
@@ -186,7 +187,8 @@ final class Core: Sendable {
     if rc != 0 {
       shared.mutex.withLock { $0.phase = .created }
       throw .systemError(
-        host: configuration.host, port: Listener.localPort(loop.listenFD), operation: "pthread_create", errno: rc)
+        host: configuration.host, port: Listener.localPort(loop.listenFD), operation: "pthread_create",
+        errno: rc)
     }
   }
 

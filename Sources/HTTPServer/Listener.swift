@@ -8,7 +8,8 @@ enum Listener {
   /// A non-blocking, close-on-exec TCP socket listening on `host:port` (IPv4).
   static func bind(host: String, port: UInt16) throws(HTTPServerError) -> Int32 {
     var address = try resolve(host: host, port: port)
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else {
       throw .systemError(host: host, port: port, operation: "socket", errno: errno)
     }
@@ -42,7 +43,7 @@ enum Listener {
   }
 
   /// Checks an inherited descriptor is a listening stream socket and makes it non-blocking (accept
-  /// must never block the event loop).
+  /// must never block the event loop) and close-on-exec.
   static func adopt(_ fd: Int32, host: String, port: UInt16) throws(HTTPServerError) {
     var accepting: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)
@@ -56,6 +57,10 @@ enum Listener {
     guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
       throw .systemError(host: host, port: port, operation: "fcntl", errno: errno)
     }
+    // Ours from now on: a child the process starts later (a decoder, a helper) must not hold the
+    // listening socket open after we close it.
+    let descriptorFlags = fcntl(fd, F_GETFD)
+    if descriptorFlags >= 0 { _ = fcntl(fd, F_SETFD, descriptorFlags | FD_CLOEXEC) }
   }
 
   /// The port a listening socket is bound to (the ephemeral one for port 0).

@@ -182,7 +182,9 @@ final class RawClient: @unchecked Sendable {
   @discardableResult func write(_ bytes: [UInt8]) -> Bool {
     var offset = 0
     while offset < bytes.count {
-      let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+      let n = bytes.withUnsafeBytes {
+        Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+      }
       if n < 0 && errno == EINTR { continue }
       if n <= 0 { return false }
       offset += n
@@ -221,7 +223,8 @@ final class RawClient: @unchecked Sendable {
     var headers: [String: String] = [:]
     for line in lines {
       guard let colon = line.firstIndex(of: ":") else { continue }
-      headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+      headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+        in: .whitespaces)
     }
     let length = Int(headers["content-length"] ?? "0") ?? 0
     let bodyStart = end! + 4
@@ -241,7 +244,8 @@ struct RawResponse: Sendable {
 
 func findSubsequence(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
   guard haystack.count >= needle.count else { return nil }
-  for start in 0...(haystack.count - needle.count) where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+  for start in 0...(haystack.count - needle.count)
+  where haystack[start..<(start + needle.count)].elementsEqual(needle) {
     return start
   }
   return nil
@@ -250,9 +254,13 @@ func findSubsequence(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
 /// Runs /usr/bin/python3 with `script` (its arguments after it) and returns its stdout lines; the
 /// test fails on a non-zero exit (stderr is shown).
 func python(_ script: String, _ arguments: [String] = [], timeLimit: Double = 120) async throws -> [String] {
-  let outcome = try await onOwnThread { try spawnCollect("/usr/bin/python3", ["-c", script] + arguments, timeLimit: timeLimit) }
+  let outcome = try await onOwnThread {
+    try spawnCollect("/usr/bin/python3", ["-c", script] + arguments, timeLimit: timeLimit)
+  }
   #expect(outcome.status == 0, "python3 exited \(outcome.status): \(outcome.stderr)")
-  return outcome.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter { !$0.isEmpty }
+  return outcome.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter {
+    !$0.isEmpty
+  }
 }
 
 let pythonAvailable: Bool = {
@@ -308,7 +316,10 @@ func spawnCollect(_ path: String, _ arguments: [String], timeLimit: Double) thro
   }
   var out: [UInt8] = []
   var err: [UInt8] = []
-  var fds = [pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0)]
+  var fds = [
+    pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0),
+    pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0),
+  ]
   let deadline = monotonicSeconds() + timeLimit
   var open = 2
   var chunk = [UInt8](repeating: 0, count: 65536)

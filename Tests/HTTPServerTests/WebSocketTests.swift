@@ -43,7 +43,9 @@ struct WebSocketTests {
     #expect(lines == ["protocol None", "echo hello", "pong"])
     let socket = try #require(recorder.openedSockets.first)
     #expect(
-      recorder.events == [.upgrade(path: path), .opened(socket, path: path), .text(socket, "hello"), .closed(socket)])
+      recorder.events == [
+        .upgrade(path: path), .opened(socket, path: path), .text(socket, "hello"), .closed(socket),
+      ])
     #expect(recorder.upgrades.first?.headers["upgrade"]?.lowercased() == "websocket")
   }
 

@@ -119,8 +119,9 @@ int cws_transaction_completed(struct lws *connection);
 void cws_kill(struct lws *connection);
 /// Closes the connection `seconds` from now unless it closes sooner.
 void cws_set_kill_timeout(struct lws *connection, int seconds);
-/// Writes one line to stderr (debug tracing of the HTTPServer target).
-void cws_trace(const char *line);
+/// Stops (0) or resumes (1) reading the connection (lws_rx_flow_control). Resume before asking for
+/// CWS_HTTP_WRITEABLE: libwebsockets 4.1 holds the writeable of a connection it does not read.
+void cws_rx_allow(struct lws *connection, int allow);
 /// Clears the connection's pending timeout (its request is complete; the answer is ours to give).
 void cws_clear_timeout(struct lws *connection);
 
