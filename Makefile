@@ -122,8 +122,9 @@ bench: bench-deps build
 	bench/listen-load.sh $(BIN)
 	bench/provision.sh $(BIN)
 	bench/serve-latency.sh $(BIN)
-	bench/serve-throughput.sh $(BIN)
+	bench/serve-throughput.sh $(BIN) 100000 10 10000
 	bench/serve-clients.sh $(BIN)
+	bench/serve-throughput.sh $(BIN) 100000 10 0
 
 # The BLE frame decoders under libFuzzer, SECONDS each (default 600).
 fuzz:
