@@ -309,8 +309,11 @@ class Service:
             if method != "OPTIONS" or body:
                 conn.putheader("Content-Length", str(len(body)))
             conn.endheaders(body if body else None)
-            reply = conn.getresponse()
-            data = reply.read()
+            try:
+                reply = conn.getresponse()
+                data = reply.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError):
+                return None, {}, b""  # no answer at all: the status None shows in the failure
             return reply.status, {k.lower(): v for k, v in reply.getheaders()}, data
         finally:
             conn.close()
