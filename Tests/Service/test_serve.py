@@ -545,6 +545,45 @@ class BluetoothLETests(AsyncTestCase):
         self.assertTrue(rig.ctl("GetWrites", D600_PATH), "the D600 received no write for DataConfirmationDevice")
 
 
+PROP_START_DISCOVERY = 0x00130200
+PROP_CONNECT_DISCOVERED = 0x00150203
+EV_DEVICE_DISCOVERED, EV_DISCOVERY_END = 13, 14
+
+
+class BluetoothLEDiscoveryTests(AsyncTestCase):
+    async def test_start_discovery_reports_devices_then_its_end_and_connect_discovered_brings_one(self):
+        try:
+            rig = BlueZRig()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        rig.ctl("AddLEDevice", "00:11:22:7E:F6:20", "Socket D600 [7EF620]", "d600", -50, "false")  # in range, unknown
+        service = Service([D600], env=rig.env)
+        self.addCleanup(service.stop)
+        client = await EventClient(service).open()
+        self.addAsyncCleanup(client.close)
+        manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
+        dm = await client.opendevice(manager["event"]["value"]["guid"])
+        mark = len(client.events())
+        self.assertNotIn("error", service.set(dm, PROP_START_DISCOVERY, T_ULONG, 2))
+        found = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_DISCOVERED and "7EF620" in json.dumps(r["event"]),
+                                  start=mark, timeout=20, what="DeviceDiscovered of the D600 in range")
+        self.assertEqual(found["handle"], dm)
+        value = found["event"]["value"]
+        self.assertIsInstance(value, dict)
+        self.assertEqual(value.get("name"), "Socket D600 [7EF620]")
+        self.assertIsInstance(value.get("identifierUuid"), str)
+        end = await client.wait(lambda r: r["event"]["id"] == EV_DISCOVERY_END, start=mark, timeout=30, what="DiscoveryEnd")
+        self.assertEqual(end["handle"], dm)
+        self.assertIs(type(end["event"].get("result", 0)), int)
+
+        mark = len(client.events())
+        self.assertNotIn("error", service.set(dm, PROP_CONNECT_DISCOVERED, T_STRING, value["identifierUuid"]))
+        arrival = await client.arrival("7EF620", timeout=20, start=mark)
+        self.assertRegex(arrival["event"]["value"]["guid"], GUID)
+
+
 class SocketCamTests(AsyncTestCase):
     """SocketCam with --dir DIR: enabled by the app through SocketCamStatus, frames from new files."""
 
