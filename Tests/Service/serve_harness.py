@@ -233,10 +233,11 @@ class BlueZRig:
 class Service:
     """One `capture serve` process on a free loopback port with a private state directory."""
 
-    def __init__(self, devices=(), extra=(), port=None, state=None, wait=True, env=None):
+    def __init__(self, devices=(), extra=(), port=None, state=None, wait=True, env=None, host="127.0.0.1"):
+        self.host = host
         self.port = port or free_port()
         self.state = state or tempfile.mkdtemp(prefix="capture-serve-test.")
-        self.listen = f"127.0.0.1:{self.port}"
+        self.listen = f"{host}:{self.port}"
         self.argv = [capture_bin(), "serve", *devices, "--listen", self.listen, *extra]
         self.env = dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1", **(env or {}))
         self.stderr_lines = []
@@ -274,7 +275,7 @@ class Service:
                 raise RuntimeError(f"capture serve exited {self.proc.returncode} before accepting "
                                    f"connections: {self.argv}\n" + "\n".join(self.stderr()))
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                with socket.create_connection((self.host, self.port), timeout=0.5):
                     return
             except OSError:
                 time.sleep(0.05)
@@ -300,7 +301,7 @@ class Service:
 
     def http(self, method, body=b"", headers=None, path=API, host=None, timeout=10):
         """One raw HTTP request; (status, headers lower-cased → value, body bytes)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
             conn.putheader("Host", host if host is not None else self.listen)

@@ -818,6 +818,36 @@ class AllowOriginTests(unittest.TestCase):
         self.assertEqual(preflight(service, "http://evil.example", host="evil.example")[0], 403)
 
 
+def non_loopback_ipv4():
+    """An address of this machine outside 127.0.0.0/8, or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+class ListenAddressTests(unittest.TestCase):
+    def test_the_listen_host_is_an_accepted_host_and_other_names_are_not(self):
+        address = non_loopback_ipv4()
+        if address is None:
+            self.skipTest("*** SKIPPED: this machine has no IPv4 address outside 127.0.0.0/8")
+        service = Service(host=address)
+        self.addCleanup(service.stop)
+        request = {"jsonrpc": "2.0", "id": 1, "method": "openclient", "params": APP_INFO}
+        status, _, reply = service.post(request)  # Host: ADDRESS:PORT, the --listen value
+        self.assertEqual(status, 200)
+        self.assertNotEqual(reply["result"]["handle"], 0)
+        self.assertEqual(service.post(request, host=f"localhost:{service.port}")[0], 200)
+        self.assertEqual(service.post(request, host=f"evil.example:{service.port}")[0], 403)
+        self.assertEqual(service.post(request, host=f"{address}:{service.port + 1}")[0], 403)
+        # Loopback only unless --listen names another address: nothing answers on 127.0.0.1 here.
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", service.port), timeout=2).close()
+
+
 class LifecycleTests(AsyncTestCase):
     def test_one_stderr_line_when_it_accepts_connections(self):
         service = Service()
