@@ -66,6 +66,8 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
     server = server_of(wsi);
     if (server && server->listener == wsi) server->listener = NULL;
     return 0;
+  case LWS_CALLBACK_TIMER:
+    return deliver(wsi, CWS_DEADLINE, NULL, 0);
   case LWS_CALLBACK_WSI_DESTROY:
     if (lws_get_opaque_user_data(wsi)) deliver(wsi, CWS_DESTROYED, NULL, 0);
     return 0;
@@ -332,6 +334,10 @@ int cws_transaction_completed(struct lws *connection) {
 
 void cws_kill(struct lws *connection) {
   lws_set_timeout(connection, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
+void cws_set_deadline(struct lws *connection, int seconds) {
+  lws_set_timer_usecs(connection, seconds < 0 ? -1 : (lws_usec_t)seconds * LWS_US_PER_SEC);
 }
 
 void cws_set_kill_timeout(struct lws *connection, int seconds) {

@@ -25,8 +25,9 @@ extension HTTPServer {
     /// Bytes of request line and headers one request may use; more gets libwebsockets' 400 or a
     /// close.
     public var maxHeaderBytes: Int
-    /// Seconds a connection has to send a complete request (headers, then body), and an idle
-    /// keep-alive connection stays open. A slow client (slowloris) is closed when it runs out.
+    /// Seconds a connection has to send a complete request (headers, then body), counted from its
+    /// accept or from the previous answer; an idle keep-alive connection is closed after as long.
+    /// A slow client (slowloris: a byte now and then) is closed when it runs out, whatever it sends.
     public var requestTimeoutSeconds: Int
     /// Seconds a WebSocket being closed (by `close` or `shutdown`) has to take its close frame before
     /// the TCP connection is dropped (a client that stopped reading never takes it).

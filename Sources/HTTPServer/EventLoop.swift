@@ -178,6 +178,9 @@ final class EventLoop: @unchecked Sendable {
     case CWS_WS_CLOSED.rawValue:
       reportClosed(connection)
       return 0
+    case CWS_DEADLINE.rawValue:
+      // The request did not arrive whole in time (slowloris), or the connection sat idle.
+      return connection.phase == .idle || connection.phase == .body ? -1 : 0
     case CWS_DESTROYED.rawValue:
       reportClosed(connection)
       connections.removeValue(forKey: tag)
@@ -210,7 +213,14 @@ final class EventLoop: @unchecked Sendable {
       // come from later reads, after the connection is registered.
       guard let wsi = cws_server_adopt(server, fd, tag) else { continue }
       connections[tag] = Connection(tag: tag, wsi: wsi)
+      armDeadline(wsi)
     }
+  }
+
+  /// The next request must arrive whole (headers and body) within `requestTimeoutSeconds`, however
+  /// slowly its bytes trickle in: libwebsockets' own timeouts restart with every piece of a body.
+  private func armDeadline(_ wsi: OpaquePointer) {
+    cws_set_deadline(wsi, Int32(clamping: max(configuration.requestTimeoutSeconds, 1)))
   }
 
   // MARK: HTTP
@@ -269,8 +279,6 @@ final class EventLoop: @unchecked Sendable {
     connection.chunkedTail = []
     if connection.chunked {
       connection.phase = .body
-      // No completion comes for a chunked body: our own bound on how long it may take.
-      cws_set_kill_timeout(wsi, Int32(clamping: max(configuration.requestTimeoutSeconds, 1)))
       return 0
     }
     if length > 0 {
@@ -342,6 +350,7 @@ final class EventLoop: @unchecked Sendable {
     requestOwners[connection.requestID] = connection.tag
     // The request is complete: its answer is the handler's to give, with no library timeout.
     cws_clear_timeout(connection.wsi)
+    cws_set_deadline(connection.wsi, -1)
     // Nothing more is read until the answer comes: libwebsockets 4.1 would otherwise spin on a
     // connection that has bytes (a pipelined request) or an end of file (a client that left) it
     // will not consume in this state.
@@ -409,7 +418,9 @@ final class EventLoop: @unchecked Sendable {
     connection.response = nil
     connection.phase = .idle
     if connection.closeAfterResponse || shuttingDown { return -1 }
-    return cws_transaction_completed(wsi) != 0 ? -1 : 0
+    if cws_transaction_completed(wsi) != 0 { return -1 }
+    armDeadline(wsi)
+    return 0
   }
 
   // MARK: WebSocket
@@ -443,6 +454,7 @@ final class EventLoop: @unchecked Sendable {
 
   private func webSocketOpened(_ connection: Connection) -> Int32 {
     if shuttingDown { return -1 }
+    cws_set_deadline(connection.wsi, -1)
     let id = nextSocketID
     nextSocketID += 1
     connection.phase = .webSocket

@@ -45,6 +45,8 @@ enum cws_event {
   CWS_LISTENER_READABLE = 12,
   /// The connection object is being freed; no event for it follows.
   CWS_DESTROYED = 13,
+  /// The deadline set with cws_set_deadline has passed.
+  CWS_DEADLINE = 14,
 };
 
 /// The one callback: `owner` is what cws_server_create was given. Return 0 to continue, -1 to close
@@ -117,6 +119,9 @@ int cws_write_body(struct lws *connection, const uint8_t *data, size_t length, i
 int cws_transaction_completed(struct lws *connection);
 /// Closes the connection at the loop's next turn.
 void cws_kill(struct lws *connection);
+/// CWS_DEADLINE `seconds` from now (replacing an earlier deadline); a negative value cancels it
+/// (lws_set_timer_usecs).
+void cws_set_deadline(struct lws *connection, int seconds);
 /// Closes the connection `seconds` from now unless it closes sooner.
 void cws_set_kill_timeout(struct lws *connection, int seconds);
 /// Stops (0) or resumes (1) reading the connection (lws_rx_flow_control). Resume before asking for
