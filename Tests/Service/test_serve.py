@@ -122,7 +122,7 @@ class ProtocolTests(AsyncTestCase):
                 self.assertEqual(status, 200)
                 self.assertEqual(reply["jsonrpc"], "2.0")
                 self.assertEqual(error_code(reply), JSONRPC_PARSE_ERROR)
-                self.assertIsNone(reply["id"])  # JSON-RPC 2.0 §5: null when the id could not be read
+                self.assertIsNone(reply["id"])  # null when the id could not be read (the JSON-RPC 2.0 specification §5)
         # The service still serves.
         self.service.openclient()
 
