@@ -1,0 +1,584 @@
+"""The rig for the end-to-end tests of `capture serve`: the real binary, real devices from the project's
+rigs (a pty serial scanner, the DataMan simulator, SocketCam over a watched directory) and a JSON-RPC
+client speaking the protocol of docs/capturejs.md (HTTP POST for the calls, one WebSocket for the
+events). Nothing here models capture itself.
+
+The binary: $CAPTURE_BIN, else .build/debug/capture of this repository.
+"""
+import asyncio
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import tty
+import unittest
+
+import websockets
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+API = "/Capture/v1/api"
+APP_INFO = {"appId": "web:com.example.servetests", "developerId": "bb57d8e1-f911-47ba-b510-693be162686a",
+            "appKey": "MC4CFQDNCtjazxILEh8oyT6w/wlaVKqS1gIVAK7TkfS2mMCBkBP9hpfMd5flBlUj"}
+
+# SKT result codes (docs/capture-sdk.md §1) and the JSON-RPC codes of docs/capturejs.md §2.
+ESKT_INVALIDHANDLE = -11
+ESKT_NOTSUPPORTED = -15
+ESKT_INVALIDPARAMETER = -18
+ESKT_UNABLEREADFILE = -34
+ESKT_SERVICENOTCOMMUNICATING = -87
+ESKT_INVALIDAPPINFO = -93
+JSONRPC_PARSE_ERROR = -32700
+JSONRPC_INVALID_REQUEST = -32600
+JSONRPC_METHOD_NOT_FOUND = -32601
+
+# Event ids and event types (docs/capture-sdk.md §4; docs/capturejs.md §4: event types are not
+# property types).
+EV_DEVICE_ARRIVAL, EV_DEVICE_REMOVAL, EV_ERROR, EV_DECODED_DATA = 1, 2, 4, 5
+EVT_ULONG, EVT_DECODED_DATA, EVT_DEVICE_INFO = 2, 5, 6
+
+# Property ids (docs/capture-sdk.md §2.2) and property types (§3).
+PROP_VERSION = -2147418111  # 0x80010001, capture level
+PROP_SOCKETCAM_STATUS = -2147352569  # 0x80020007, capture level, byte
+PROP_VERSION_DEVICE = 0x00010000
+PROP_DEVICE_TYPE = 0x00010002
+PROP_DATA_SOURCE = 0x00770004
+PROP_TRIGGER = 0x00120005
+PROP_FRIENDLY_NAME = 0x00050100
+PROP_BATTERY_LEVEL = 0x0001010B
+PROP_DEVICE_SPECIFIC = 0x00440003
+T_NONE, T_BYTE, T_ULONG, T_ARRAY, T_STRING, T_VERSION, T_DATASOURCE = 0, 2, 3, 4, 5, 6, 7
+
+# A GUID per connection of a device: UUID v4, upper case, in braces (docs/capturejs.md §4).
+GUID = re.compile(r"^\{[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}\}$")
+
+
+def capture_bin():
+    path = os.environ.get("CAPTURE_BIN") or os.path.join(ROOT, ".build", "debug", "capture")
+    return os.path.abspath(path)
+
+
+def free_port():
+    """A TCP port nobody listens on right now (bound and released; the service binds it next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fds_of_others(path):
+    """Pids (not ours) holding `path` open."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                    found.append(int(pid))
+                    break
+        except OSError:
+            continue
+    return found
+
+
+class PtyScanner:
+    """A line-mode serial scanner on a pseudo-terminal: capture opens the slave
+    (`serial:/dev/pts/N?framing=line`), each code written to the master is one line."""
+
+    def __init__(self):
+        self.master = None
+        self._open()
+
+    def _open(self):
+        master, slave = os.openpty()
+        self.path = os.ttyname(slave)
+        # Raw before anyone reads: cooked mode would turn CR into LF and eat 0x03 (VINTR).
+        tty.setraw(slave)
+        os.close(slave)
+        self.master = master
+
+    @property
+    def selector(self):
+        return f"serial:{self.path}?framing=line"
+
+    def wait_opened(self, seconds=15):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if fds_of_others(self.path):
+                time.sleep(0.2)  # open() and tcsetattr() are consecutive calls in capture
+                return True
+            time.sleep(0.05)
+        return False
+
+    def write(self, code):
+        data = (code if isinstance(code, bytes) else code.encode()) + b"\r\n"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.master, view):]
+
+    def unplug(self):
+        """The scanner goes away: the master closes, the slave reads EIO / hang-up."""
+        os.close(self.master)
+        self.master = None
+
+    def replug(self, tries=50):
+        """The same scanner comes back on the same path (the kernel hands out the lowest free pty
+        number; ptys other processes take meanwhile are skipped)."""
+        wanted = self.path
+        spare = []
+        try:
+            for _ in range(tries):
+                master, slave = os.openpty()
+                path = os.ttyname(slave)
+                if path == wanted:
+                    tty.setraw(slave)
+                    os.close(slave)
+                    self.master = master
+                    return True
+                os.close(slave)
+                spare.append(master)
+            return False
+        finally:
+            for fd in spare:
+                os.close(fd)
+
+    def close(self):
+        if self.master is not None:
+            os.close(self.master)
+            self.master = None
+
+
+class DataManSimulator:
+    """The project's DataMan simulator (Tests/Simulators/DMCCSimulator.swift) as a process: TRIGGER ON
+    reads HELLO-123. Built with swiftc once into .build/service-tests/."""
+
+    READ_TEXT = "HELLO-123"
+
+    @staticmethod
+    def build():
+        swiftc = shutil.which("swiftc") or "/opt/swift/usr/bin/swiftc"
+        sources = [os.path.join(ROOT, "Tests", "Simulators", "DMCCSimulator.swift"),
+                   os.path.join(ROOT, "bench", "dmcc-sim-main.swift")]
+        out_dir = os.path.join(ROOT, ".build", "service-tests")
+        binary = os.path.join(out_dir, "dmcc-simulator")
+        if os.path.exists(binary) and all(os.path.getmtime(s) < os.path.getmtime(binary) for s in sources):
+            return binary
+        if not os.path.exists(swiftc):
+            return None
+        os.makedirs(out_dir, exist_ok=True)
+        r = subprocess.run([swiftc, "-parse-as-library", "-swift-version", "6", *sources, "-o", binary],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"building the DataMan simulator failed: {r.stderr}")
+        return binary
+
+    def __init__(self):
+        binary = self.build()
+        if binary is None:
+            raise RuntimeError("no swiftc to build the DataMan simulator")
+        self.proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("PORT="), line
+        self.port = int(line.strip()[5:])
+        self.selector = f"tcp://127.0.0.1:{self.port}"
+
+    def commands(self):
+        self.proc.stdin.write("commands\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class BlueZRig:
+    """The project's BlueZ model (Tests/Rigs): a private system bus with a bluetoothd 5.66 model and
+    simulated Socket Mobile readers; stopped with this process at the latest."""
+
+    RIG = os.path.join(ROOT, "Tests", "Rigs", "rig.py")
+
+    def __init__(self):
+        out = subprocess.run(["/usr/bin/python3", self.RIG, "start", "--stop-with", str(os.getpid()),
+                              "--param", "TemporaryTimeout=1"], capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            raise RuntimeError(f"rig.py start failed: {out.stderr}")
+        values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+        self.bus = values["DBUS_SYSTEM_BUS_ADDRESS"]
+        self.dir = values["RIG_DIR"]
+        self.env = {"DBUS_SYSTEM_BUS_ADDRESS": self.bus}
+
+    def ctl(self, method, *args):
+        out = subprocess.run(["/usr/bin/python3", self.RIG, "ctl", "--dir", self.dir, method, "--", *map(str, args)],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            raise RuntimeError(f"rig ctl {method} failed: {out.stderr}")
+        return json.loads(out.stdout) if out.stdout.strip() else None
+
+    def stop(self):
+        subprocess.run(["/usr/bin/python3", self.RIG, "stop", "--dir", self.dir], capture_output=True, timeout=30)
+
+
+class Service:
+    """One `capture serve` process on a free loopback port with a private state directory."""
+
+    def __init__(self, devices=(), extra=(), port=None, state=None, wait=True, env=None, host="127.0.0.1"):
+        self.host = host
+        self.port = port or free_port()
+        self.state = state or tempfile.mkdtemp(prefix="capture-serve-test.")
+        self.listen = f"{host}:{self.port}"
+        self.argv = [capture_bin(), "serve", *devices, "--listen", self.listen, *extra]
+        self.env = dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1", **(env or {}))
+        self.stderr_lines = []
+        self._lock = threading.Lock()
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        if wait:
+            self.wait_listening()
+
+    def _read_stderr(self):
+        for raw in self.proc.stderr:
+            with self._lock:
+                self.stderr_lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def stderr(self):
+        with self._lock:
+            return list(self.stderr_lines)
+
+    def wait_stderr(self, predicate, seconds=5):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            found = [line for line in self.stderr() if predicate(line)]
+            if found:
+                return found
+            time.sleep(0.05)
+        return []
+
+    def wait_listening(self, seconds=20):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self._reader.join(2)
+                raise RuntimeError(f"capture serve exited {self.proc.returncode} before accepting "
+                                   f"connections: {self.argv}\n" + "\n".join(self.stderr()))
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"capture serve not accepting on {self.listen}: " + "\n".join(self.stderr()))
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(2)
+        self.proc.stderr.close()
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    # --- HTTP -----------------------------------------------------------------------------------
+
+    def http(self, method, body=b"", headers=None, path=API, host=None, timeout=10):
+        """One raw HTTP request; (status, headers lower-cased → value, body bytes)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            conn.putheader("Host", host if host is not None else self.listen)
+            for name, value in (headers or {}).items():
+                conn.putheader(name, value)
+            if method != "OPTIONS" or body:
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body if body else None)
+            try:
+                reply = conn.getresponse()
+                data = reply.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError):
+                return None, {}, b""  # no answer at all: the status None shows in the failure
+            return reply.status, {k.lower(): v for k, v in reply.getheaders()}, data
+        finally:
+            conn.close()
+
+    def post(self, document, headers=None, host=None):
+        """POST one JSON-RPC request (a dict, or bytes sent as they are): (status, headers, reply)."""
+        body = document if isinstance(document, bytes) else json.dumps(document).encode()
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        status, hdrs, data = self.http("POST", body, h, host=host)
+        try:
+            reply = json.loads(data) if data else None
+        except ValueError:
+            reply = data
+        return status, hdrs, reply
+
+    def call(self, method, params, id=1):
+        """A JSON-RPC call that must be answered with HTTP 200; the reply object."""
+        status, _, reply = self.post({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        assert status == 200, (status, reply)
+        assert isinstance(reply, dict) and reply.get("jsonrpc") == "2.0", reply
+        return reply
+
+    def result(self, method, params, id=1):
+        reply = self.call(method, params, id)
+        assert "error" not in reply and isinstance(reply.get("result"), dict), (method, params, reply)
+        return reply["result"]
+
+    def openclient(self):
+        handle = self.result("openclient", APP_INFO, id=0)["handle"]
+        assert isinstance(handle, int) and not isinstance(handle, bool) and handle != 0, handle
+        return handle
+
+    def get(self, handle, prop, type=T_NONE, value=None):
+        return self.call("getproperty", {"handle": handle, "property": {
+            "id": prop, "type": type, "value": {} if value is None else value}})
+
+    def set(self, handle, prop, type, value):
+        return self.call("setproperty", {"handle": handle, "property": {"id": prop, "type": type, "value": value}})
+
+
+def error_code(reply):
+    assert isinstance(reply, dict) and "result" not in reply, reply
+    error = reply.get("error")
+    assert isinstance(error, dict) and isinstance(error.get("message"), str), reply
+    return error["code"]
+
+
+class EventClient:
+    """One CaptureJS-style client: openclient over HTTP, then a WebSocket with one
+    waitforcaptureevent; every message kept in order (docs/capturejs.md §1.4)."""
+
+    def __init__(self, service, path=API):
+        self.service = service
+        self.path = path
+        self.handle = None
+        self.messages = []
+        self.ws = None
+        self._changed = asyncio.Event()
+        self._task = None
+        self.closed_code = None
+
+    async def open(self, handle=None, wait_id=1):
+        self.handle = handle or self.service.openclient()
+        self.ws = await websockets.connect(f"ws://127.0.0.1:{self.service.port}{self.path}",
+                                           ping_interval=None, max_size=1 << 22, open_timeout=10,
+                                           close_timeout=2)
+        await self.ws.send(json.dumps({"jsonrpc": "2.0", "id": wait_id, "method": "waitforcaptureevent",
+                                       "params": {"handle": self.handle}}))
+        self._task = asyncio.get_running_loop().create_task(self._pump())
+        return self
+
+    async def _pump(self):
+        try:
+            async for message in self.ws:
+                assert isinstance(message, str), f"a binary frame: {message!r}"
+                self.messages.append(json.loads(message))
+                self._changed.set()
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.closed_code = self.ws.close_code
+            self._changed.set()
+
+    def events(self):
+        return [m["result"] for m in self.messages if isinstance(m.get("result"), dict) and "event" in m["result"]]
+
+    async def wait(self, predicate, timeout=10, start=0, what="an event"):
+        """The first event (result object: handle, event) at index >= start matching predicate."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            for result in self.events()[start:]:
+                if predicate(result):
+                    return result
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0 or (self._task.done() and not any(predicate(r) for r in self.events()[start:])):
+                raise AssertionError(f"no {what} within {timeout} s; got {json.dumps(self.messages)[-2000:]}"
+                                     f" (socket close code {self.closed_code})")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), min(left, 0.5))
+            except asyncio.TimeoutError:
+                pass
+
+    async def arrival(self, name_contains=None, timeout=10, start=0):
+        def match(r):
+            e = r["event"]
+            return (e.get("id") == EV_DEVICE_ARRIVAL and r.get("handle") == self.handle
+                    and (name_contains is None or name_contains in json.dumps(e.get("value"))))
+        return await self.wait(match, timeout, start, f"DeviceArrival ({name_contains})")
+
+    async def decoded(self, device_handle, text=None, timeout=10, start=0):
+        def match(r):
+            e = r["event"]
+            return (e.get("id") == EV_DECODED_DATA and r.get("handle") == device_handle
+                    and (text is None or bytes(e["value"]["data"]) == (text.encode() if isinstance(text, str) else text)))
+        return await self.wait(match, timeout, start, f"DecodedData {text!r} on handle {device_handle}")
+
+    def decoded_texts(self, device_handle):
+        return [bytes(r["event"]["value"]["data"]) for r in self.events()
+                if r["event"].get("id") == EV_DECODED_DATA and r.get("handle") == device_handle]
+
+    async def opendevice(self, guid):
+        handle = self.service.result("opendevice", {"handle": self.handle, "guid": guid}, id=2)["handle"]
+        assert isinstance(handle, int) and not isinstance(handle, bool) and handle != 0, handle
+        return handle
+
+    async def wait_closed(self, timeout=10):
+        await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        return self.closed_code
+
+    async def close(self):
+        if self.ws is not None:
+            await self.ws.close()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, 5)
+            except asyncio.TimeoutError:
+                self._task.cancel()
+
+
+def raw_upgrade(port, path=API, host=None, origin=None, timeout=5):
+    """A WebSocket upgrade request by hand (so Host and Origin are exactly what the test says): the
+    status code of the answer and its head."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host or f'127.0.0.1:{port}'}", "Upgrade: websocket",
+             "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]
+    if origin is not None:
+        lines.append(f"Origin: {origin}")
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    text = head.decode(errors="replace")
+    status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/") else None
+    return status, text
+
+
+def masked_text_frame(text):
+    """A client's text frame (RFC 6455 §5.3: clients mask)."""
+    data = text.encode()
+    mask = os.urandom(4)
+    if len(data) < 126:
+        head = bytes([0x81, 0x80 | len(data)])
+    else:
+        head = bytes([0x81, 0x80 | 126]) + len(data).to_bytes(2, "big")
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+
+def server_frames(buf):
+    """The complete (unmasked) server frames at the start of buf: ([(opcode, payload)], rest)."""
+    out = []
+    at, size = 0, len(buf)
+    while size - at >= 2:
+        opcode, n, head = buf[at] & 0x0F, buf[at + 1] & 0x7F, 2
+        if n == 126:
+            if size - at < 4:
+                break
+            n, head = int.from_bytes(buf[at + 2:at + 4], "big"), 4
+        elif n == 127:
+            if size - at < 10:
+                break
+            n, head = int.from_bytes(buf[at + 2:at + 10], "big"), 10
+        if size - at < head + n:
+            break
+        out.append((opcode, bytes(buf[at + head:at + head + n])))
+        at += head + n
+    return out, buf[at:]
+
+
+class RawEventClient:
+    """A client on a plain socket after a hand-made upgrade, for the tests that need a client which
+    stops reading (a small receive buffer, never read) or one that reads faster than the websockets
+    library can parse. Frames are parsed here only to check what the service sent."""
+
+    def __init__(self, service, rcvbuf=None):
+        self.service = service
+        self.handle = service.openclient()
+        self.sock = socket.socket()
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.connect(("127.0.0.1", service.port))
+        self.sock.sendall((f"GET {API} HTTP/1.1\r\nHost: {service.listen}\r\nUpgrade: websocket\r\n"
+                           "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                           "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(4096)
+            assert chunk, f"upgrade: connection closed after {head!r}"
+            head += chunk
+        head, self.buf = head.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 101"), head
+        self.sock.sendall(masked_text_frame(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "waitforcaptureevent",
+                                                        "params": {"handle": self.handle}})))
+        self.messages = []
+        self.close_code = None
+        self.eof = False
+
+    def pump(self, timeout=0.5):
+        """Reads what is there (up to `timeout` s of silence); returns False at end of stream."""
+        self.sock.settimeout(timeout)
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except socket.timeout:
+            return True
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        frames, self.buf = server_frames(self.buf)
+        for opcode, payload in frames:
+            if opcode == 0x1:
+                self.messages.append(json.loads(payload))
+            elif opcode == 0x8:
+                self.close_code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
+            else:
+                assert opcode in (0x9, 0xA), f"unexpected opcode {opcode}"
+        return True
+
+    def events(self):
+        return [m["result"] for m in self.messages if isinstance(m.get("result"), dict) and "event" in m["result"]]
+
+    def wait(self, predicate, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for r in self.events():
+                if predicate(r):
+                    return r
+            if not self.pump(0.2):
+                break
+        raise AssertionError(f"no matching event; got {json.dumps(self.messages)[-1000:]}")
+
+    def close(self):
+        self.sock.close()
+
+
+
+class AsyncTestCase(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        # The tests call the service over blocking HTTP between awaits; asyncio's debug mode (on in
+        # IsolatedAsyncioTestCase) would report each such call as a slow callback.
+        asyncio.get_running_loop().slow_callback_duration = 60

@@ -1,0 +1,142 @@
+"""A real browser against `capture serve`: headless Chromium (Debian chromium + chromium-driver, driven by
+python3-selenium) loads browser/index.html from ANOTHER loopback origin (a second port). The page speaks
+the protocol with XMLHttpRequest and a WebSocket as CaptureJS does (docs/capturejs.md §7), so the
+browser makes the CORS preflight itself; a code written by a pty scanner must appear on the page. The
+same page from an origin the service refuses (evil.example, mapped to 127.0.0.1 by Chromium's host
+resolver rules) must get nothing, and the service must log the refusal."""
+import functools
+import http.server
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_harness as h  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+PAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "browser")
+
+
+def missing():
+    reasons = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        reasons.append("python3-selenium")
+    return reasons
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def page_server():
+    handler = functools.partial(QuietHandler, directory=PAGE_DIR)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def chromium():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as ChromeService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-proxy-server",
+                "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                "--host-resolver-rules=MAP evil.example 127.0.0.1"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=ChromeService(CHROMEDRIVER), options=options)
+
+
+@unittest.skipIf(missing(), f"*** SKIPPED: the browser test needs {', '.join(missing())} (apt-get install chromium chromium-driver python3-selenium)")
+class BrowserTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(h.capture_bin(), os.X_OK):
+            raise unittest.SkipTest(f"*** SKIPPED: no capture binary at {h.capture_bin()} (set CAPTURE_BIN)")
+        cls.pages = page_server()
+        cls.page_port = cls.pages.server_address[1]
+        cls.driver = chromium()
+        cls.driver.set_page_load_timeout(30)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.pages.shutdown()
+
+    def text(self, element_id):
+        return self.driver.find_element("id", element_id).text
+
+    def wait_for(self, predicate, seconds=20, what="the page"):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.1)
+        self.fail(f"{what} not reached in {seconds} s; page log:\n{self.text('log')}")
+
+    def codes(self):
+        return [li.text for li in self.driver.find_elements("css selector", "#codes li")]
+
+    def test_a_page_from_another_loopback_origin_shows_a_code_the_scanner_read(self):
+        scanner = h.PtyScanner()
+        self.addCleanup(scanner.close)
+        service = h.Service([scanner.selector])
+        self.addCleanup(service.stop)
+        self.assertTrue(scanner.wait_opened())
+        self.driver.get(f"http://127.0.0.1:{self.page_port}/index.html?port={service.port}")
+        self.wait_for(lambda: self.text("status") == "listening", what="status listening")
+        self.wait_for(lambda: scanner.path in self.text("devices"), what="the scanner's arrival and opendevice")
+        code = f"WEB-{uuid.uuid4().hex[:8].upper()}"
+        scanner.write(code)
+        self.wait_for(lambda: code in self.codes(), what=f"code {code}")
+        self.assertEqual(self.codes(), [code])
+        self.assertEqual(self.text("error"), "")
+        # The service goes away without a close frame: the page sees 1006 and reports -87.
+        service.signal(signal.SIGKILL)
+        self.wait_for(lambda: self.text("error") == str(h.ESKT_SERVICENOTCOMMUNICATING), what="Error -87")
+
+    def test_the_same_page_from_a_refused_origin_gets_nothing(self):
+        scanner = h.PtyScanner()
+        self.addCleanup(scanner.close)
+        service = h.Service([scanner.selector])
+        self.addCleanup(service.stop)
+        self.assertTrue(scanner.wait_opened())
+        origin = f"http://evil.example:{self.page_port}"
+        self.driver.get(f"{origin}/index.html?port={service.port}")
+        # The preflight is refused (403): XMLHttpRequest reports status 0, the page's -27.
+        self.wait_for(lambda: self.text("status") == "failed", what="status failed")
+        self.assertEqual(self.text("error"), "-27")
+        scanner.write("NOT-FOR-EVIL")
+        time.sleep(0.5)
+        self.assertEqual(self.codes(), [])
+        self.assertEqual(self.text("devices"), "")
+        lines = service.wait_stderr(lambda line: origin in line and "--allow-origin" in line)
+        self.assertTrue(lines, f"no stderr line names {origin} and --allow-origin: {service.stderr()}")
+
+    def test_the_refused_origin_works_once_allowed(self):
+        scanner = h.PtyScanner()
+        self.addCleanup(scanner.close)
+        origin = f"http://evil.example:{self.page_port}"
+        service = h.Service([scanner.selector], extra=["--allow-origin", origin])
+        self.addCleanup(service.stop)
+        self.assertTrue(scanner.wait_opened())
+        self.driver.get(f"{origin}/index.html?port={service.port}")
+        self.wait_for(lambda: scanner.path in self.text("devices"), what="the scanner's arrival and opendevice")
+        scanner.write("ALLOWED-1")
+        self.wait_for(lambda: "ALLOWED-1" in self.codes(), what="code ALLOWED-1")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
+        os.environ["CAPTURE_BIN"] = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)

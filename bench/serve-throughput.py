@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Throughput of `capture serve`: TOTAL (100,000) codes from one line-mode pty scanner to CLIENTS (10)
+WebSocket clients at once, each of which opened the device (docs/capturejs.md §7). Checked: every code
+reaches every client exactly once and in order, and no client is dropped. Reported: events/s (events
+delivered to all clients / wall time from the first code written to the last one received by the slowest
+client), the service's CPU per delivered event (user+sys from /proc, before and after the feed) and its
+resident memory sampled every 0.2 s (start, peak, end: flat is the goal).
+
+The clients must not be the bottleneck (a client that falls behind is dropped by design), so they are
+cheap: each is a plain socket after the handshake, read in 1 MiB chunks by one select loop; each text
+frame's "data" array is found with one regular expression, and the list of arrays is then compared
+with the expected one.
+Peer: `capture --json listen` on the same feed (one consumer, stdout to a file): events/s and CPU per event.
+PACE (codes/s, default 0) paces the feed; 0 writes as fast as the pty takes it. Under a flood the device
+can outrun what the service sends, and a client more than the service's event limit behind is dropped
+whether or not it reads (the engine's policy for a client that falls behind); the bench then says so.
+Usage: serve-throughput.py CAPTURE [TOTAL] [CLIENTS] [PACE]
+"""
+import base64, http.client, json, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, tty
+
+capture = os.path.abspath(sys.argv[1])
+total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+nclients = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+pace = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+APP_INFO = {"appId": "web:com.example.bench", "developerId": "bb57d8e1-f911-47ba-b510-693be162686a",
+            "appKey": "MC4CFQDNCtjazxILEh8oyT6w/wlaVKqS1gIVAK7TkfS2mMCBkBP9hpfMd5flBlUj"}
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+TICK = os.sysconf("SC_CLK_TCK")
+CODES = [b"T%07d" % i for i in range(total)]
+EXPECTED = [b",".join(b"%d" % c for c in code) for code in CODES]
+DATA = re.compile(rb'"data":\[([0-9,]*)\]')
+
+
+def pty():
+    master, slave = os.openpty()
+    path = os.ttyname(slave)
+    tty.setraw(slave)
+    os.close(slave)
+    return master, path
+
+
+def wait_opened(path, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if int(pid) == os.getpid():
+                continue
+            try:
+                if any(os.readlink(f"/proc/{pid}/fd/{fd}") == path for fd in os.listdir(f"/proc/{pid}/fd")):
+                    time.sleep(0.3)
+                    return
+            except OSError:
+                pass
+        time.sleep(0.05)
+    sys.exit(f"nobody opened {path}")
+
+
+def proc_sample(pid):
+    with open(f"/proc/{pid}/statm") as f:
+        rss = int(f.read().split()[1]) * PAGE_KB
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return rss, (int(fields[11]) + int(fields[12])) / TICK
+
+
+def post(port, method, params):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/Capture/v1/api", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                 {"Content-Type": "application/json"})
+    reply = json.loads(conn.getresponse().read())
+    conn.close()
+    if "result" not in reply:
+        sys.exit(f"{method} failed: {reply}")
+    return reply["result"]
+
+
+def frames(buf):
+    """Complete server frames (unmasked) at the start of buf: [(opcode, payload)], rest."""
+    out = []
+    at, size = 0, len(buf)
+    while size - at >= 2:
+        opcode, n, head = buf[at] & 0x0F, buf[at + 1] & 0x7F, 2
+        if n == 126:
+            if size - at < 4:
+                break
+            n, head = int.from_bytes(buf[at + 2:at + 4], "big"), 4
+        elif n == 127:
+            if size - at < 10:
+                break
+            n, head = int.from_bytes(buf[at + 2:at + 10], "big"), 10
+        if size - at < head + n:
+            break
+        out.append((opcode, buf[at + head:at + head + n]))
+        at += head + n
+    return out, buf[at:]
+
+
+class Client:
+    """One client: openclient, the upgrade by hand, waitforcaptureevent, opendevice on the arrival."""
+
+    def __init__(self, port):
+        self.handle = post(port, "openclient", APP_INFO)["handle"]
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET /Capture/v1/api HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(4096)
+        head, self.rest = head.split(b"\r\n\r\n", 1)
+        if not head.startswith(b"HTTP/1.1 101"):
+            sys.exit(f"upgrade refused: {head!r}")
+        self.send_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "waitforcaptureevent", "params": {"handle": self.handle}}))
+        while True:
+            got, self.rest = frames(self.rest)
+            for opcode, payload in got:
+                event = json.loads(payload)["result"]["event"]
+                if event["id"] == 1:
+                    self.device = post(port, "opendevice", {"handle": self.handle, "guid": event["value"]["guid"]})["handle"]
+                    self.sock.setblocking(False)
+                    self.seen, self.closed = [], None
+                    return
+            self.rest += self.sock.recv(65536)
+
+    def send_text(self, text):
+        data = text.encode()
+        mask = os.urandom(4)
+        assert len(data) < 126
+        self.sock.sendall(bytes([0x81, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def read(self):
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.closed = self.closed or "EOF"
+            return
+        got, self.rest = frames(self.rest + chunk)
+        for opcode, payload in got:
+            if opcode == 0x8:
+                self.closed = f"close frame {int.from_bytes(payload[:2], 'big') if len(payload) >= 2 else ''}"
+            elif opcode == 0x1:
+                m = DATA.search(payload)
+                if m:
+                    self.seen.append(m.group(1))
+
+
+def run_serve(state):
+    master, path = pty()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([capture, "serve", f"serial:{path}?framing=line", "--listen", f"127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, XDG_STATE_HOME=state))
+    wait_opened(path)
+    clients = [Client(port) for _ in range(nclients)]
+    samples = [proc_sample(proc.pid)]
+    stop = threading.Event()
+
+    def sampler():
+        while not stop.wait(0.2):
+            samples.append(proc_sample(proc.pid))
+
+    threading.Thread(target=sampler, daemon=True).start()
+    feed = b"".join(c + b"\r\n" for c in CODES)
+    t0 = time.perf_counter()
+    writer = threading.Thread(target=write_all, args=(master, feed, pace), daemon=True)
+    writer.start()
+    socks = {c.sock: c for c in clients}
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        pending = [c for c in clients if len(c.seen) < total and not c.closed]
+        if not pending:
+            break
+        readable, _, _ = select.select([c.sock for c in pending], [], [], 1)
+        for s in readable:
+            socks[s].read()
+    wall = time.perf_counter() - t0
+    stop.set()
+    end = proc_sample(proc.pid)
+    proc.terminate()
+    proc.wait()
+    err = proc.stderr.read().decode(errors="replace")
+    os.close(master)
+    ok = [c.seen == EXPECTED for c in clients]
+    return dict(wall=wall, cpu=end[1] - samples[0][1], rss_start=samples[0][0], rss_peak=max(s[0] for s in samples + [end]),
+                rss_end=end[0], ok=ok, counts=[len(c.seen) for c in clients], closed=[c.closed for c in clients], stderr=err)
+
+
+def write_all(fd, data, rate=0):
+    """Everything into the pty master; at `rate` codes/s in slices of 100 codes (0: as fast as it goes)."""
+    view = memoryview(data)
+    line = len(CODES[0]) + 2
+    step = 100 * line if rate else 65536
+    t0 = time.perf_counter()
+    done = 0
+    while view:
+        if rate:
+            pause = t0 + (done // line) / rate - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+        n = os.write(fd, view[:step])
+        view = view[n:]
+        done += n
+
+
+def run_listen(state, out_path):
+    master, path = pty()
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen([capture, "--json", "listen", f"serial:{path}?framing=line", "--count", str(total)],
+                                stdout=out, stderr=subprocess.DEVNULL, env=dict(os.environ, XDG_STATE_HOME=state))
+    wait_opened(path)
+    feed = b"".join(c + b"\r\n" for c in CODES)
+    t0 = time.perf_counter()
+    threading.Thread(target=write_all, args=(master, feed, pace), daemon=True).start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    os.close(master)
+    texts = [json.loads(line)["text"].encode() for line in open(out_path, "rb") if b'"decodedData"' in line]
+    return dict(wall=wall, cpu=usage.ru_utime + usage.ru_stime, ok=texts == CODES)
+
+
+work = tempfile.mkdtemp(prefix="capture-serve-throughput.")
+try:
+    serve = run_serve(os.path.join(work, "serve"))
+    listen = run_listen(os.path.join(work, "listen"), os.path.join(work, "listen.jsonl"))
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+
+events = total * nclients
+delivered = sum(serve["counts"])
+how = f"paced at {pace:,} codes/s" if pace else "a flood (as fast as the pty takes them)"
+print(f"capture {capture}: {total:,} codes from one line-mode pty, {how}, to {nclients} WebSocket clients ({events:,} events)")
+print(f"serve: every code to every client exactly once and in order: {all(serve['ok'])} "
+      f"(received per client {serve['counts']}; closed early {[c for c in serve['closed'] if c]})")
+print(f"serve: {delivered:,} events delivered in {serve['wall']:.2f} s, {delivered / serve['wall']:,.0f} events/s; CPU {serve['cpu']:.2f} s = "
+      f"{serve['cpu'] / max(delivered, 1) * 1e6:.2f} us per delivered event; "
+      f"RSS start {serve['rss_start'] / 1024:.1f} MB, peak {serve['rss_peak'] / 1024:.1f} MB, end {serve['rss_end'] / 1024:.1f} MB")
+print(f"peer listen --json (1 consumer): in order {listen['ok']}; wall {listen['wall']:.2f} s, {total / listen['wall']:,.0f} events/s; "
+      f"CPU {listen['cpu']:.2f} s = {listen['cpu'] / total * 1e6:.2f} us per event")
+print(f"ratio CPU per delivered event serve / listen: {serve['cpu'] / max(delivered, 1) / (listen['cpu'] / total):.2f}; "
+      f"events/s serve (all clients) / listen: {delivered / serve['wall'] / (total / listen['wall']):.2f}")
+if not all(serve["ok"]) or not listen["ok"]:
+    if serve["stderr"]:
+        print("serve stderr:\n" + serve["stderr"][-2000:])
+    sys.exit("FAIL: not every code reached every client exactly once and in order")
