@@ -208,7 +208,7 @@ enum Merger {
       && sameSymbolDistance(a.points, b.points) != nil && !a.points.isEmpty
   }
 
-  /// Formats an EAN-2/EAN-5 add-on can follow (GS1 General Specifications §5.2.3.6).
+  /// Formats an EAN-2/EAN-5 add-on can follow (GS1 General Specifications, section 5.2.3.6).
   static let takesAddOn: Set<BarcodeFormat> = GTIN.family.union([.ean8])
 
   /// Joins each add-on ZBar reported on its own to the EAN/UPC symbol it is printed beside: the nearest
@@ -216,8 +216,9 @@ enum Merger {
   /// along one axis (right of it upright, left of it upside down, below or above it turned a quarter),
   /// overlapping it along the other — its nearest edge no farther than 0.7 of the symbol's larger side:
   /// the add-on gap is 7 to 12 modules and an EAN-5 47 modules wide, beside a 95-module EAN-13 or UPC-A
-  /// (§5.2.3.6), and ZBar's box of an add-on may shrink to the line where its scans ended. An add-on with
-  /// no such symbol is not reported: it is half of a barcode whose main part was not read.
+  /// (GS1 General Specifications, section 5.2.3.6), and ZBar's box of an add-on may shrink to the line
+  /// where its scans ended. An add-on with no such symbol is not reported: it is half of a barcode whose
+  /// main part was not read.
   static func attachAddOns(_ addOns: [RawAddOn], to symbols: inout [RawSymbol]) {
     for addOn in addOns {
       guard let box = Box(addOn.points) else { continue }

@@ -31,7 +31,7 @@ public struct DecodedSymbol: Sendable, Hashable {
   /// The text the symbol encodes, when the decoder knows its character set (ECI segments, Kanji mode,
   /// the symbology's default set) and it differs from reading `bytes` as UTF-8; nil otherwise.
   public let decodedText: String?
-  /// The digits of an EAN-2 or EAN-5 add-on (GS1 General Specifications §5.2.3.6: the 2- or 5-digit
+  /// The digits of an EAN-2 or EAN-5 add-on (GS1 General Specifications, section 5.2.3.6: the 2- or 5-digit
   /// supplement printed right of an EAN-13, UPC-A or UPC-E symbol, as on books and magazines).
   public let addOn: [UInt8]?
   /// Corner points, clockwise from the symbol's top-left (top-left, top-right, bottom-right, bottom-left) when

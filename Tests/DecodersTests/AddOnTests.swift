@@ -2,7 +2,7 @@ import Testing
 
 @testable import Decoders
 
-/// EAN-2 and EAN-5 add-ons (GS1 General Specifications §5.2.3.6) come with their main symbol.
+/// EAN-2 and EAN-5 add-ons (GS1 General Specifications, section 5.2.3.6) come with their main symbol.
 @Suite struct AddOnTests {
   @Test(arguments: [
     ("EANX", "9781234567897+12345", BarcodeFormat.isbn13, "9781234567897", "12345"),

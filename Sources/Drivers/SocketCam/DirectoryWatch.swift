@@ -278,7 +278,7 @@ extension FramePass {
           guard let outcome = Self.arrival(path, reader, stop, &seen) else { continue }
           if stop.isCancelled { return }
           gate.pass { report(outcome) }
-          if untilFirstRead, case .symbols(let symbols, _) = outcome, !symbols.isEmpty { return }
+          if untilFirstRead, case .symbols(let symbols, _, _) = outcome, !symbols.isEmpty { return }
         }
       }
     }
