@@ -9,8 +9,8 @@
 ///
 /// The guess follows the QR Code standard's defaults (ISO/IEC 18004:2015 §7.4.2: byte mode data is
 /// ISO/IEC 8859-1 unless an ECI says otherwise) and the one other set QR encoders write without an
-/// ECI: Shift_JIS, which Kanji mode uses (ISO/IEC 18004:2015 §7.4.6). So: bytes that are valid UTF-8 are their own text
-/// (nil here); bytes that are valid Shift_JIS with at least one two-byte character are converted from
+/// ECI: Shift_JIS, which Kanji mode uses (ISO/IEC 18004:2015 §7.4.6). So: bytes that are valid UTF-8
+/// are their own text (nil here); bytes that are valid Shift_JIS with at least one two-byte character are converted from
 /// Shift_JIS; bytes that are ISO-8859-1 text (no control characters but tab, line feed and carriage
 /// return) are converted from it; anything else is binary data and has no text (nil: shown escaped).
 enum TextGuess {
