@@ -35,6 +35,9 @@ final class Connection {
   var chunked = false
   var chunkedBytes = 0
   var chunkedTail: [UInt8] = []
+  /// The request said Content-Length: 0. libwebsockets 4.1 still reports a body completion for it,
+  /// after the request was dispatched without a body; that one completion is not a pipelined request.
+  var emptyBodyCompletionDue = false
   var response: HTTPResponse?
   var responseOffset = 0
   var headersWritten = false
@@ -160,6 +163,10 @@ final class EventLoop: @unchecked Sendable {
     case CWS_HTTP_BODY.rawValue: return httpBody(connection, data, length)
     case CWS_HTTP_BODY_DONE.rawValue:
       if connection.refused { return 0 }
+      if connection.emptyBodyCompletionDue && connection.phase != .body {
+        connection.emptyBodyCompletionDue = false
+        return 0
+      }
       if connection.phase == .body {
         dispatch(connection)
         return 0
@@ -273,6 +280,7 @@ final class EventLoop: @unchecked Sendable {
     connection.closeAfterResponse = false
     let length = cws_request_content_length(wsi)
     let chunked = cws_request_is_chunked(wsi) != 0
+    connection.emptyBodyCompletionDue = length == 0 && !chunked
     if length > Int64(configuration.maxBodyBytes) {
       refuseTooLarge(connection)
       return 0
