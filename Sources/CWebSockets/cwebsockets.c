@@ -1,5 +1,6 @@
 // See include/cwebsockets.h. Only this file includes libwebsockets.h.
 #define _GNU_SOURCE
+#include <malloc.h>
 #include "cwebsockets.h"
 
 #include <libwebsockets.h>
@@ -258,6 +259,8 @@ int cws_request_is_chunked(struct lws *connection) {
 }
 
 void cws_request_writeable(struct lws *connection) { lws_callback_on_writable(connection); }
+
+void cws_release_free_heap(void) { malloc_trim(0); }
 
 int cws_is_choked(struct lws *connection) { return lws_send_pipe_choked(connection); }
 

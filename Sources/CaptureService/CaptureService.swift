@@ -25,14 +25,12 @@ public enum JSONRPCCode {
 /// The service as the transport sees it (`HTTPServerHandler`): clients, their handles and their
 /// event pumps. Transport callbacks only look things up and start tasks; the JSON-RPC work runs on
 /// those tasks and answers through `ServerOutput`; engine events reach each client through its own
-/// `dropWhenBehind` subscription (docs/engine.md §3).
+/// subscription (docs/engine.md §3), pumped into the transport without ever waiting on the client.
 public final class CaptureService: HTTPServerHandler, Sendable {
   public struct Configuration: Sendable {
     public var policy: AccessPolicy
     /// One-line diagnostics (stderr): a refused origin, a client dropped.
     public var warn: @Sendable (String) -> Void
-    /// A client this many events behind is dropped (docs/engine.md §3 `dropWhenBehind`).
-    public var eventLimit: Int
     /// AddDevice's discovery window (StartDiscovery names its own).
     public var discoveryWindow: Duration
     /// Clients at most; at the limit a new openclient first frees the oldest client that never
@@ -40,12 +38,11 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     public var maximumClients: Int
 
     public init(
-      policy: AccessPolicy, warn: @escaping @Sendable (String) -> Void = { _ in }, eventLimit: Int = 4096,
+      policy: AccessPolicy, warn: @escaping @Sendable (String) -> Void = { _ in },
       discoveryWindow: Duration = .seconds(10), maximumClients: Int = 4096
     ) {
       self.policy = policy
       self.warn = warn
-      self.eventLimit = eventLimit
       self.discoveryWindow = discoveryWindow
       self.maximumClients = maximumClients
     }
@@ -481,8 +478,12 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       }
     }
     let managerAvailable = await engine.system.bluetoothdReachable(adapter: engine.configuration.adapter)
-    let subscription = engine.subscribe(
-      "client \(handle)", policy: .dropWhenBehind(limit: configuration.eventLimit))
+    // Back-pressure, not dropWhenBehind: the pump never waits on the client (the transport queues
+    // each message, and a client whose unsent messages pass the transport's bound, one that stopped
+    // reading, is dropped by `send` failing), so this queue only fills when the service itself cannot
+    // keep up with the devices, and then the devices wait, as for `listen`, instead of every client
+    // being dropped for the service's own pace (a flooding scanner did that to ten reading clients).
+    let subscription = engine.subscribe("client \(handle)", policy: .backPressure)
     let start = state.withLock {
       s -> (replay: [JSON], previous: EngineSubscription?, output: (any ServerOutput)?)? in
       guard !s.isStopping, var client = s.clients[handle], s.sockets.contains(socket) else { return nil }

@@ -194,6 +194,10 @@ final class EventLoop: @unchecked Sendable {
         requestOwners.removeValue(forKey: connection.requestID)
       }
       connections.removeValue(forKey: tag)
+      // The last connection gone: glibc keeps freed heap in its arenas, so a burst of clients would
+      // leave the service larger for good; malloc_trim gives it back (a short walk of the heap, only
+      // when nothing is connected).
+      if connections.isEmpty { cws_release_free_heap() }
       return 0
     default: return 0
     }

@@ -13,8 +13,8 @@ private struct Scene {
   /// The scanner's arrival GUID, from the replay.
   let guid: String
 
-  static func make(bluetooth: Bool = false, eventLimit: Int = 4096) async throws -> Scene {
-    let h = Harness(bluetooth: bluetooth, eventLimit: eventLimit)
+  static func make(bluetooth: Bool = false) async throws -> Scene {
+    let h = Harness(bluetooth: bluetooth)
     let device = FakeDevice(id: "serial:/dev/pts/7")
     h.engine.attach([device])
     try await eventually("the arrival recorded") {

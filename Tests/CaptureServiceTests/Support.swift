@@ -218,7 +218,7 @@ final class Harness: Sendable {
   let warnings = Log<String>()
   private let nextID = Atomic<UInt64>(1)
 
-  init(bluetooth: Bool = true, allowedOrigins: [String] = [], eventLimit: Int = 4096) {
+  init(bluetooth: Bool = true, allowedOrigins: [String] = []) {
     system = FakeSystem(bluetooth: bluetooth)
     store = StateStore(directory: "/tmp/capture-service-tests-\(UInt64.random(in: 0...UInt64.max))")
     engine = CaptureEngine(system: system, store: store)
@@ -227,7 +227,7 @@ final class Harness: Sendable {
       engine: engine,
       configuration: .init(
         policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
-        warn: { line in warnings.append(line) }, eventLimit: eventLimit,
+        warn: { line in warnings.append(line) },
         discoveryWindow: .milliseconds(50)))
     service.attach(output)
   }

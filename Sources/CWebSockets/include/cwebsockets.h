@@ -103,6 +103,9 @@ int cws_request_is_chunked(struct lws *connection);
 
 /// Asks for CWS_HTTP_WRITEABLE / CWS_WS_WRITEABLE.
 void cws_request_writeable(struct lws *connection);
+
+/// malloc_trim(0) (glibc malloc.h): gives freed heap back to the system.
+void cws_release_free_heap(void);
 /// 1 when the socket has unsent output (libwebsockets holds what the kernel did not take).
 int cws_is_choked(struct lws *connection);
 /// Writes an HTTP status line and headers: `headers` is name, NUL, value, NUL, … (names without the
