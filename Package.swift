@@ -20,7 +20,7 @@ let package = Package(
     // libwebsockets behind a C shim (its header is too large and macro-laden to import): one event
     // loop thread serves every HTTP and WebSocket connection.
     .target(name: "CWebSockets", linkerSettings: [.linkedLibrary("websockets")]),
-    .target(name: "HTTPServer", dependencies: ["CWebSockets"]),
+    .target(name: "HTTPServer", dependencies: ["CWebSockets", "CaptureCore"]),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
     // BlueZ over D-Bus: a general libdbus client, then one Swift type per BlueZ interface. Drivers reach

@@ -1,3 +1,4 @@
+import CaptureCore
 import CWebSockets
 import Synchronization
 
@@ -298,29 +299,16 @@ final class Core: Sendable {
   }
 }
 
-/// Starts a detached pthread: the event loop blocks in poll(2), so it must not be a thread of Swift's
-/// cooperative pool, nor left to libdispatch.
+/// The event loop blocks in poll(2), so it runs on a thread of its own (CaptureCore's DetachedThread),
+/// never one of Swift's cooperative pool nor one left to libdispatch.
 enum LoopThread {
-  private final class Body: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-  }
-
   /// 0, or pthread_create's error (then `body` never runs).
   static func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    let box = Unmanaged.passRetained(Body(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(
-      &thread, nil,
-      { raw in
-        Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue().run()
-        return nil
-      }, box)
-    guard rc == 0 else {
-      Unmanaged<Body>.fromOpaque(box).release()
-      return rc
+    do throws(Errno) {
+      try DetachedThread.start(body)
+      return 0
+    } catch {
+      return error.code
     }
-    pthread_detach(thread)
-    return 0
   }
 }
