@@ -1,5 +1,5 @@
-import CaptureCore
 import CWebSockets
+import CaptureCore
 import Synchronization
 
 #if canImport(Glibc)
