@@ -13,7 +13,11 @@ let package = Package(
   targets: [
     // The executable is the composition root: it picks the drivers; CaptureCLI sees only CaptureCore.
     .executableTarget(name: "capture", dependencies: ["CaptureCLI", "Drivers"]),
-    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureService"]),
+    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureService", "CaptureMQTT"]),
+    // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
+    // the engine over the MQTT transport (libmosquitto).
+    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "MQTTClient"]),
+    .target(name: "MQTTClient"),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
     .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPServer"]),
@@ -63,6 +67,8 @@ let package = Package(
     .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+    .testTarget(name: "MQTTClientTests", dependencies: ["MQTTClient"]),
+    .testTarget(name: "CaptureMQTTTests", dependencies: ["CaptureMQTT", "CaptureCore", "MQTTClient"]),
     .testTarget(name: "CaptureServiceTests", dependencies: ["CaptureService", "CaptureCore", "HTTPServer"]),
   ],
   swiftLanguageModes: [.v6],
