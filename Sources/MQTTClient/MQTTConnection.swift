@@ -76,8 +76,8 @@ public final class MQTTConnection: Sendable {
   /// connected. The session is clean: call it again in every `connected()`.
   public func subscribe(_ topic: String, qos: Int) { core.subscribe(topic, qos: qos) }
 
-  /// Ends the connection: if connected and `final` is given, publishes it and waits (at most 2 s) for
-  /// its acknowledgement; then a clean DISCONNECT (the broker does not publish the Last Will) and the
+  /// Ends the connection: if connected and `final` is given, publishes it, and waits (at most 2 s) for
+  /// its acknowledgement and those of every message still outstanding; then a clean DISCONNECT (the broker does not publish the Last Will) and the
   /// end of the network thread (waited for at most 5 s: a connection attempt blocked in the kernel
   /// finishes on its own and frees the client then). Reports `disconnected(nil, willRetry: false)`
   /// when a live connection ended this way. Blocks no thread of the caller's.
