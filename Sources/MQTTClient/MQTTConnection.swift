@@ -22,7 +22,7 @@ import Synchronization
 ///   connection is up (libmosquitto itself would queue a QoS 1 message while disconnected and send it
 ///   after the next CONNACK, a second copy of what the spool republishes). A message `publish`
 ///   accepted stays in libmosquitto's queue until its PUBACK, across reconnections: libmosquitto sends
-///   it again after the next CONNACK (with DUP set, as MQTT 3.1.1 §4.4 requires of an unacknowledged
+///   it again after the next CONNACK (with DUP set, as MQTT 3.1.1 specification §4.4 requires of an unacknowledged
 ///   PUBLISH) and its `acknowledged` then carries the message id `publish` returned. A caller that
 ///   republishes its spool on `connected()` may thus get two acknowledgements for one entry (the old
 ///   and the new message id), and the broker may deliver it twice; QoS 1 allows that and consumers
