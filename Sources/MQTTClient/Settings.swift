@@ -78,8 +78,8 @@ enum Settings {
     close(fd)
   }
 
-  /// A CONNACK return code other than 0 (MQTT 3.1.1 specification §3.2.2.3), as the caller sees it. Code 3 (server
-  /// unavailable) is worth retrying; the others are not, with the same settings.
+  /// A CONNACK return code other than 0 (MQTT 3.1.1 specification §3.2.2.3), as the caller sees it.
+  /// Code 3 (server unavailable) is worth retrying; the others are not, with the same settings.
   static func refusal(_ code: Int32, broker: String, username: String?) -> MQTTError {
     switch code {
     case 4, 5:
