@@ -25,8 +25,8 @@ import Synchronization
 ///   it again after the next CONNACK (with DUP set, as the MQTT 3.1.1 specification §4.4 requires
 ///   of an unacknowledged PUBLISH) and its `acknowledged` then carries the message id `publish`
 ///   returned. A caller that republishes its spool on `connected()` may thus get two
-///   acknowledgements for one entry (the old and the new message id), and the broker may deliver it twice; QoS 1 allows that and consumers
-///   deduplicate on the event's id.
+///   acknowledgements for one entry (the old and the new message id), and the broker may deliver
+///   it twice; QoS 1 allows that and consumers deduplicate on the event's id.
 /// - At most `outstandingLimit` messages await their acknowledgement at once; past it `publish`
 ///   returns nil and the caller publishes more as `acknowledged` arrives. This bounds libmosquitto's
 ///   queue (memory, and the duplicates a reconnection can cause) and keeps message ids unique:
@@ -79,7 +79,7 @@ public final class MQTTConnection: Sendable {
   /// Ends the connection: if connected and `final` is given, publishes it, and waits (at most 2 s) for
   /// its acknowledgement and those of every message still outstanding; then a clean DISCONNECT (the
   /// broker does not publish the Last Will) and the end of the network thread (waited for at most
-  /// 5 s: a connection attempt blocked in the kernel finishes on its own and frees the client then). Reports `disconnected(nil, willRetry: false)`
-  /// when a live connection ended this way. Blocks no thread of the caller's.
+  /// 5 s: a connection attempt blocked in the kernel finishes on its own and frees the client then).
+  /// Reports `disconnected(nil, willRetry: false)` when a live connection ended this way. Blocks no thread of the caller's.
   public func stop(final: MQTTMessage?) async { await core.stop(final: final) }
 }
