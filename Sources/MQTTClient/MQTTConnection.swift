@@ -80,6 +80,7 @@ public final class MQTTConnection: Sendable {
   /// its acknowledgement and those of every message still outstanding; then a clean DISCONNECT (the
   /// broker does not publish the Last Will) and the end of the network thread (waited for at most
   /// 5 s: a connection attempt blocked in the kernel finishes on its own and frees the client then).
-  /// Reports `disconnected(nil, willRetry: false)` when a live connection ended this way. Blocks no thread of the caller's.
+  /// Reports `disconnected(nil, willRetry: false)` when a live connection ended this way. Blocks no
+  /// thread of the caller's.
   public func stop(final: MQTTMessage?) async { await core.stop(final: final) }
 }
