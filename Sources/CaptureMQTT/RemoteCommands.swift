@@ -87,8 +87,9 @@ public enum CommandAllowList {
 /// again from its first result and never run twice (the last `memory` ids are kept, in memory and in
 /// `replies.json` beside the spool, so a redelivery after a restart is not run again either).
 public final class CommandService: Sendable {
-  /// `argv` and the inline profile → the exit status and the `--json` document the command printed.
-  public typealias Runner = @Sendable ([String], JSON?) async -> (exit: Int32, document: JSON)
+  /// `argv` and the inline profile → the exit status and what the command printed with `--json` (one
+  /// JSON document per line).
+  public typealias Runner = @Sendable ([String], JSON?) async -> (exit: Int32, output: [UInt8])
 
   public static let memory = 256
 
@@ -209,8 +210,22 @@ public final class CommandService: Sendable {
         id: request.id, CaptureError(.invalidParameter, "\"profile\" goes with set ... --from -"))
     }
     state.withLock { $0.runs += 1 }
-    let (exit, document) = await runner(request.argv, request.profile)
-    return Self.reply(id: request.id, exit: exit, document: document)
+    let (exit, output) = await runner(request.argv, request.profile)
+    return Self.reply(id: request.id, exit: exit, document: Self.document(output))
+  }
+
+  /// What a command printed as one value: its one document, an array of several (one per line), or
+  /// null when it printed nothing; a line that is not JSON is kept as a string.
+  public static func document(_ output: [UInt8]) -> JSON {
+    let lines = output.split(separator: UInt8(ascii: "\n")).filter { !$0.isEmpty }
+    let values: [JSON] = lines.map { line in
+      (try? JSONDecoder().decode(AnyJSON.self, from: Data(line)))?.json ?? .string(String(decoding: line, as: UTF8.self))
+    }
+    switch values.count {
+    case 0: return .null
+    case 1: return values[0]
+    default: return .array(values)
+    }
   }
 
   /// `{"id":…,"exit":…}` and the document's members (a document that is not an object goes under

@@ -180,7 +180,7 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
         .object(["event": .string(event.kind.rawValue), "device": .object(["id": .string(event.device.id)])])
       },
       device: { info in .object(["id": .string(info.id), "name": .string(info.name)]) },
-      run: { argv, _ in (0, .object(["argv": .array(argv.map { .string($0) })])) },
+      run: { argv, _ in (0, Array(argv.joined(separator: " ").utf8)) },
       warn: { _ in }, fatal: { _ in })
     return try Fleet(settings: settings, stateDirectory: dir.filePath, hooks: hooks)
   }
