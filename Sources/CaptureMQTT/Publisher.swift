@@ -292,7 +292,9 @@ public final class Publisher: Sendable {
       // 2. Acknowledgements: each PUBACK frees its record (and may free a segment).
       var freed = 0
       for mid in acks {
-        guard let seq = inflight.removeValue(forKey: mid) ?? previous.removeValue(forKey: mid) else { continue }
+        guard let seq = inflight.removeValue(forKey: mid) ?? previous.removeValue(forKey: mid) else {
+          continue
+        }
         if spool.acknowledge(seq) { freed += 1 }
       }
       if freed > 0 {

@@ -106,6 +106,7 @@ public final class CommandService: Sendable {
     var runs = 0
   }
   private let state = Mutex(State())
+  private let saving = Mutex(())
 
   /// `path`: where the recent replies persist (nil: memory only).
   public init(
@@ -179,18 +180,14 @@ public final class CommandService: Sendable {
       }
     case .run:
       bytes = await run(request)
-      let (waiters, saved) = state.withLock { s in
+      let waiters = state.withLock { s in
         s.replies[request.id] = bytes
         s.order.append(request.id)
         while s.order.count > Self.memory { s.replies.removeValue(forKey: s.order.removeFirst()) }
-        let waiters = s.running.removeValue(forKey: request.id) ?? []
-        let saved = s.order.compactMap { id in
-          s.replies[id].map { SavedReply(id: id, reply: String(decoding: $0, as: UTF8.self)) }
-        }
-        return (waiters, saved)
+        return s.running.removeValue(forKey: request.id) ?? []
       }
       for waiter in waiters { waiter.resume(returning: bytes) }
-      if let path { await save(saved, to: path) }
+      if let path { await save(to: path) }
     }
     reply(topics.reply(id: request.id), bytes)
     return bytes
@@ -219,7 +216,8 @@ public final class CommandService: Sendable {
   public static func document(_ output: [UInt8]) -> JSON {
     let lines = output.split(separator: UInt8(ascii: "\n")).filter { !$0.isEmpty }
     let values: [JSON] = lines.map { line in
-      (try? JSONDecoder().decode(AnyJSON.self, from: Data(line)))?.json ?? .string(String(decoding: line, as: UTF8.self))
+      (try? JSONDecoder().decode(AnyJSON.self, from: Data(line)))?.json
+        ?? .string(String(decoding: line, as: UTF8.self))
     }
     switch values.count {
     case 0: return .null
@@ -260,19 +258,24 @@ public final class CommandService: Sendable {
       ]))
   }
 
-  private func save(_ saved: [SavedReply], to path: FilePath) async {
+  /// Replaces `replies.json` with the replies known now. One save at a time (the temporary file beside
+  /// it has one name), each writing the newest state, on the blocking executor.
+  private func save(to path: FilePath) async {
     let warn = self.warn
-    await BlockingExecutor.shared.run { _ in
-      var bytes: [UInt8] = []
-      JSON.array(
-        saved.map { .object(["id": .string($0.id), "reply": .string($0.reply)]) }
-      ).write(to: &bytes)
-      let directory = FilePath(
-        bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
-      do throws(Errno) {
-        try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
-      } catch {
-        warn("cannot save the MQTT command replies to \(path): \(error.message)")
+    await BlockingExecutor.shared.run { [self] _ in
+      saving.withLock { _ in
+        let saved = state.withLock { s in
+          s.order.compactMap { id in s.replies[id].map { (id, String(decoding: $0, as: UTF8.self)) } }
+        }
+        var bytes: [UInt8] = []
+        JSON.array(saved.map { .object(["id": .string($0.0), "reply": .string($0.1)]) }).write(to: &bytes)
+        let directory = FilePath(
+          bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
+        do throws(Errno) {
+          try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
+        } catch {
+          warn("cannot save the MQTT command replies to \(path): \(error.message)")
+        }
       }
     }
   }

@@ -17,7 +17,12 @@ final class CommandRig: Sendable {
       runner: { [self] argv, profile in
         calls.withLock { $0.append(argv) }
         profiles.withLock { $0.append(profile) }
-        return (0, Array(JSON.object(["device": .string(argv.count > 1 ? argv[1] : ""), "value": .int(87)]).serialized.utf8) + [10])
+        return (
+          0,
+          Array(
+            JSON.object(["device": .string(argv.count > 1 ? argv[1] : ""), "value": .int(87)]).serialized.utf8
+          ) + [10]
+        )
       },
       reply: { [self] topic, bytes in
         replies.withLock { $0.append((topic, String(decoding: bytes, as: UTF8.self))) }

@@ -195,7 +195,7 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     #expect(
       fleet.will
         == MQTTMessage(
-          topic: "acme/till-3/status", payload: Array(#"{"host":"till-3","state":"offline"}"#.utf8), qos: 1,
+          topic: "acme/till-3/status", payload: Array(#"{"state":"offline"}"#.utf8), qos: 1,
           retain: true))
     fleet.connected()
     let status = try #require(link.sent.first { $0.message.topic == "acme/till-3/status" })

@@ -56,10 +56,13 @@ enum CommandTree {
       long: "mqtt-cert", valueName: "FILE", kind: .file,
       help: "With mqtts://: the client certificate (PEM) to present; with --mqtt-key."),
     OptionSpec(
-      long: "mqtt-key", valueName: "FILE", kind: .file, help: "With mqtts://: the client certificate's key (PEM)."),
+      long: "mqtt-key", valueName: "FILE", kind: .file,
+      help: "With mqtts://: the client certificate's key (PEM)."),
     OptionSpec(
       long: "mqtt-password-file", valueName: "FILE", kind: .file,
-      help: "The broker password for the URL's USER: the first line of FILE (keep it mode 0600; a warning otherwise)."),
+      help:
+        "The broker password for the URL's USER: the first line of FILE (keep it mode 0600; a warning otherwise)."
+    ),
     OptionSpec(
       long: "mqtt-host-id", valueName: "NAME",
       help:

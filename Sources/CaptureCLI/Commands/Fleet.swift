@@ -21,17 +21,23 @@ struct FleetOptions: Sendable {
 
   /// nil without --mqtt (and then no other --mqtt option may be given).
   init?(_ parsed: ParsedArguments) throws(UsageError) {
-    let others = ["mqtt-ca", "mqtt-cert", "mqtt-key", "mqtt-password-file", "mqtt-host-id", "mqtt-spool-max",
-      "confirm-delivery"]
+    let others = [
+      "mqtt-ca", "mqtt-cert", "mqtt-key", "mqtt-password-file", "mqtt-host-id", "mqtt-spool-max",
+      "confirm-delivery",
+    ]
     guard let text = parsed.value("mqtt") else {
-      if let given = others.first(where: { parsed.value($0) != nil }) ?? (parsed.flag("mqtt-commands") ? "mqtt-commands" : nil) {
+      if let given = others.first(where: { parsed.value($0) != nil })
+        ?? (parsed.flag("mqtt-commands") ? "mqtt-commands" : nil)
+      {
         throw parsed.usage("--\(given) works with --mqtt URL")
       }
       return nil
     }
     do { url = try BrokerURL.parse(text) } catch { throw parsed.usage(error.message) }
     hostID = parsed.value("mqtt-host-id")
-    if let hostID, let problem = HostIdentity.problem(hostID) { throw parsed.usage("--mqtt-host-id: \(problem)") }
+    if let hostID, let problem = HostIdentity.problem(hostID) {
+      throw parsed.usage("--mqtt-host-id: \(problem)")
+    }
     caFile = parsed.value("mqtt-ca")
     certFile = parsed.value("mqtt-cert")
     keyFile = parsed.value("mqtt-key")
@@ -126,7 +132,8 @@ final class FleetRun: Sendable {
       let delivery = await fleet.take(event)
       guard case .decodedData(let data) = event.payload else { return }
       if case .refused(let error) = delivery {
-        let refused = CaptureError(error.code, "\(event.device.name): \(data.plainLine) not sent: \(error.message)")
+        let refused = CaptureError(
+          error.code, "\(event.device.name): \(data.plainLine) not sent: \(error.message)")
         if let sink {
           sink.handle(Event(time: .now(), device: event.device, payload: .error(refused)))
         } else {
@@ -141,7 +148,8 @@ final class FleetRun: Sendable {
         try await device.set(
           .dataConfirmationDevice, .ulong((good ? DataConfirmation.good : DataConfirmation.bad).packed))
       } catch {
-        output.warn("\(event.device.name): could not tell the device \(good ? "good" : "bad") for \(data.plainLine)")
+        output.warn(
+          "\(event.device.name): could not tell the device \(good ? "good" : "bad") for \(data.plainLine)")
       }
     }
     return run
@@ -167,4 +175,3 @@ final class FleetRun: Sendable {
     await connection.stop(final: fleet.offline)
   }
 }
-

@@ -75,7 +75,9 @@ enum ListenCommand {
         throw parsed.usage("--confirm-timeout works with --confirm CMD or --confirm-stdin")
       }
       if fleet?.confirmDelivery != nil && (confirm != nil || confirmStdin) {
-        throw parsed.usage("--confirm-delivery tells the device itself; it cannot be combined with --confirm or --confirm-stdin")
+        throw parsed.usage(
+          "--confirm-delivery tells the device itself; it cannot be combined with --confirm or --confirm-stdin"
+        )
       }
       output = parsed.path("output")
       if output == "" { throw parsed.usage("--output needs a file name") }

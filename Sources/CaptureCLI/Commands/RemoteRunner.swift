@@ -26,7 +26,9 @@ struct RemoteRunner: Sendable {
     if let from = words.firstIndex(of: "--from") {
       guard from + 1 < words.count, words[from + 1] == "-", let profile else {
         return Self.failure(
-          CaptureError(.invalidParameter, "a remote set --from takes the profile inline: --from - and \"profile\":{...}"))
+          CaptureError(
+            .invalidParameter, "a remote set --from takes the profile inline: --from - and \"profile\":{...}")
+        )
       }
       guard let path = await Self.temporaryFile(Array(profile.serialized.utf8)) else {
         return Self.failure(CaptureError(.unableWriteFile, "cannot write the profile to a temporary file"))
@@ -46,12 +48,14 @@ struct RemoteRunner: Sendable {
     guard let command = parsed.command else {
       return Self.failure(CaptureError(.invalidParameter, "no command given"))
     }
-    guard let out = await Self.temporaryFile([]).map({ path -> Int32 in
-      defer { unlink(path) }
-      return open(path, O_RDWR | O_CLOEXEC)
-    }), out >= 0
+    guard
+      let out = await Self.temporaryFile([]).map({ path -> Int32 in
+        defer { unlink(path) }
+        return open(path, O_RDWR | O_CLOEXEC)
+      }), out >= 0
     else {
-      return Self.failure(CaptureError(.unableWriteFile, "cannot make a temporary file for the command's output"))
+      return Self.failure(
+        CaptureError(.unableWriteFile, "cannot make a temporary file for the command's output"))
     }
     defer { close(out) }
     var remoteGlobals = globals
@@ -68,7 +72,9 @@ struct RemoteRunner: Sendable {
       return n > 0 ? Array(buffer.prefix(n)) : []
     }
     // stderr went to the same file: only the JSON lines are the document.
-    let lines = bytes.split(separator: UInt8(ascii: "\n")).filter { $0.first == UInt8(ascii: "{") || $0.first == UInt8(ascii: "[") }
+    let lines = bytes.split(separator: UInt8(ascii: "\n")).filter {
+      $0.first == UInt8(ascii: "{") || $0.first == UInt8(ascii: "[")
+    }
     return (exit, Array(lines.joined(separator: [UInt8(ascii: "\n")])))
   }
 
@@ -85,7 +91,9 @@ struct RemoteRunner: Sendable {
       guard fd >= 0 else { return nil }
       defer { close(fd) }
       let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-      let written = bytes.withUnsafeBytes { raw in Result { () throws(Errno) in try SystemFile.writeAll(fd: fd, raw) } }
+      let written = bytes.withUnsafeBytes { raw in
+        Result { () throws(Errno) in try SystemFile.writeAll(fd: fd, raw) }
+      }
       if case .failure = written {
         unlink(path)
         return nil
@@ -127,14 +135,18 @@ struct EngineHeldSystem: DeviceSystem {
   func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
     async throws(CaptureError) -> Int
   { try await base.discover(request, found: found) }
-  func bluetoothdReachable(adapter: String?) async -> Bool { await base.bluetoothdReachable(adapter: adapter) }
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void) async throws(CaptureError)
+  func bluetoothdReachable(adapter: String?) async -> Bool {
+    await base.bluetoothdReachable(adapter: adapter)
+  }
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    async throws(CaptureError)
     -> [DiscoveredDeviceInfo]
   { try await base.inquire(adapter: adapter, seconds: seconds, all: all, note: note) }
   func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?) async throws(CaptureError)
     -> BluetoothDeviceInfo
   { try await base.connect(address: address, adapter: adapter, pair: pair, timeout: timeout) }
-  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String {
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
+  {
     try await base.pairClassic(address: address, adapter: adapter, timeout: timeout)
   }
   func probeClassic(address: String, request: OpenRequest, name: String?) async throws(CaptureError)
@@ -181,7 +193,9 @@ final class LentDevice: Device {
   }
   func trigger(_ action: Trigger) async throws(CaptureError) { try await device.trigger(action) }
   func getRaw(_ name: String) async throws(CaptureError) -> String { try await device.getRaw(name) }
-  func setRaw(_ name: String, _ value: String) async throws(CaptureError) { try await device.setRaw(name, value) }
+  func setRaw(_ name: String, _ value: String) async throws(CaptureError) {
+    try await device.setRaw(name, value)
+  }
   func keepNotifications(_ bits: Notifications) async { await device.keepNotifications(bits) }
 
   var events: AsyncStream<Event> {
