@@ -17,7 +17,8 @@ public struct SpoolRecord: Sendable, Equatable {
 
 /// The spool on disk: append-only segment files of length-prefixed records and a small file of what the
 /// broker acknowledged (docs/fleet.md §4). Synchronous and owned by one thread (the publisher's): every
-/// call may block in write(2), fsync(2) or read(2), so none may run on the cooperative pool.
+/// call (opening too) may block in write(2), fsync(2) or read(2), so none may run on the cooperative
+/// pool.
 ///
 /// A record is `u32 length | u32 CRC-32 | body` (little-endian), the body
 /// `{"eventId":…,"seq":…,"topic":…}\n` and the payload bytes. On opening, each segment is read through;
@@ -102,7 +103,17 @@ public final class SpoolFiles {
     guard lock >= 0 else {
       throw CaptureError(Errno.current, "cannot open the spool \(directory)", other: .unableOpenFile)
     }
-    guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+    // A few tries over 200 ms: a capture that is just exiting (a restart), or a child being spawned
+    // by this process (it holds a copy of the descriptor until its exec), lets go of it at once.
+    var locked = false
+    for attempt in 0..<20 {
+      if flock(lock, LOCK_EX | LOCK_NB) == 0 {
+        locked = true
+        break
+      }
+      if attempt < 19 { usleep(10_000) }
+    }
+    guard locked else {
       close(lock)
       throw CaptureError(
         .alreadyExisting, "the spool \(directory) is in use by another capture with host id \(hostID)")

@@ -12,9 +12,23 @@ final class TemporaryDirectory {
     path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
   }
   var filePath: FilePath { FilePath(path) }
-  deinit {
-    let command = "rm -rf '\(path)'"
-    _ = command.withCString { system($0) }
+  // Removed without system(3): a fork while another test holds a spool's flock would hold the lock
+  // for the child's lifetime and fail that test's reopen.
+  deinit { Self.remove(path) }
+
+  static func remove(_ path: String) {
+    if let dir = opendir(path) {
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+          String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name == "." || name == ".." { continue }
+        let child = path + "/" + name
+        if entry.pointee.d_type == UInt8(DT_DIR) { remove(child) } else { unlink(child) }
+      }
+      closedir(dir)
+    }
+    rmdir(path)
   }
 
   func files(_ sub: String) -> [String] {

@@ -46,7 +46,14 @@ struct FleetOptions: Sendable {
       try parsed.value("mqtt-spool-max").map { (t: String) throws(UsageError) in
         try Values.count(t, option: "--mqtt-spool-max", command: parsed.commandName)
       } ?? FleetSettings.defaultSpoolMax
-    confirmDelivery = parsed.value("confirm-delivery").flatMap(FleetSettings.ConfirmDelivery.init(rawValue:))
+    if let when = parsed.value("confirm-delivery") {
+      guard let value = FleetSettings.ConfirmDelivery(rawValue: when) else {
+        throw parsed.usage("--confirm-delivery takes spool or broker, not '\(when)'")
+      }
+      confirmDelivery = value
+    } else {
+      confirmDelivery = nil
+    }
     commands = !parsed.flag("mqtt-commands") ? .off : Self.commandsAll(parsed) ? .all : .standard
     // The options between themselves, before anything is read.
     let check = FleetSettings(
@@ -99,9 +106,8 @@ final class FleetRun: Sendable {
   /// §3). `sink` shows a refused code as an error event in listen's stream.
   static func start(
     _ options: FleetOptions, engine: CaptureEngine, sink: EventSink?, context: Context
-  ) throws(CaptureError) -> FleetRun {
+  ) async throws(CaptureError) -> FleetRun {
     let output = context.output
-    let settings = try options.settings(output)
     let box = Mutex<FleetRun?>(nil)
     let hooks = Fleet.Hooks(
       event: { Render.event($0) },
@@ -116,7 +122,14 @@ final class FleetRun: Sendable {
         box.withLock { $0 }?.failed(error)
         Task { await engine.stop() }
       })
-    let fleet = try Fleet(settings: settings, stateDirectory: context.state.location, hooks: hooks)
+    // The host id, the password file and the spool's recovery (reading every segment) are file work:
+    // on the blocking executor, not the cooperative pool.
+    let location = context.state.location
+    let (settings, fleet) = try await BlockingExecutor.shared.run {
+      _ throws(CaptureError) -> (FleetSettings, Fleet) in
+      let settings = try options.settings(output)
+      return (settings, try Fleet(settings: settings, stateDirectory: location, hooks: hooks))
+    }
     let connection: MQTTConnection
     do {
       connection = try MQTTConnection(endpoint: settings.endpoint, will: fleet.will, delegate: fleet)
