@@ -65,11 +65,12 @@ public final class SpoolFiles {
   private var acksDirty = false
   private let warn: @Sendable (String) -> Void
 
+  /// One record's place: 24 bytes per unacknowledged event (its segment is found from its seq, the
+  /// segments being named by their first seq), so a spool of 100,000 holds 2.4 MB of index in memory.
   private struct Entry {
     var seq: UInt64
-    var segment: UInt64
-    var offset: Int
-    var length: Int
+    var offset: UInt32
+    var length: UInt32
     var acked: Bool
     var durable: Bool
   }
@@ -166,8 +167,8 @@ public final class SpoolFiles {
     }
     entries.append(
       Entry(
-        seq: seq, segment: segments.last!, offset: currentSize + pending.count, length: bytes.count,
-        acked: false, durable: false))
+        seq: seq, offset: UInt32(currentSize + pending.count), length: UInt32(bytes.count), acked: false,
+        durable: false))
     pending += bytes
     nextSeq += 1
     unackedCount += 1
@@ -337,7 +338,7 @@ public final class SpoolFiles {
       while offset < bytes.count {
         guard let (header, total) = Self.decodeHeader(bytes, at: offset) else { break }
         recovered.append(
-          Entry(seq: header.seq, segment: first, offset: offset, length: total, acked: false, durable: true))
+          Entry(seq: header.seq, offset: UInt32(offset), length: UInt32(total), acked: false, durable: true))
         offset += total
         records += 1
       }
@@ -374,7 +375,7 @@ public final class SpoolFiles {
         // possible at the floor): filled with acknowledged placeholders to keep seqs contiguous.
         for missing in (l + 1)..<entry.seq {
           entries.append(
-            Entry(seq: missing, segment: entry.segment, offset: 0, length: 0, acked: true, durable: true))
+            Entry(seq: missing, offset: 0, length: 0, acked: true, durable: true))
         }
       }
       var e = entry
@@ -443,28 +444,40 @@ public final class SpoolFiles {
     return (header, body[(newline + 1)...], 8 + length)
   }
 
+  /// The segment holding `seq`: the last one whose first seq is not above it.
+  private func segment(of seq: UInt64) -> UInt64 {
+    var low = 0
+    var high = segments.count - 1
+    while low < high {
+      let mid = (low + high + 1) / 2
+      if segments[mid] <= seq { low = mid } else { high = mid - 1 }
+    }
+    return segments.isEmpty ? 0 : segments[low]
+  }
+
   private func record(_ entry: Entry) throws(CaptureError) -> SpoolRecord {
     if let cached = cache[entry.seq] { return cached }
+    let segment = segment(of: entry.seq)
     let fd: Int32
-    if let r = readFD, r.segment == entry.segment {
+    if let r = readFD, r.segment == segment {
       fd = r.fd
     } else {
       if let r = readFD { close(r.fd) }
       readFD = nil
-      fd = segmentPath(entry.segment).open(O_RDONLY | O_CLOEXEC)
+      fd = segmentPath(segment).open(O_RDONLY | O_CLOEXEC)
       guard fd >= 0 else {
         throw CaptureError(
-          Errno.current, "cannot read the spool segment \(segmentPath(entry.segment))", other: .unableReadFile
+          Errno.current, "cannot read the spool segment \(segmentPath(segment))", other: .unableReadFile
         )
       }
-      readFD = (entry.segment, fd)
+      readFD = (segment, fd)
     }
-    var bytes = [UInt8](repeating: 0, count: entry.length)
-    let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, entry.length, off_t(entry.offset)) }
-    guard n == entry.length, let (header, payload, _) = Self.decode(bytes, at: 0), header.seq == entry.seq
-    else {
+    let length = Int(entry.length)
+    var bytes = [UInt8](repeating: 0, count: length)
+    let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(entry.offset)) }
+    guard n == length, let (header, payload, _) = Self.decode(bytes, at: 0), header.seq == entry.seq else {
       throw CaptureError(
-        .invalidChecksum, "spool segment \(segmentPath(entry.segment)): record \(entry.seq) unreadable")
+        .invalidChecksum, "spool segment \(segmentPath(segment)): record \(entry.seq) unreadable")
     }
     return SpoolRecord(seq: header.seq, eventID: header.eventId, topic: header.topic, payload: Array(payload))
   }

@@ -207,6 +207,25 @@ func payload(_ text: String) -> (String) -> [UInt8] {
     #expect(try spool.append(topic: "t", payload: payload("next"))?.seq == 80)
   }
 
+  @Test func recordsAcrossSegmentsReadBackAfterAReopen() throws {
+    let dir = TemporaryDirectory()
+    let big = String(repeating: "y", count: 64 << 10)
+    var written: [SpoolRecord] = []
+    do {
+      let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 100_000)
+      for i in 0..<80 {
+        written.append(try #require(try spool.append(topic: "t/\(i)", payload: payload(big))))
+      }
+      try spool.flush()
+      spool.acknowledge(0)
+      try spool.shutDown()
+    }
+    #expect(dir.files("spool/h1").filter { $0.hasSuffix(".seg") }.count == 2)
+    let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 100_000)
+    let back = try spool.unacknowledged(from: 0, limit: 1000)
+    #expect(back == Array(written[1...]))
+  }
+
   @Test func aSecondOpenOfTheSameSpoolIsRefused() throws {
     let dir = TemporaryDirectory()
     let first = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 10)

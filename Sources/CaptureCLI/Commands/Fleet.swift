@@ -103,9 +103,11 @@ final class FleetRun: Sendable {
 
   /// Opens the spool, connects (in the background: an unreachable broker is retried, never fatal) and
   /// subscribes to the engine on the devices' lanes: the spool writer paces the devices (docs/engine.md
-  /// §3). `sink` shows a refused code as an error event in listen's stream.
+  /// §3). `sink` shows a refused code as an error event in listen's stream. A refused code gets a bad
+  /// data confirmation where the device takes one, unless listen's `--confirm` judges the codes
+  /// (`judged`: the device is told once, by the judge).
   static func start(
-    _ options: FleetOptions, engine: CaptureEngine, sink: EventSink?, context: Context
+    _ options: FleetOptions, engine: CaptureEngine, sink: EventSink?, judged: Bool = false, context: Context
   ) async throws(CaptureError) -> FleetRun {
     let output = context.output
     let box = Mutex<FleetRun?>(nil)
@@ -153,7 +155,8 @@ final class FleetRun: Sendable {
           output.error(refused, withObject: false)
         }
       }
-      guard confirm != nil, let device = engine.device(id: event.device.id),
+      let refused = delivery != .safe
+      guard confirm != nil || (refused && !judged), let device = engine.device(id: event.device.id),
         device.capabilities.canWrite(.dataConfirmationDevice)
       else { return }
       let good = delivery == .safe
@@ -186,5 +189,9 @@ final class FleetRun: Sendable {
   func stop() async {
     await fleet.stop()
     await connection.stop(final: fleet.offline)
+    let stats = fleet.publisher.statistics
+    output.info(
+      "MQTT: \(stats.published) published, \(stats.acknowledged) acknowledged, \(stats.fsyncs) fsyncs in \(stats.batches) batches, \(fleet.publisher.outstanding) left in the spool"
+    )
   }
 }

@@ -120,7 +120,8 @@ enum ListenCommand {
     let fleet: FleetRun?
     do throws(CaptureError) {
       if let f = options.fleet {
-        fleet = try await FleetRun.start(f, engine: engine, sink: sink, context: context)
+        fleet = try await FleetRun.start(
+          f, engine: engine, sink: sink, judged: judge != nil, context: context)
       } else {
         fleet = nil
       }
