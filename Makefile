@@ -14,7 +14,7 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 # Build: the C libraries behind SocketCam, BlueZ, Bluetooth Classic and the serve transport. Test: image generators, man page linter, the JSON-RPC +
 # WebSocket client and the headless browser of the capture serve tests (Tests/Service), systemd-analyze.
 # Bench: the peers measured side by side.
-BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev
+BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
   python3-websockets chromium chromium-driver python3-selenium systemd
 BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd python3-aiohttp
