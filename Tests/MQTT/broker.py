@@ -171,6 +171,7 @@ class Subscriber:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
         self.subscribed = threading.Event()
+        self.subscriptions = 0  # SUBACKs so far: one per (re)connection
         client_id = session or f"capture-test-sub-{os.getpid()}-{id(self)}"
         self.client = paho.Client(client_id=client_id, clean_session=session is None, protocol=paho.MQTTv311)
         self.client.reconnect_delay_set(0.05, 0.2)
@@ -179,7 +180,7 @@ class Subscriber:
         if broker.tls:
             self.client.tls_set(ca_certs=broker.ca, tls_version=ssl.PROTOCOL_TLS_CLIENT)
         self.client.on_connect = self._on_connect
-        self.client.on_subscribe = lambda c, u, mid, granted: self.subscribed.set()
+        self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
         self.client.connect(broker.host, broker.port, keepalive=30)
         self.client.loop_start()
@@ -190,16 +191,27 @@ class Subscriber:
         if rc == 0:
             client.subscribe(self.topic, qos=self.qos)
 
+    def _on_subscribe(self, client, userdata, mid, granted):
+        with self.changed:
+            self.subscriptions += 1
+            self.changed.notify_all()
+        self.subscribed.set()
+
     def _on_message(self, client, userdata, msg):
         with self.changed:
             self.messages.append(Message(msg.topic, bytes(msg.payload), bool(msg.retain), msg.qos, time.monotonic()))
             self.changed.notify_all()
 
-    def wait_resubscribed(self, seconds=10):
-        """After a broker restart: until the subscription is in place again."""
-        self.subscribed.clear()
-        if not self.subscribed.wait(seconds):
-            raise RuntimeError("the test subscriber did not resubscribe")
+    def wait_resubscribed(self, since, seconds=10):
+        """After a broker restart: until a SUBACK newer than `since` (self.subscriptions before the
+        stop) put the subscription in place again."""
+        deadline = time.monotonic() + seconds
+        with self.changed:
+            while self.subscriptions <= since:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("the test subscriber did not resubscribe")
+                self.changed.wait(min(left, 0.2))
 
     def snapshot(self, prefix=None):
         with self.lock:
