@@ -85,7 +85,8 @@ class Capture:
                  env=None, mqtt=True):
         self.state = state or tempfile.mkdtemp(prefix="capture-mqtt-test.")
         self.own_state = state is None
-        url = url or f"mqtt://{broker.host}:{broker.port}/{PREFIX}"
+        if mqtt and url is None:
+            url = f"mqtt://{broker.host}:{broker.port}/{PREFIX}"
         argv = [capture_bin()] + (["--json"] if json_out else []) + [command, *devices]
         if command == "serve":
             self.http_port = free_port()
