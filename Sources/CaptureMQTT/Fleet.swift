@@ -1,0 +1,226 @@
+import CaptureCore
+import MQTTClient
+import Synchronization
+
+/// The fleet front end of one `listen` or `serve` (docs/fleet.md): a lane subscriber of the engine
+/// whose events go through the spool to `PREFIX/HOST/events/DEVICE/EVENT`, the retained status and
+/// devices, and the remote commands. It is the transport's delegate; the transport is handed over
+/// with `connect(link:)` once made (it needs its delegate first).
+public final class Fleet: MQTTConnectionDelegate, Sendable {
+  /// What the command line lends the front end: its renderers (so a payload is byte for byte the
+  /// `--json` object) and its command runner.
+  public struct Hooks: Sendable {
+    /// The object `--json` prints for an event.
+    public var event: @Sendable (Event) -> JSON
+    /// The object `list --json` prints for an open device.
+    public var device: @Sendable (DeviceInfo) -> JSON
+    /// Runs one remote command (nil: no remote commands).
+    public var run: CommandService.Runner?
+    public var warn: @Sendable (String) -> Void
+    /// A refusal retrying cannot fix (the broker refused the password): the front end stops.
+    public var fatal: @Sendable (CaptureError) -> Void
+
+    public init(
+      event: @escaping @Sendable (Event) -> JSON, device: @escaping @Sendable (DeviceInfo) -> JSON,
+      run: CommandService.Runner?, warn: @escaping @Sendable (String) -> Void,
+      fatal: @escaping @Sendable (CaptureError) -> Void
+    ) {
+      self.event = event
+      self.device = device
+      self.run = run
+      self.warn = warn
+      self.fatal = fatal
+    }
+  }
+
+  /// What became of one event (the scanner's verdict with `--confirm-delivery`).
+  public enum Delivery: Sendable, Equatable {
+    /// Spooled (and durable, or acknowledged, as `--confirm-delivery` asked).
+    case safe
+    /// Not safe: the spool refused it (full) or the publisher stopped first.
+    case refused(CaptureError)
+  }
+
+  public let settings: FleetSettings
+  public let topics: Topics
+  public let publisher: Publisher
+  private let relay = LinkRelay()
+  private let hooks: Hooks
+  private let commands: CommandService?
+  private let devices = Mutex<[String: DeviceInfo]>([:])
+  private let since = Timestamp.now()
+  private let outage = Mutex<Bool>(false)
+
+  /// Opens (or recovers) the spool under `stateDirectory`.
+  public init(settings: FleetSettings, stateDirectory: FilePath, hooks: Hooks) throws(CaptureError) {
+    self.settings = settings
+    self.topics = settings.topics
+    self.hooks = hooks
+    let spool = try SpoolFiles(
+      stateDirectory: stateDirectory, hostID: settings.hostID, maximum: settings.spoolMax, warn: hooks.warn)
+    if spool.unacknowledgedCount > 0 {
+      hooks.warn("MQTT spool: \(spool.unacknowledgedCount) events from before wait for the broker")
+    }
+    publisher = Publisher(spool: spool, link: relay, warn: hooks.warn)
+    let relay = self.relay
+    if settings.commands != .off, let run = hooks.run {
+      commands = CommandService(
+        topics: settings.topics, allowed: CommandAllowList.allowed(settings.commands),
+        path: spool.directory + "/replies.json", runner: run,
+        reply: { topic, bytes in
+          _ = relay.publish(MQTTMessage(topic: topic, payload: bytes, qos: 1, retain: false))
+        },
+        warn: hooks.warn)
+    } else {
+      commands = nil
+    }
+  }
+
+  /// The Last Will: the broker publishes it (retained) when the connection ends without a DISCONNECT.
+  public var will: MQTTMessage { statusMessage(online: false) }
+
+  /// Starts the spool's thread and hands over the transport (which then connects).
+  public func connect(link: any MQTTLink) throws(CaptureError) {
+    relay.set(link)
+    try publisher.start()
+  }
+
+  /// The engine lane's handler: every event spooled (the disk paces the devices). With
+  /// `--confirm-delivery`, a decoded code returns once it is durable (spool) or acknowledged (broker).
+  public func take(_ event: Event) async -> Delivery {
+    switch event.payload {
+    case .deviceArrival: updateDevices { $0[event.device.id] = event.device }
+    case .deviceRemoval: updateDevices { $0.removeValue(forKey: event.device.id) }
+    default: break
+    }
+    let object = hooks.event(event)
+    let host = settings.hostID
+    let isCode = if case .decodedData = event.payload { true } else { false }
+    let confirm = isCode ? settings.confirmDelivery : nil
+    let outcome = await publisher.append(
+      topic: topics.event(device: event.device.id, kind: event.kind.rawValue),
+      waitUntilDurable: confirm != nil
+    ) { eventID in Self.payload(object, host: host, eventID: eventID) }
+    switch outcome {
+    case .refused(let error): return .refused(error)
+    case .queued: return .safe
+    case .spooled(let seq, _):
+      if confirm == .broker, !(await publisher.delivered(seq)) {
+        return .refused(CaptureError(.cancel, "capture stopped before the broker acknowledged the code"))
+      }
+      return .safe
+    }
+  }
+
+  /// The published payload: the `--json` event object plus `host` and `eventId`.
+  public static func payload(_ object: JSON, host: String, eventID: String) -> [UInt8] {
+    var members: [String: JSON] = [:]
+    if case .object(let m) = object { members = m }
+    members["host"] = .string(host)
+    members["eventId"] = .string(eventID)
+    var out: [UInt8] = []
+    out.reserveCapacity(384)
+    JSON.object(members).write(to: &out)
+    return out
+  }
+
+  /// A clean stop: the spool written and saved (PUBACKs awaited up to `grace`), then the caller stops
+  /// the transport with `offline` as its last message.
+  public func stop(grace: Duration = .seconds(2)) async {
+    await publisher.stop(grace: grace)
+  }
+
+  public var offline: MQTTMessage { statusMessage(online: false) }
+
+  // MARK: - MQTTConnectionDelegate (the transport's thread; each returns at once)
+
+  public func connected() {
+    let wasDown = outage.withLock { down in
+      defer { down = false }
+      return down
+    }
+    if wasDown { hooks.warn("MQTT broker \(settings.url.host):\(settings.url.port) reachable again") }
+    _ = relay.publish(statusMessage(online: true))
+    publishDevices()
+    if commands != nil { relay.subscribe(topics.commands, qos: 1) }
+    publisher.linkConnected()
+  }
+
+  public func disconnected(_ error: MQTTError?, willRetry: Bool) {
+    publisher.linkDisconnected()
+    guard let error else { return }
+    if !willRetry {
+      hooks.fatal(Self.refusal(error, settings))
+      return
+    }
+    // One warning per outage, not one per attempt.
+    let first = outage.withLock { down in
+      defer { down = true }
+      return !down
+    }
+    if first {
+      hooks.warn(
+        "MQTT broker \(settings.url.host):\(settings.url.port): \(error.description); retrying, events are spooled"
+      )
+    }
+  }
+
+  public func acknowledged(_ messageID: Int32) { publisher.acknowledged(messageID) }
+
+  public func received(_ message: MQTTMessage) {
+    guard let commands, message.topic == topics.commands else { return }
+    let payload = message.payload
+    Task { await commands.handle(payload) }
+  }
+
+  /// A refusal as the command's error: a refused password or client is COMMANDDENIED (-37, exit 37:
+  /// the broker denied the connection; docs/fleet.md §6), a TLS problem or a bad setting
+  /// INVALIDCONFIGURATION (-24), anything else UNABLETOCOMPLETEOPERATION (-97).
+  public static func refusal(_ error: MQTTError, _ settings: FleetSettings) -> CaptureError {
+    let broker = "MQTT broker \(settings.url.host):\(settings.url.port)"
+    switch error {
+    case .notAuthorized(let m):
+      return CaptureError(
+        .commandDenied, "\(broker) refused the user name or password (\(m)); check --mqtt-password-file")
+    case .refused(let m): return CaptureError(.commandDenied, "\(broker) refused the connection: \(m)")
+    case .tls(let m): return CaptureError(.invalidConfiguration, "\(broker): TLS: \(m)")
+    case .invalidConfiguration(let m): return CaptureError(.invalidConfiguration, "\(broker): \(m)")
+    case .unreachable(let m), .library(let m):
+      return CaptureError(.unableToCompleteOperation, "\(broker): \(m)")
+    }
+  }
+
+  // MARK: - Retained state
+
+  private func statusMessage(online: Bool) -> MQTTMessage {
+    let json: JSON =
+      online
+      ? .object([
+        "state": .string("online"), "host": .string(settings.hostID),
+        "version": .string(CaptureVersion.string),
+        "since": .string(since.iso8601),
+      ])
+      : .object(["state": .string("offline"), "host": .string(settings.hostID)])
+    return MQTTMessage(topic: topics.status, payload: Array(json.serialized.utf8), qos: 1, retain: true)
+  }
+
+  private func updateDevices(_ change: (inout [String: DeviceInfo]) -> Void) {
+    devices.withLock { change(&$0) }
+    publishDevices()
+  }
+
+  private func publishDevices() {
+    let open = devices.withLock { $0.values.sorted { $0.id < $1.id } }
+    let json = JSON.object(["devices": .array(open.map(hooks.device))])
+    _ = relay.publish(
+      MQTTMessage(topic: topics.devices, payload: Array(json.serialized.utf8), qos: 1, retain: true))
+  }
+}
+
+/// The transport, once it exists (it is made after its delegate, the fleet).
+final class LinkRelay: MQTTLink {
+  private let link = Mutex<(any MQTTLink)?>(nil)
+  func set(_ l: any MQTTLink) { link.withLock { $0 = l } }
+  func publish(_ message: MQTTMessage) -> Int32? { link.withLock { $0 }?.publish(message) }
+  func subscribe(_ topic: String, qos: Int) { link.withLock { $0 }?.subscribe(topic, qos: qos) }
+}

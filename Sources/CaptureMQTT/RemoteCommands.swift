@@ -1,0 +1,305 @@
+import CaptureCore
+import FoundationEssentials
+import Synchronization
+
+/// One request on `PREFIX/HOST/commands` (docs/fleet.md §5): `{"id":"…","argv":["get","dock",
+/// "battery-level"]}`, and for `set --from` the profile inline as `"profile":{…}`.
+public struct CommandRequest: Sendable, Equatable {
+  public var id: String
+  public var argv: [String]
+  public var profile: JSON?
+
+  /// The largest request read (a profile is a few KiB; the CLI's own profile bound is larger, but a
+  /// command topic is no place for bulk data).
+  public static let maximumSize = 64 << 10
+  /// The longest request id (it becomes a topic level).
+  public static let maximumIDLength = 128
+
+  /// Why a request cannot run: its id when it had a usable one (it gets an error reply), else nil
+  /// (a warning only, nowhere to reply).
+  public struct Malformed: Error, Sendable, Equatable {
+    public var id: String?
+    public var error: CaptureError
+  }
+
+  /// Parses a request; nothing runs unless this succeeds.
+  public static func parse(_ bytes: [UInt8]) -> Result<CommandRequest, Malformed> {
+    let value: AnyJSON
+    do {
+      value = try JSONDecoder().decode(AnyJSON.self, from: Data(bytes))
+    } catch {
+      return .failure(Malformed(id: nil, error: CaptureError(.invalidFormat, "the request is not JSON")))
+    }
+    guard case .object(let members) = value.json else {
+      return .failure(
+        Malformed(id: nil, error: CaptureError(.invalidFormat, "the request is not a JSON object")))
+    }
+    guard case .string(let id)? = members["id"], !id.isEmpty, id.utf8.count <= maximumIDLength,
+      !id.utf8.contains(0)
+    else {
+      return .failure(
+        Malformed(
+          id: nil,
+          error: CaptureError(.invalidFormat, "the request has no \"id\" string (1-\(maximumIDLength) bytes)")
+        ))
+    }
+    func bad(_ message: String) -> Result<CommandRequest, Malformed> {
+      .failure(Malformed(id: id, error: CaptureError(.invalidFormat, message)))
+    }
+    if bytes.count > maximumSize { return bad("the request is larger than \(maximumSize) bytes") }
+    guard case .array(let words)? = members["argv"], !words.isEmpty else {
+      return bad("\"argv\" must be a non-empty array of strings")
+    }
+    var argv: [String] = []
+    for word in words {
+      guard case .string(let text) = word else { return bad("\"argv\" must be a non-empty array of strings") }
+      argv.append(text)
+    }
+    var profile: JSON?
+    if let p = members["profile"] {
+      guard case .object = p else {
+        return bad("\"profile\" must be a JSON object (a profile as set --from reads)")
+      }
+      profile = p
+    }
+    for key in members.keys where !["id", "argv", "profile"].contains(key) {
+      return bad("unknown key \"\(key)\" in the request")
+    }
+    return .success(CommandRequest(id: id, argv: argv, profile: profile))
+  }
+}
+
+/// The commands a request may run.
+public enum CommandAllowList {
+  public static let standard: Set<String> = ["list", "get", "set", "trigger"]
+  public static let all: Set<String> = standard.union(["connect", "remove"])
+
+  public static func allowed(_ setting: FleetSettings.Commands) -> Set<String> {
+    switch setting {
+    case .off: []
+    case .standard: standard
+    case .all: all
+    }
+  }
+}
+
+/// Runs remote commands and answers on `PREFIX/HOST/replies/ID`. A request id seen before is answered
+/// again from its first result and never run twice (the last `memory` ids are kept, in memory and in
+/// `replies.json` beside the spool, so a redelivery after a restart is not run again either).
+public final class CommandService: Sendable {
+  /// `argv` and the inline profile → the exit status and the `--json` document the command printed.
+  public typealias Runner = @Sendable ([String], JSON?) async -> (exit: Int32, document: JSON)
+
+  public static let memory = 256
+
+  private let topics: Topics
+  private let allowed: Set<String>
+  private let runner: Runner
+  private let reply: @Sendable (String, [UInt8]) -> Void
+  private let warn: @Sendable (String) -> Void
+  private let path: FilePath?
+  private struct State {
+    var replies: [String: [UInt8]] = [:]
+    var order: [String] = []
+    var running: [String: [CheckedContinuation<[UInt8], Never>]] = [:]
+    var runs = 0
+  }
+  private let state = Mutex(State())
+
+  /// `path`: where the recent replies persist (nil: memory only).
+  public init(
+    topics: Topics, allowed: Set<String>, path: FilePath?, runner: @escaping Runner,
+    reply: @escaping @Sendable (String, [UInt8]) -> Void, warn: @escaping @Sendable (String) -> Void
+  ) {
+    self.topics = topics
+    self.allowed = allowed
+    self.runner = runner
+    self.reply = reply
+    self.warn = warn
+    self.path = path
+    if let path, let bytes = try? SystemFile.read(path: path),
+      let saved = try? JSONDecoder().decode([SavedReply].self, from: Data(bytes))
+    {
+      state.withLock { s in
+        for entry in saved.suffix(Self.memory) {
+          s.replies[entry.id] = Array(entry.reply.utf8)
+          s.order.append(entry.id)
+        }
+      }
+    }
+  }
+
+  private struct SavedReply: Codable {
+    var id: String
+    var reply: String
+  }
+
+  /// Commands actually run (tests: a duplicate id must not add one).
+  public var runCount: Int { state.withLock { $0.runs } }
+
+  /// Handles one message of the commands topic: parse, refuse or run, reply. Returns the reply sent
+  /// (nil when there was nobody to reply to).
+  @discardableResult
+  public func handle(_ payload: [UInt8]) async -> [UInt8]? {
+    let request: CommandRequest
+    switch CommandRequest.parse(payload) {
+    case .failure(let malformed):
+      guard let id = malformed.id else {
+        warn("MQTT command ignored: \(malformed.error.message)")
+        return nil
+      }
+      let bytes = Self.errorReply(id: id, malformed.error)
+      reply(topics.reply(id: id), bytes)
+      return bytes
+    case .success(let r): request = r
+    }
+    enum Step {
+      case answer([UInt8])
+      case wait
+      case run
+    }
+    let step = state.withLock { s -> Step in
+      if let done = s.replies[request.id] { return .answer(done) }
+      if s.running[request.id] != nil { return .wait }
+      s.running[request.id] = []
+      return .run
+    }
+    let bytes: [UInt8]
+    switch step {
+    case .answer(let done): bytes = done
+    case .wait:
+      bytes = await withCheckedContinuation { (done: CheckedContinuation<[UInt8], Never>) in
+        let ready = state.withLock { s -> [UInt8]? in
+          if let r = s.replies[request.id] { return r }
+          s.running[request.id, default: []].append(done)
+          return nil
+        }
+        if let ready { done.resume(returning: ready) }
+      }
+    case .run:
+      bytes = await run(request)
+      let (waiters, saved) = state.withLock { s in
+        s.replies[request.id] = bytes
+        s.order.append(request.id)
+        while s.order.count > Self.memory { s.replies.removeValue(forKey: s.order.removeFirst()) }
+        let waiters = s.running.removeValue(forKey: request.id) ?? []
+        let saved = s.order.compactMap { id in
+          s.replies[id].map { SavedReply(id: id, reply: String(decoding: $0, as: UTF8.self)) }
+        }
+        return (waiters, saved)
+      }
+      for waiter in waiters { waiter.resume(returning: bytes) }
+      if let path { await save(saved, to: path) }
+    }
+    reply(topics.reply(id: request.id), bytes)
+    return bytes
+  }
+
+  private func run(_ request: CommandRequest) async -> [UInt8] {
+    let name = request.argv[0]
+    guard allowed.contains(name) else {
+      let others = allowed.sorted().joined(separator: ", ")
+      let hint = CommandAllowList.all.contains(name) ? " (--mqtt-commands all allows it)" : ""
+      return Self.errorReply(
+        id: request.id,
+        CaptureError(.commandDenied, "'\(name)' is not allowed remotely\(hint); allowed: \(others)"))
+    }
+    if request.profile != nil && !(name == "set" && request.argv.contains("--from")) {
+      return Self.errorReply(
+        id: request.id, CaptureError(.invalidParameter, "\"profile\" goes with set ... --from -"))
+    }
+    state.withLock { $0.runs += 1 }
+    let (exit, document) = await runner(request.argv, request.profile)
+    return Self.reply(id: request.id, exit: exit, document: document)
+  }
+
+  /// `{"id":…,"exit":…}` and the document's members (a document that is not an object goes under
+  /// "output").
+  public static func reply(id: String, exit: Int32, document: JSON) -> [UInt8] {
+    var members: [String: JSON]
+    if case .object(let m) = document {
+      members = m
+    } else if document == .null {
+      members = [:]
+    } else {
+      members = ["output": document]
+    }
+    members["id"] = .string(id)
+    members["exit"] = .int(exit)
+    var out: [UInt8] = []
+    JSON.object(members).write(to: &out)
+    return out
+  }
+
+  /// The error reply: `{"id","exit","error":{"code","name","message"}}`, the error object every
+  /// `--json` command prints.
+  public static func errorReply(id: String, _ error: CaptureError) -> [UInt8] {
+    let exit = error.code.isSuccess ? 0 : Int32(min(255, -Int64(error.code.rawValue)))
+    return reply(
+      id: id, exit: exit,
+      document: .object([
+        "error": .object([
+          "code": .int(error.code.rawValue), "name": .string(error.code.name),
+          "message": .string(error.message),
+        ])
+      ]))
+  }
+
+  private func save(_ saved: [SavedReply], to path: FilePath) async {
+    let warn = self.warn
+    await BlockingExecutor.shared.run { _ in
+      var bytes: [UInt8] = []
+      JSON.array(
+        saved.map { .object(["id": .string($0.id), "reply": .string($0.reply)]) }
+      ).write(to: &bytes)
+      let directory = FilePath(
+        bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
+      do throws(Errno) {
+        try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
+      } catch {
+        warn("cannot save the MQTT command replies to \(path): \(error.message)")
+      }
+    }
+  }
+}
+
+/// Any JSON value, decoded into CaptureCore's `JSON` (a request's profile is passed on as it came).
+struct AnyJSON: Decodable {
+  let json: JSON
+
+  init(from decoder: any Decoder) throws {
+    if var array = try? decoder.unkeyedContainer() {
+      var items: [JSON] = []
+      while !array.isAtEnd { items.append(try array.decode(AnyJSON.self).json) }
+      json = .array(items)
+      return
+    }
+    if let object = try? decoder.container(keyedBy: Key.self) {
+      var members: [String: JSON] = [:]
+      for key in object.allKeys {
+        members[key.stringValue] = try object.decode(AnyJSON.self, forKey: key).json
+      }
+      json = .object(members)
+      return
+    }
+    let single = try decoder.singleValueContainer()
+    if single.decodeNil() {
+      json = .null
+    } else if let b = try? single.decode(Bool.self) {
+      json = .bool(b)
+    } else if let i = try? single.decode(Int64.self) {
+      json = .number(i)
+    } else if let d = try? single.decode(Double.self) {
+      json = .literal(d.isFinite ? "\(d)" : "0")
+    } else {
+      json = .string(try single.decode(String.self))
+    }
+  }
+
+  struct Key: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+  }
+}

@@ -1,0 +1,264 @@
+import CaptureCore
+import MQTTClient
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `--mqtt mqtt://[USER@]HOST[:PORT]/PREFIX` (or `mqtts://`): where the broker is and the topic prefix
+/// every topic of this host starts with (docs/fleet.md §1).
+public struct BrokerURL: Sendable, Equatable {
+  public var tls: Bool
+  public var username: String?
+  public var host: String
+  public var port: UInt16
+  /// One or more topic levels, without a leading or trailing `/`.
+  public var prefix: String
+
+  /// Parses the URL. A password in it (`user:pass@`) is refused: the command line shows in `ps` and in
+  /// shell histories, so the password comes from --mqtt-password-file only.
+  public static func parse(_ text: String) throws(CaptureError) -> BrokerURL {
+    func refuse(_ why: String) -> CaptureError {
+      CaptureError(.invalidParameter, "--mqtt: \(why)")
+    }
+    let tls: Bool
+    let rest: Substring
+    if text.hasPrefix("mqtt://") {
+      tls = false
+      rest = text.dropFirst("mqtt://".count)
+    } else if text.hasPrefix("mqtts://") {
+      tls = true
+      rest = text.dropFirst("mqtts://".count)
+    } else {
+      throw refuse("takes mqtt://[USER@]HOST[:PORT]/PREFIX or mqtts://..., not '\(text)'")
+    }
+    guard let slash = rest.firstIndex(of: "/") else {
+      throw refuse("a topic PREFIX is needed after the host (mqtt://HOST/PREFIX)")
+    }
+    var authority = rest[..<slash]
+    var prefix = String(rest[rest.index(after: slash)...])
+    while prefix.hasSuffix("/") { prefix.removeLast() }
+    var username: String?
+    if let at = authority.lastIndex(of: "@") {
+      let user = authority[..<at]
+      if user.contains(":") {
+        throw refuse(
+          "a password in the URL would show in ps; put it in a file and use --mqtt-password-file FILE")
+      }
+      guard !user.isEmpty else { throw refuse("an empty user name before '@'") }
+      username = Self.percentDecoded(user)
+      authority = authority[authority.index(after: at)...]
+    }
+    var host = Substring(authority)
+    var port: UInt16 = tls ? CaptureMQTTInfo.defaultTLSPort : CaptureMQTTInfo.defaultPort
+    if host.hasPrefix("[") {
+      // An IPv6 literal (RFC 3986 §3.2.2): [ADDR] or [ADDR]:PORT.
+      guard let close = host.firstIndex(of: "]") else { throw refuse("an unclosed '[' in the host") }
+      let after = host[host.index(after: close)...]
+      if !after.isEmpty {
+        guard after.hasPrefix(":"), let p = UInt16(after.dropFirst()), p > 0 else {
+          throw refuse("the port must be 1-65535, not '\(after.dropFirst())'")
+        }
+        port = p
+      }
+      host = host[host.index(after: host.startIndex)..<close]
+    } else if let colon = host.lastIndex(of: ":") {
+      let text = host[host.index(after: colon)...]
+      guard let p = UInt16(text), p > 0 else { throw refuse("the port must be 1-65535, not '\(text)'") }
+      port = p
+      host = host[..<colon]
+    }
+    guard !host.isEmpty else { throw refuse("no broker host in '\(text)'") }
+    guard !prefix.isEmpty else {
+      throw refuse("a topic PREFIX is needed after the host (mqtt://HOST/PREFIX)")
+    }
+    if let problem = Topics.problem(inPrefix: prefix) { throw refuse(problem) }
+    return BrokerURL(tls: tls, username: username, host: String(host), port: port, prefix: prefix)
+  }
+
+  /// `%XX` in a user name (RFC 3986 §2.1); anything else kept as written.
+  static func percentDecoded(_ text: Substring) -> String {
+    var out: [UInt8] = []
+    var bytes = Array(text.utf8)[...]
+    while let byte = bytes.first {
+      bytes = bytes.dropFirst()
+      if byte == UInt8(ascii: "%"), bytes.count >= 2,
+        let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+      {
+        out.append(value)
+        bytes = bytes.dropFirst(2)
+      } else {
+        out.append(byte)
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}
+
+/// Everything `--mqtt*` says, checked: what the fleet front end needs to run.
+public struct FleetSettings: Sendable {
+  /// When the scanner hears its good beep (`--confirm-delivery`).
+  public enum ConfirmDelivery: String, Sendable, CaseIterable {
+    /// Once the code is fsynced in the spool.
+    case spool
+    /// Once the broker acknowledged it (PUBACK).
+    case broker
+  }
+
+  /// Which remote commands run (`--mqtt-commands [all]`).
+  public enum Commands: Sendable, Equatable {
+    case off
+    /// list, get, set, trigger.
+    case standard
+    /// Also connect and remove.
+    case all
+  }
+
+  /// 100,000 events: at a busy scanner's few codes a second, hours of a broker outage; a record is a
+  /// few hundred bytes, so tens of MiB on disk at most (docs/fleet.md §4).
+  public static let defaultSpoolMax = 100_000
+
+  public var url: BrokerURL
+  public var hostID: String
+  public var caFile: String?
+  public var certFile: String?
+  public var keyFile: String?
+  public var password: String?
+  public var spoolMax: Int
+  public var confirmDelivery: ConfirmDelivery?
+  public var commands: Commands
+
+  public init(
+    url: BrokerURL, hostID: String, caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil,
+    password: String? = nil, spoolMax: Int = FleetSettings.defaultSpoolMax,
+    confirmDelivery: ConfirmDelivery? = nil, commands: Commands = .off
+  ) {
+    self.url = url
+    self.hostID = hostID
+    self.caFile = caFile
+    self.certFile = certFile
+    self.keyFile = keyFile
+    self.password = password
+    self.spoolMax = spoolMax
+    self.confirmDelivery = confirmDelivery
+    self.commands = commands
+  }
+
+  /// The MQTT client id: stable per host, so a broker that keeps sessions recognises the host after a
+  /// restart, and two hosts never take each other's session. MQTT 3.1.1 §3.1.3.1 only promises 23
+  /// bytes of [0-9a-zA-Z]; every broker the fleets run takes longer ids, so the host id is kept whole.
+  public var clientID: String { "capture-\(hostID)" }
+
+  public var endpoint: MQTTEndpoint {
+    MQTTEndpoint(
+      host: url.host, port: url.port,
+      tls: url.tls ? .init(caFile: caFile, certFile: certFile, keyFile: keyFile) : nil,
+      username: url.username, password: password, clientID: clientID)
+  }
+
+  public var topics: Topics { Topics(prefix: url.prefix, host: hostID) }
+
+  /// The checks between options, as usage errors (exit 18).
+  public func validate() throws(CaptureError) {
+    if !url.tls && (caFile != nil || certFile != nil || keyFile != nil) {
+      throw CaptureError(.invalidParameter, "--mqtt-ca, --mqtt-cert and --mqtt-key need an mqtts:// URL")
+    }
+    if (certFile == nil) != (keyFile == nil) {
+      throw CaptureError(.invalidParameter, "--mqtt-cert and --mqtt-key go together")
+    }
+    if password != nil && url.username == nil {
+      throw CaptureError(
+        .invalidParameter, "--mqtt-password-file needs a user name in the URL (mqtt://USER@HOST/PREFIX)")
+    }
+    guard spoolMax > 0 else { throw CaptureError(.invalidParameter, "--mqtt-spool-max must be at least 1") }
+  }
+}
+
+/// The host's identity: its topic level and the base of its client id.
+public enum HostIdentity {
+  /// The longest host id taken (a topic level stays readable; machine-id is 32).
+  public static let maximumLength = 64
+
+  /// `--mqtt-host-id NAME` when given, else /etc/machine-id (machine-id(5): 32 lowercase hex digits
+  /// and a newline, set once at install), trimmed.
+  public static func resolve(_ name: String?, machineIDPath: FilePath = "/etc/machine-id")
+    throws(CaptureError)
+    -> String
+  {
+    if let name {
+      if let problem = problem(name) { throw CaptureError(.invalidParameter, "--mqtt-host-id: \(problem)") }
+      return name
+    }
+    let bytes: [UInt8]
+    do {
+      bytes = try BoundedInput.contents(of: machineIDPath, accepting: .regularFiles, limit: 256)
+    } catch {
+      throw CaptureError(
+        error, "cannot read \(machineIDPath) for the MQTT host id (name this host with --mqtt-host-id NAME)",
+        other: .unableReadFile)
+    }
+    let text = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first.map {
+      $0.trimmingSpaces
+    }
+    guard let text, !text.isEmpty, problem(text) == nil else {
+      throw CaptureError(
+        .invalidFormat, "\(machineIDPath) holds no usable host id; name this host with --mqtt-host-id NAME")
+    }
+    return text
+  }
+
+  /// Why `name` cannot be a host id, or nil: one topic level of letters, digits, `-`, `_` and `.`,
+  /// so it needs no escaping anywhere (topics, client id, file names, ACL patterns).
+  public static func problem(_ name: String) -> String? {
+    if name.isEmpty { return "an empty host id" }
+    if name.utf8.count > maximumLength { return "a host id is at most \(maximumLength) bytes" }
+    let allowed = name.utf8.allSatisfy { b in
+      (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D
+        || b == 0x5F || b == 0x2E
+    }
+    if !allowed || name == "." || name == ".." {
+      return "'\(name)' is not a host id: use letters, digits, '-', '_' and '.'"
+    }
+    return nil
+  }
+}
+
+/// --mqtt-password-file: the first line of the file is the password.
+public enum PasswordFile {
+  /// A password file larger than this is not one.
+  public static let maximumSize = 4096
+
+  /// The password, and a warning when the file can be read by its group or others (it should be 0600
+  /// or 0400, like ssh's keys).
+  public static func read(_ path: String) throws(CaptureError) -> (password: String, warning: String?) {
+    let bytes: [UInt8]
+    do {
+      bytes = try BoundedInput.contents(
+        of: FilePath(path), accepting: .regularFiles, limit: maximumSize)
+    } catch {
+      throw CaptureError(error, "--mqtt-password-file \(path)", other: .unableReadFile)
+    }
+    let line = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
+    var password = Array(line)
+    if password.last == UInt8(ascii: "\r") { password.removeLast() }
+    guard !password.isEmpty else {
+      throw CaptureError(.invalidFormat, "--mqtt-password-file \(path): the first line is empty")
+    }
+    var info = stat()
+    var warning: String?
+    if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
+      warning =
+        "--mqtt-password-file \(path) can be read by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it"
+    }
+    return (String(decoding: password, as: UTF8.self), warning)
+  }
+}
+
+extension Substring {
+  var trimmingSpaces: String {
+    var s = self
+    while let f = s.first, f == " " || f == "\t" || f == "\r" { s = s.dropFirst() }
+    while let l = s.last, l == " " || l == "\t" || l == "\r" { s = s.dropLast() }
+    return String(s)
+  }
+}

@@ -1,0 +1,75 @@
+/// The topic layout of one host (docs/fleet.md §1). Never renamed once published: consumers subscribe
+/// to these names.
+public struct Topics: Sendable, Equatable {
+  public let prefix: String
+  public let host: String
+
+  public init(prefix: String, host: String) {
+    self.prefix = prefix
+    self.host = host
+  }
+
+  /// `PREFIX/HOST`
+  public var base: String { "\(prefix)/\(host)" }
+  /// Retained: `{"state":"online",...}` while connected, `{"state":"offline"}` (the Will, a clean stop).
+  public var status: String { "\(base)/status" }
+  /// Retained: the devices open now, each the object `list --json` prints.
+  public var devices: String { "\(base)/devices" }
+  /// Requests (with --mqtt-commands).
+  public var commands: String { "\(base)/commands" }
+  /// `PREFIX/HOST/events/DEVICE/EVENT`, QoS 1.
+  public func event(device: String, kind: String) -> String {
+    "\(base)/events/\(Self.escape(device))/\(kind)"
+  }
+  /// `PREFIX/HOST/replies/ID`, the request id escaped as a device id is.
+  public func reply(id: String) -> String { "\(base)/replies/\(Self.escape(id))" }
+
+  /// A device id made one topic level: `%` → `%25`, `/` → `%2F`, `+` → `%2B`, `#` → `%23` (the
+  /// level separator and the two wildcards, MQTT 3.1.1 §4.7.1; `%` so the escape can be undone), and
+  /// NUL → `%00` (forbidden in topics, §4.7.3). Every other byte is kept: a Bluetooth address
+  /// `00:11:22:33:44:55`, `socketcam` and `/dev/ttyACM0` → `%2Fdev%2FttyACM0` stay readable.
+  public static func escape(_ text: String) -> String {
+    var out: [UInt8] = []
+    out.reserveCapacity(text.utf8.count)
+    for byte in text.utf8 {
+      switch byte {
+      case UInt8(ascii: "%"): out += "%25".utf8
+      case UInt8(ascii: "/"): out += "%2F".utf8
+      case UInt8(ascii: "+"): out += "%2B".utf8
+      case UInt8(ascii: "#"): out += "%23".utf8
+      case 0: out += "%00".utf8
+      default: out.append(byte)
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// The inverse of `escape` (for consumers and tests): every `%XX` decoded.
+  public static func unescape(_ text: String) -> String {
+    var out: [UInt8] = []
+    var bytes = Array(text.utf8)[...]
+    while let byte = bytes.popFirst() {
+      if byte == UInt8(ascii: "%"), bytes.count >= 2,
+        let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+      {
+        out.append(value)
+        bytes = bytes.dropFirst(2)
+      } else {
+        out.append(byte)
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// Why `prefix` cannot start this host's topics, or nil: no wildcards (a topic name cannot hold
+  /// them, MQTT 3.1.1 §4.7.1), no empty level, no NUL, and not `$...` (reserved for the broker, §4.7.2).
+  public static func problem(inPrefix prefix: String) -> String? {
+    if prefix.contains("+") || prefix.contains("#") { return "the topic prefix cannot hold '+' or '#'" }
+    if prefix.hasPrefix("$") { return "a topic prefix starting with '$' is the broker's" }
+    if prefix.utf8.contains(0) { return "the topic prefix cannot hold NUL" }
+    if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+      return "the topic prefix has an empty level ('//')"
+    }
+    return nil
+  }
+}
