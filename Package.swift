@@ -17,7 +17,10 @@ let package = Package(
     // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
     // the engine over the MQTT transport (libmosquitto).
     .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "MQTTClient"]),
-    .target(name: "MQTTClient"),
+    // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MQTTClient runs its network
+    // loop on a thread of its own.
+    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
+    .target(name: "MQTTClient", dependencies: ["CMosquitto"]),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
     .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPServer"]),
