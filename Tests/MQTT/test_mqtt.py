@@ -510,14 +510,19 @@ class CommandTests(Fixture):
         dev = self.dataman.selector
         acting = lambda: [c for c in self.dataman.commands() if c.upper().split(">")[-1].startswith(("TRIGGER", "SET"))]
         before = acting()
-        for i, body in enumerate([{"id": "m1", "argv": "trigger"}, {"id": "m2"}, {"id": "m3", "argv": [1, 2]},
-                                  {"id": "m4", "argv": ["trigger", dev, "sideways"]},
-                                  {"id": "m5", "argv": ["no-such-command", dev]}]):
+        for body in ({"id": "m1", "argv": "trigger"}, {"id": "m2"}, {"id": "m3", "argv": [1, 2]},
+                     {"id": "m4", "argv": ["trigger", dev, "sideways"]},
+                     {"id": "m5", "argv": ["no-such-command", dev]},
+                     {"id": "m6", "argv": ["trigger", dev, "start"], "run": "twice"},
+                     {"id": "m7", "argv": ["trigger", dev, "start"], "profile": {"properties": []}}):
             with self.subTest(body=body):
                 reply = self.request(body, body["id"])
                 self.assertEqual(reply["id"], body["id"])
                 self.assertIsInstance(reply["exit"], int)
                 self.assertNotEqual(reply["exit"], 0, reply)
+                # The error object every --json command prints on failure.
+                self.assertIsInstance(reply.get("error", {}).get("code"), int, reply)
+                self.assertIsInstance(reply["error"].get("message"), str, reply)
         # Not JSON and no id at all: nothing to answer on, and nothing runs.
         self.request(b"{not json")
         self.request(json.dumps({"argv": ["trigger", dev, "start"]}))
