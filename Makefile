@@ -96,7 +96,7 @@ install: build install-service
 	install -D -m 0644 completions/_capture $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_capture
 	install -D -m 0644 completions/capture.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/capture.fish
 
-# The systemd user units (listen; serve and its socket), ExecStart pointing at the capture this PREFIX
+# The systemd user units (listen; listen for a fleet; serve and its socket), ExecStart pointing at the capture this PREFIX
 # installs.
 install-service:
 	install -d $(DESTDIR)$(SYSTEMD_USER_DIR)
@@ -107,10 +107,14 @@ install-service:
 	  > $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.service
 	install -m 0644 contrib/capture-serve.socket $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.socket
 	chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.service
+	sed 's|/usr/local/bin/capture|$(PREFIX)/bin/capture|' contrib/capture-listen-mqtt.service \
+	  > $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen-mqtt.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen-mqtt.service
 
 uninstall:
 	rm -f $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen.service \
-	  $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.service $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.socket
+	  $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.service $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-serve.socket \
+	  $(DESTDIR)$(SYSTEMD_USER_DIR)/capture-listen-mqtt.service
 	rm -f $(DESTDIR)$(PREFIX)/bin/capture $(DESTDIR)$(PREFIX)/share/man/man1/capture.1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man1/capture-*.1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/capture \

@@ -180,9 +180,8 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     let broker = "MQTT broker \(settings.url.host):\(settings.url.port)"
     switch error {
     case .notAuthorized(let m):
-      return CaptureError(
-        .commandDenied, "\(broker) refused the user name or password (\(m)); check --mqtt-password-file")
-    case .refused(let m): return CaptureError(.commandDenied, "\(broker) refused the connection: \(m)")
+      return CaptureError(.commandDenied, "\(m); check the URL's user and --mqtt-password-file")
+    case .refused(let m): return CaptureError(.commandDenied, m)
     case .tls(let m): return CaptureError(.invalidConfiguration, "\(broker): TLS: \(m)")
     case .invalidConfiguration(let m): return CaptureError(.invalidConfiguration, "\(broker): \(m)")
     case .unreachable(let m), .library(let m):
@@ -200,7 +199,7 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
         "version": .string(CaptureVersion.string),
         "since": .string(since.iso8601),
       ])
-      : .object(["state": .string("offline"), "host": .string(settings.hostID)])
+      : .object(["state": .string("offline")])
     return MQTTMessage(topic: topics.status, payload: Array(json.serialized.utf8), qos: 1, retain: true)
   }
 

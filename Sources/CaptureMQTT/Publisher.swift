@@ -221,6 +221,9 @@ public final class Publisher: Sendable {
     var generation = 0
     var cursor = spool.floor
     var inflight: [Int32: UInt64] = [:]
+    // The message ids of the connection before: the transport may still send those messages again
+    // and report their PUBACKs, which free the records as well as the republished copies' do.
+    var previous: [Int32: UInt64] = [:]
     var waiters: [(UInt64, CheckedContinuation<Bool, Never>)] = []
     var lastSave = ContinuousClock.now
     var stopDeadline: ContinuousClock.Instant?
@@ -289,7 +292,9 @@ public final class Publisher: Sendable {
       // 2. Acknowledgements: each PUBACK frees its record (and may free a segment).
       var freed = 0
       for mid in acks {
-        guard let seq = inflight.removeValue(forKey: mid) else { continue }
+        guard let seq = inflight.removeValue(forKey: mid) ?? previous.removeValue(forKey: mid) else {
+          continue
+        }
         if spool.acknowledge(seq) { freed += 1 }
       }
       if freed > 0 {
@@ -308,6 +313,7 @@ public final class Publisher: Sendable {
       // `window` unacknowledged at once.
       if newGeneration != generation {
         generation = newGeneration
+        previous = inflight.filter { !spool.isAcknowledged($0.value) }
         inflight.removeAll()
         cursor = spool.floor
       }

@@ -87,8 +87,9 @@ public enum CommandAllowList {
 /// again from its first result and never run twice (the last `memory` ids are kept, in memory and in
 /// `replies.json` beside the spool, so a redelivery after a restart is not run again either).
 public final class CommandService: Sendable {
-  /// `argv` and the inline profile → the exit status and the `--json` document the command printed.
-  public typealias Runner = @Sendable ([String], JSON?) async -> (exit: Int32, document: JSON)
+  /// `argv` and the inline profile → the exit status and what the command printed with `--json` (one
+  /// JSON document per line).
+  public typealias Runner = @Sendable ([String], JSON?) async -> (exit: Int32, output: [UInt8])
 
   public static let memory = 256
 
@@ -105,6 +106,7 @@ public final class CommandService: Sendable {
     var runs = 0
   }
   private let state = Mutex(State())
+  private let saving = Mutex(())
 
   /// `path`: where the recent replies persist (nil: memory only).
   public init(
@@ -178,18 +180,14 @@ public final class CommandService: Sendable {
       }
     case .run:
       bytes = await run(request)
-      let (waiters, saved) = state.withLock { s in
+      let waiters = state.withLock { s in
         s.replies[request.id] = bytes
         s.order.append(request.id)
         while s.order.count > Self.memory { s.replies.removeValue(forKey: s.order.removeFirst()) }
-        let waiters = s.running.removeValue(forKey: request.id) ?? []
-        let saved = s.order.compactMap { id in
-          s.replies[id].map { SavedReply(id: id, reply: String(decoding: $0, as: UTF8.self)) }
-        }
-        return (waiters, saved)
+        return s.running.removeValue(forKey: request.id) ?? []
       }
       for waiter in waiters { waiter.resume(returning: bytes) }
-      if let path { await save(saved, to: path) }
+      if let path { await save(to: path) }
     }
     reply(topics.reply(id: request.id), bytes)
     return bytes
@@ -209,8 +207,23 @@ public final class CommandService: Sendable {
         id: request.id, CaptureError(.invalidParameter, "\"profile\" goes with set ... --from -"))
     }
     state.withLock { $0.runs += 1 }
-    let (exit, document) = await runner(request.argv, request.profile)
-    return Self.reply(id: request.id, exit: exit, document: document)
+    let (exit, output) = await runner(request.argv, request.profile)
+    return Self.reply(id: request.id, exit: exit, document: Self.document(output))
+  }
+
+  /// What a command printed as one value: its one document, an array of several (one per line), or
+  /// null when it printed nothing; a line that is not JSON is kept as a string.
+  public static func document(_ output: [UInt8]) -> JSON {
+    let lines = output.split(separator: UInt8(ascii: "\n")).filter { !$0.isEmpty }
+    let values: [JSON] = lines.map { line in
+      (try? JSONDecoder().decode(AnyJSON.self, from: Data(line)))?.json
+        ?? .string(String(decoding: line, as: UTF8.self))
+    }
+    switch values.count {
+    case 0: return .null
+    case 1: return values[0]
+    default: return .array(values)
+    }
   }
 
   /// `{"id":…,"exit":…}` and the document's members (a document that is not an object goes under
@@ -245,19 +258,24 @@ public final class CommandService: Sendable {
       ]))
   }
 
-  private func save(_ saved: [SavedReply], to path: FilePath) async {
+  /// Replaces `replies.json` with the replies known now. One save at a time (the temporary file beside
+  /// it has one name), each writing the newest state, on the blocking executor.
+  private func save(to path: FilePath) async {
     let warn = self.warn
-    await BlockingExecutor.shared.run { _ in
-      var bytes: [UInt8] = []
-      JSON.array(
-        saved.map { .object(["id": .string($0.id), "reply": .string($0.reply)]) }
-      ).write(to: &bytes)
-      let directory = FilePath(
-        bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
-      do throws(Errno) {
-        try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
-      } catch {
-        warn("cannot save the MQTT command replies to \(path): \(error.message)")
+    await BlockingExecutor.shared.run { [self] _ in
+      saving.withLock { _ in
+        let saved = state.withLock { s in
+          s.order.compactMap { id in s.replies[id].map { (id, String(decoding: $0, as: UTF8.self)) } }
+        }
+        var bytes: [UInt8] = []
+        JSON.array(saved.map { .object(["id": .string($0.0), "reply": .string($0.1)]) }).write(to: &bytes)
+        let directory = FilePath(
+          bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
+        do throws(Errno) {
+          try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
+        } catch {
+          warn("cannot save the MQTT command replies to \(path): \(error.message)")
+        }
       }
     }
   }

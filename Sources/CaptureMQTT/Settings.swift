@@ -145,7 +145,7 @@ public struct FleetSettings: Sendable {
   }
 
   /// The MQTT client id: stable per host, so a broker that keeps sessions recognises the host after a
-  /// restart, and two hosts never take each other's session. MQTT 3.1.1 §3.1.3.1 only promises 23
+  /// restart, and two hosts never take each other's session. The MQTT 3.1.1 specification §3.1.3.1 only promises 23
   /// bytes of [0-9a-zA-Z]; every broker the fleets run takes longer ids, so the host id is kept whole.
   public var clientID: String { "capture-\(hostID)" }
 

@@ -79,7 +79,12 @@ public final class SpoolFiles {
     stateDirectory: FilePath, hostID: String, maximum: Int,
     warn: @escaping @Sendable (String) -> Void = { _ in }
   ) throws(CaptureError) {
-    try Self.makeDirectory(stateDirectory)
+    // Every missing level, 0700 (the XDG state directory itself may not exist yet).
+    var prefix = FilePath(bytes: stateDirectory.isAbsolute ? [] : [UInt8(ascii: ".")])
+    for component in stateDirectory.bytes.split(separator: UInt8(ascii: "/")) {
+      prefix = FilePath(bytes: prefix.bytes + [UInt8(ascii: "/")] + component)
+      try Self.makeDirectory(prefix)
+    }
     try Self.makeDirectory(stateDirectory + "/spool")
     try self.init(
       directory: stateDirectory + "/spool/\(hostID)", hostID: hostID, maximum: maximum, warn: warn)

@@ -25,9 +25,10 @@ public struct Topics: Sendable, Equatable {
   public func reply(id: String) -> String { "\(base)/replies/\(Self.escape(id))" }
 
   /// A device id made one topic level: `%` → `%25`, `/` → `%2F`, `+` → `%2B`, `#` → `%23` (the
-  /// level separator and the two wildcards, MQTT 3.1.1 §4.7.1; `%` so the escape can be undone), and
-  /// NUL → `%00` (forbidden in topics, §4.7.3). Every other byte is kept: a Bluetooth address
-  /// `00:11:22:33:44:55`, `socketcam` and `/dev/ttyACM0` → `%2Fdev%2FttyACM0` stay readable.
+  /// level separator and the two wildcards, the MQTT 3.1.1 specification §4.7.1; `%` so the escape
+  /// can be undone), and NUL → `%00` (forbidden in topics, the specification §4.7.3). Every other
+  /// byte is kept: a Bluetooth address `00:11:22:33:44:55`, `socketcam` and `/dev/ttyACM0` →
+  /// `%2Fdev%2FttyACM0` stay readable.
   public static func escape(_ text: String) -> String {
     var out: [UInt8] = []
     out.reserveCapacity(text.utf8.count)
@@ -62,7 +63,8 @@ public struct Topics: Sendable, Equatable {
   }
 
   /// Why `prefix` cannot start this host's topics, or nil: no wildcards (a topic name cannot hold
-  /// them, MQTT 3.1.1 §4.7.1), no empty level, no NUL, and not `$...` (reserved for the broker, §4.7.2).
+  /// them, the MQTT 3.1.1 specification §4.7.1), no empty level, no NUL, and not `$...` (reserved for
+  /// the broker, the specification §4.7.2).
   public static func problem(inPrefix prefix: String) -> String? {
     if prefix.contains("+") || prefix.contains("#") { return "the topic prefix cannot hold '+' or '#'" }
     if prefix.hasPrefix("$") { return "a topic prefix starting with '$' is the broker's" }

@@ -83,7 +83,12 @@ enum Interruption {
 
   /// Installs handlers that call `onSignal` on a background thread when SIGINT or SIGTERM arrives, and
   /// `onHangUp` (when given; else SIGHUP keeps its default action) when SIGHUP arrives.
+  /// Set while a remote command (`--mqtt-commands`) runs inside listen or serve: its own watch (trigger's)
+  /// must not take the signals from the command that runs it.
+  @TaskLocal static var isNested = false
+
   static func watch(_ onSignal: @escaping @Sendable () -> Void, onHangUp: (@Sendable () -> Void)? = nil) {
+    if isNested { return }
     handler = onSignal
     hangUpHandler = onHangUp
     signal(SIGPIPE, SIG_IGN)

@@ -18,9 +18,12 @@ enum ListenCommand {
     var acceptChannel: Int?
 
     var keymap: String?
+    /// --mqtt and its options (docs/fleet.md).
+    var fleet: FleetOptions?
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
       keymap = try parsed.keymap()
+      fleet = try FleetOptions(parsed)
       if parsed.flag("accept") {
         acceptChannel =
           try parsed.value("channel").map { (t: String) throws(UsageError) in
@@ -34,7 +37,7 @@ enum ListenCommand {
         throw parsed.usage("--channel works with --accept")
       }
       var selectors: [DeviceSelector] = []
-      for operand in parsed.operands {
+      for operand in FleetOptions.operands(parsed) {
         let selector = try Values.device(operand, command: parsed.commandName)
         if !selectors.contains(selector) { selectors.append(selector) }
       }
@@ -70,6 +73,11 @@ enum ListenCommand {
       }
       if parsed.value("confirm-timeout") != nil && confirm == nil && !confirmStdin {
         throw parsed.usage("--confirm-timeout works with --confirm CMD or --confirm-stdin")
+      }
+      if fleet?.confirmDelivery != nil && (confirm != nil || confirmStdin) {
+        throw parsed.usage(
+          "--confirm-delivery tells the device itself; it cannot be combined with --confirm or --confirm-stdin"
+        )
       }
       output = parsed.path("output")
       if output == "" { throw parsed.usage("--output needs a file name") }
@@ -107,6 +115,16 @@ enum ListenCommand {
       }
     ) { count in
       if let limit, count >= limit { Task { await engine.stop() } }
+    }
+    // --mqtt: the spool is opened (and the broker connection started) before any event flows.
+    let fleet: FleetRun?
+    do throws(CaptureError) {
+      fleet = try options.fleet.map { (f: FleetOptions) throws(CaptureError) in
+        try FleetRun.start(f, engine: engine, sink: sink, context: context)
+      }
+    } catch {
+      for device in devices { await device.close() }
+      throw error
     }
     // The printer takes each device's events on that device's lane: no second queue, the devices
     // printed concurrently, and a --confirm verdict holds back only its own device.
@@ -146,6 +164,8 @@ enum ListenCommand {
     await engine.wait()
     sink.drained()
     timer.cancel()
+    await fleet?.stop()
+    if let failure = fleet?.failure { return .failure(failure) }
     return outcome(sink.result, options)
   }
 

@@ -92,6 +92,16 @@ enum ServeCommand {
       await listener.shutdown()
       throw error
     }
+    let fleet: FleetRun?
+    do throws(CaptureError) {
+      fleet = try options.devices.fleet.map { (f: FleetOptions) throws(CaptureError) in
+        try FleetRun.start(f, engine: engine, sink: sink, context: context)
+      }
+    } catch {
+      for device in devices { await device.close() }
+      await listener.shutdown()
+      throw error
+    }
     if let sink { _ = engine.subscribe("the --output stream") { event in await sink.take(event) } }
     let interrupted = Atomic<Bool>(false)
     Interruption.watch(
@@ -122,6 +132,8 @@ enum ServeCommand {
     await engine.wait()
     await listener.shutdown()
     sink?.drained()
+    await fleet?.stop()
+    if let failure = fleet?.failure { return .failure(failure) }
     if interrupted.load(ordering: .relaxed) { return .success }
     if let error = sink?.result.firstError { return .status(error.code) }
     return .success

@@ -1,0 +1,216 @@
+import CaptureCore
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Runs a remote command (`--mqtt-commands`, docs/fleet.md §5) through the same parser and command code
+/// as the command line, with `--json` on, against the devices the engine holds: a device the engine
+/// has open is lent to the command (its close does not close it; its events, for trigger, come from
+/// the engine), any other is opened as the command line would. What the command prints goes to a
+/// private temporary file and becomes the reply.
+struct RemoteRunner: Sendable {
+  let context: Context
+  let engine: CaptureEngine
+
+  /// The most a reply carries of a command's output.
+  static let outputLimit = 1 << 20
+
+  func run(_ argv: [String], _ profile: JSON?) async -> (exit: Int32, output: [UInt8]) {
+    var words = argv
+    for refused in ["--help", "-h", "--version", "--output"] where words.contains(refused) {
+      return Self.failure(CaptureError(.invalidParameter, "\(refused) is not taken remotely"))
+    }
+    var profileFile: String?
+    if let from = words.firstIndex(of: "--from") {
+      guard from + 1 < words.count, words[from + 1] == "-", let profile else {
+        return Self.failure(
+          CaptureError(
+            .invalidParameter, "a remote set --from takes the profile inline: --from - and \"profile\":{...}")
+        )
+      }
+      guard let path = await Self.temporaryFile(Array(profile.serialized.utf8)) else {
+        return Self.failure(CaptureError(.unableWriteFile, "cannot write the profile to a temporary file"))
+      }
+      profileFile = path
+      words[from + 1] = path
+    }
+    defer { if let profileFile { unlink(profileFile) } }
+    let parsed: ParsedArguments
+    let globals: GlobalOptions
+    do {
+      parsed = try ArgumentParser.parse(words)
+      globals = try CaptureCLI.globalOptions(parsed)
+    } catch {
+      return Self.failure(CaptureError(.invalidParameter, error.message))
+    }
+    guard let command = parsed.command else {
+      return Self.failure(CaptureError(.invalidParameter, "no command given"))
+    }
+    guard
+      let out = await Self.temporaryFile([]).map({ path -> Int32 in
+        defer { unlink(path) }
+        return open(path, O_RDWR | O_CLOEXEC)
+      }), out >= 0
+    else {
+      return Self.failure(
+        CaptureError(.unableWriteFile, "cannot make a temporary file for the command's output"))
+    }
+    defer { close(out) }
+    var remoteGlobals = globals
+    remoteGlobals.json = true
+    remoteGlobals.quiet = true
+    let output = Output(mode: .json, quiet: true, verbose: false, noColor: true, stdoutFD: out, stderrFD: out)
+    let remote = Context(
+      globals: remoteGlobals, output: output, state: context.state,
+      system: EngineHeldSystem(base: context.system, engine: engine, state: context.state))
+    let exit = await Interruption.$isNested.withValue(true) { await CaptureCLI.run(command, parsed, remote) }
+    let bytes = await BlockingExecutor.shared.run { _ -> [UInt8] in
+      var buffer = [UInt8](repeating: 0, count: Self.outputLimit)
+      let n = buffer.withUnsafeMutableBytes { pread(out, $0.baseAddress, Self.outputLimit, 0) }
+      return n > 0 ? Array(buffer.prefix(n)) : []
+    }
+    // stderr went to the same file: only the JSON lines are the document.
+    let lines = bytes.split(separator: UInt8(ascii: "\n")).filter {
+      $0.first == UInt8(ascii: "{") || $0.first == UInt8(ascii: "[")
+    }
+    return (exit, Array(lines.joined(separator: [UInt8(ascii: "\n")])))
+  }
+
+  static func failure(_ error: CaptureError) -> (exit: Int32, output: [UInt8]) {
+    (ExitStatus.of(error.code), Array(Output.errorDocument(error).serialized.utf8))
+  }
+
+  /// A new 0600 file under $TMPDIR (or /tmp) holding `bytes`; its path, or nil.
+  static func temporaryFile(_ bytes: [UInt8]) async -> String? {
+    await BlockingExecutor.shared.run { _ -> String? in
+      let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+      var template = Array("\(directory)/capture-remote-XXXXXX".utf8CString)
+      let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+      guard fd >= 0 else { return nil }
+      defer { close(fd) }
+      let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+      let written = bytes.withUnsafeBytes { raw in
+        Result { () throws(Errno) in try SystemFile.writeAll(fd: fd, raw) }
+      }
+      if case .failure = written {
+        unlink(path)
+        return nil
+      }
+      return path
+    }
+  }
+}
+
+/// The drivers as a remote command sees them: a device the engine holds is lent, not opened again.
+struct EngineHeldSystem: DeviceSystem {
+  let base: any DeviceSystem
+  let engine: CaptureEngine
+  let state: StateStore
+
+  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
+    var selector = request.selector
+    if case .name(let name) = selector, let remembered = try? state.load().device(named: name),
+      let resolved = try? DeviceSelector.parse(remembered.id)
+    {
+      selector = resolved
+    }
+    if let held = engine.openDevices.first(where: { Self.matches($0.info, selector) }) {
+      return LentDevice(held, engine: engine)
+    }
+    return try await base.open(request, state: state)
+  }
+
+  static func matches(_ info: DeviceInfo, _ selector: DeviceSelector) -> Bool {
+    if info.id == selector.description { return true }
+    if let parsed = try? DeviceSelector.parse(info.id), parsed == selector { return true }
+    switch selector {
+    case .serial(let path, _), .hid(let path): return info.id == path || info.id.hasSuffix(path)
+    case .name(let name): return info.name == name
+    default: return false
+    }
+  }
+
+  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
+    async throws(CaptureError) -> Int
+  { try await base.discover(request, found: found) }
+  func bluetoothdReachable(adapter: String?) async -> Bool {
+    await base.bluetoothdReachable(adapter: adapter)
+  }
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    async throws(CaptureError)
+    -> [DiscoveredDeviceInfo]
+  { try await base.inquire(adapter: adapter, seconds: seconds, all: all, note: note) }
+  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?) async throws(CaptureError)
+    -> BluetoothDeviceInfo
+  { try await base.connect(address: address, adapter: adapter, pair: pair, timeout: timeout) }
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
+  {
+    try await base.pairClassic(address: address, adapter: adapter, timeout: timeout)
+  }
+  func probeClassic(address: String, request: OpenRequest, name: String?) async throws(CaptureError)
+    -> ClassicProbe
+  { try await base.probeClassic(address: address, request: request, name: name) }
+  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? {
+    try await base.remove(address: address, adapter: adapter)
+  }
+  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
+    try await base.partnership(address: address, adapter: adapter)
+  }
+  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] {
+    try await base.connected(adapter: adapter)
+  }
+  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
+    try await base.accept(channel: channel, request: request)
+  }
+  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
+    try await base.pairingBarcodes(adapter: adapter)
+  }
+  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { base.inputDevices() }
+}
+
+/// An engine's device lent to a remote command: everything goes to the device but `close`, which only
+/// ends the command's view of it; its events are the engine's for that device, from the moment the
+/// command asks for them (trigger's decoded data).
+final class LentDevice: Device {
+  let device: any Device
+  let engine: CaptureEngine
+  private let subscription = Mutex<EngineSubscription?>(nil)
+
+  init(_ device: any Device, engine: CaptureEngine) {
+    self.device = device
+    self.engine = engine
+  }
+
+  var info: DeviceInfo { device.info }
+  var capabilities: Capabilities { device.capabilities }
+  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+    try await device.get(property, argument: argument)
+  }
+  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    try await device.set(property, value)
+  }
+  func trigger(_ action: Trigger) async throws(CaptureError) { try await device.trigger(action) }
+  func getRaw(_ name: String) async throws(CaptureError) -> String { try await device.getRaw(name) }
+  func setRaw(_ name: String, _ value: String) async throws(CaptureError) {
+    try await device.setRaw(name, value)
+  }
+  func keepNotifications(_ bits: Notifications) async { await device.keepNotifications(bits) }
+
+  var events: AsyncStream<Event> {
+    // A client of the engine like any other: dropped, not waited for, if the command stops reading.
+    let subscription = engine.subscribe("a remote command", policy: .dropWhenBehind(limit: 256))
+    self.subscription.withLock { $0 = subscription }
+    let id = device.info.id
+    return AsyncStream { continuation in
+      let task = Task {
+        for await event in subscription.events where event.device.id == id { continuation.yield(event) }
+        continuation.finish()
+      }
+      continuation.onTermination = { _ in task.cancel() }
+    }
+  }
+
+  func close() async { subscription.withLock { $0 }?.cancel() }
+}

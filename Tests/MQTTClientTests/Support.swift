@@ -1,0 +1,357 @@
+// Test support: a real broker (Debian's /usr/sbin/mosquitto on a free loopback port, its config,
+// password file and certificates written to a temp dir), child processes started with posix_spawn
+// and reaped on threads of their own (never on Swift's cooperative pool), and a delegate that records
+// what the connection reported, in order.
+
+import Foundation
+import Synchronization
+import Testing
+
+@testable import MQTTClient
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+let mosquittoPath = "/usr/sbin/mosquitto"
+let brokerInstalled = FileManager.default.isExecutableFile(atPath: mosquittoPath)
+
+// MARK: - Child processes
+
+enum Child {
+  /// posix_spawn with an empty signal mask and default dispositions (a test thread's blocked mask
+  /// would otherwise be inherited, and SIGTERM ignored); stdout and stderr go to `output`.
+  static func spawn(_ path: String, _ arguments: [String], output: String = "/dev/null") throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, s) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { for p in argv { free(p) } }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+    guard rc == 0 else { throw TestFailure("posix_spawn \(path): \(String(cString: strerror(rc)))") }
+    return pid
+  }
+
+  /// Waits for `pid` on a thread of its own; SIGKILLs it after `timeLimit` seconds. The exit status.
+  static func reap(_ pid: pid_t, timeLimit: Double = 30) async -> Int32 {
+    await onOwnThread {
+      let deadline = Date().addingTimeInterval(timeLimit)
+      var raw: Int32 = 0
+      var killed = false
+      while waitpid(pid, &raw, WNOHANG) == 0 {
+        if !killed && Date() > deadline {
+          kill(pid, SIGKILL)
+          killed = true
+        }
+        usleep(5000)
+      }
+      return (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+    }
+  }
+
+  /// Runs a program to its end: its exit status and its output (stdout and stderr).
+  static func run(_ path: String, _ arguments: [String], timeLimit: Double = 30) async throws -> (
+    status: Int32, output: String
+  ) {
+    let file = NSTemporaryDirectory() + "mqtt-child-\(UUID().uuidString).out"
+    defer { unlink(file) }
+    let pid = try spawn(path, arguments, output: file)
+    let status = await reap(pid, timeLimit: timeLimit)
+    let output = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+    return (status, output)
+  }
+
+  /// `run`, failing the test unless the program exits 0.
+  @discardableResult
+  static func check(_ path: String, _ arguments: [String]) async throws -> String {
+    let (status, output) = try await run(path, arguments)
+    guard status == 0 else { throw TestFailure("\(path) \(arguments) exited \(status): \(output)") }
+    return output
+  }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+  let description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// Runs `body`, which blocks, on a new thread of its own.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+  await withCheckedContinuation { continuation in
+    let thread = Thread { continuation.resume(returning: body()) }
+    thread.name = "mqtt-tests.blocking"
+    thread.start()
+  }
+}
+
+/// A loopback port nothing listens on right now.
+func freePort() throws -> UInt16 {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  address.sin_port = 0
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+      guard bind(fd, pointer, length) == 0 else { return -1 }
+      return getsockname(fd, pointer, &length)
+    }
+  }
+  guard bound == 0 else { throw TestFailure("no free port: \(String(cString: strerror(errno)))") }
+  return UInt16(bigEndian: address.sin_port)
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+func accepts(_ port: UInt16) -> Bool {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  address.sin_port = port.bigEndian
+  return withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+    }
+  }
+}
+
+/// Waits (on a thread of its own) until 127.0.0.1:`port` accepts connections, at most `seconds`.
+func waitUntilAccepting(_ port: UInt16, seconds: Double = 20) async throws {
+  let ok = await onOwnThread {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      if accepts(port) { return true }
+      usleep(20_000)
+    }
+    return false
+  }
+  guard ok else { throw TestFailure("nothing accepts connections on 127.0.0.1:\(port)") }
+}
+
+// MARK: - Certificates
+
+/// A CA and a server certificate it signed (for 127.0.0.1 and localhost), made by openssl.
+struct Certificates {
+  let caFile: String
+  let serverCert: String
+  let serverKey: String
+
+  static func make(in directory: String, name: String = "ca") async throws -> Certificates {
+    let openssl = "/usr/bin/openssl"
+    let ca = "\(directory)/\(name).pem"
+    let caKey = "\(directory)/\(name).key"
+    let key = "\(directory)/\(name)-server.key"
+    let csr = "\(directory)/\(name)-server.csr"
+    let cert = "\(directory)/\(name)-server.pem"
+    let ext = "\(directory)/\(name)-server.ext"
+    try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: ext, atomically: true, encoding: .utf8)
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    try await Child.check(
+      openssl,
+      ["req", "-x509"] + ec + ["-keyout", caKey, "-out", ca, "-days", "2", "-subj", "/CN=\(name) test CA"])
+    try await Child.check(openssl, ["req"] + ec + ["-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"])
+    try await Child.check(
+      openssl,
+      [
+        "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", cert, "-days", "2",
+        "-extfile", ext,
+      ])
+    return Certificates(caFile: ca, serverCert: cert, serverKey: key)
+  }
+}
+
+// MARK: - The broker
+
+/// Debian's mosquitto with a config of the test's own: a plain listener, and a TLS listener when
+/// certificates are given; anonymous clients, or only the users of `passwords`.
+final class Broker: Sendable {
+  let directory: String
+  let port: UInt16
+  let tlsPort: UInt16
+  let config: String
+  let log: String
+  private let pid = Mutex<pid_t?>(nil)
+
+  init(passwords: [String: String] = [:], certificates: Certificates? = nil, directory: String) async throws {
+    self.directory = directory
+    port = try freePort()
+    tlsPort = try freePort()
+    config = "\(directory)/mosquitto.conf"
+    log = "\(directory)/mosquitto.log"
+    var lines = ["per_listener_settings false", "persistence false", "log_type all"]
+    // Started as root, mosquitto switches to the user "mosquitto", who cannot read our temp dir.
+    if geteuid() == 0 { lines.append("user root") }
+    if passwords.isEmpty {
+      lines.append("allow_anonymous true")
+    } else {
+      let file = "\(directory)/passwords"
+      for (user, password) in passwords {
+        let create = FileManager.default.fileExists(atPath: file) ? [] : ["-c"]
+        try await Child.check("/usr/bin/mosquitto_passwd", create + ["-b", file, user, password])
+      }
+      lines += ["allow_anonymous false", "password_file \(file)"]
+    }
+    lines.append("listener \(port) 127.0.0.1")
+    if let certificates {
+      lines += [
+        "listener \(tlsPort) 127.0.0.1", "cafile \(certificates.caFile)",
+        "certfile \(certificates.serverCert)",
+        "keyfile \(certificates.serverKey)",
+      ]
+    }
+    try (lines.joined(separator: "\n") + "\n").write(toFile: config, atomically: true, encoding: .utf8)
+    try await start()
+  }
+
+  func start() async throws {
+    let child = try Child.spawn(mosquittoPath, ["-c", config], output: log)
+    pid.withLock { $0 = child }
+    try await waitUntilAccepting(port)
+  }
+
+  /// SIGTERM, and wait for it to end.
+  func stop() async {
+    guard
+      let child = pid.withLock({ state -> pid_t? in
+        defer { state = nil }; return state
+      })
+    else { return }
+    kill(child, SIGTERM)
+    _ = await Child.reap(child, timeLimit: 10)
+  }
+
+  var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+}
+
+/// A temp dir for one test, removed by `remove`.
+func makeDirectory() throws -> String {
+  var template = Array((NSTemporaryDirectory() + "mqtt-test-XXXXXX").utf8CString)
+  guard let made = mkdtemp(&template) else {
+    throw TestFailure("mkdtemp: \(String(cString: strerror(errno)))")
+  }
+  return String(cString: made)
+}
+
+func removeDirectory(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
+
+/// A broker for the body, stopped and its directory removed afterwards.
+func withBroker<T>(
+  passwords: [String: String] = [:], tls: Bool = false,
+  _ body: (Broker, Certificates?, String) async throws -> T
+) async throws -> T {
+  let directory = try makeDirectory()
+  defer { removeDirectory(directory) }
+  let certificates = tls ? try await Certificates.make(in: directory) : nil
+  let broker = try await Broker(passwords: passwords, certificates: certificates, directory: directory)
+  do {
+    let result = try await body(broker, certificates, directory)
+    await broker.stop()
+    return result
+  } catch {
+    await broker.stop()
+    throw error
+  }
+}
+
+// MARK: - Recording delegate
+
+enum Event: Sendable, Equatable {
+  case connected
+  case disconnected(MQTTError?, willRetry: Bool)
+  case acknowledged(Int32)
+  case received(MQTTMessage)
+}
+
+/// Records every callback; runs `onConnected` (e.g. to subscribe) in `connected()`.
+final class Recorder: MQTTConnectionDelegate {
+  let events = Mutex<[Event]>([])
+  let onConnected = Mutex<(@Sendable () -> Void)?>(nil)
+
+  func connected() {
+    events.withLock { $0.append(.connected) }
+    onConnected.withLock { $0 }?()
+  }
+  func disconnected(_ error: MQTTError?, willRetry: Bool) {
+    events.withLock { $0.append(.disconnected(error, willRetry: willRetry)) }
+  }
+  func acknowledged(_ messageID: Int32) { events.withLock { $0.append(.acknowledged(messageID)) } }
+  func received(_ message: MQTTMessage) { events.withLock { $0.append(.received(message)) } }
+
+  var all: [Event] { events.withLock { $0 } }
+  var acknowledgedIDs: [Int32] {
+    all.compactMap { if case .acknowledged(let id) = $0 { id } else { nil } }
+  }
+  var receivedMessages: [MQTTMessage] {
+    all.compactMap { if case .received(let message) = $0 { message } else { nil } }
+  }
+  var connections: Int { all.filter { $0 == .connected }.count }
+
+  /// Waits (polling, without blocking a thread) until `condition` holds of the events, at most
+  /// `seconds` (generous: the machine is shared); throws with the events seen otherwise.
+  func wait(
+    _ what: String, seconds: Double = 30, until condition: @Sendable ([Event]) -> Bool
+  ) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+      if condition(all) { return }
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    throw TestFailure("timed out waiting for \(what); events: \(all)")
+  }
+}
+
+/// Waits until the connection's network thread has ended, at most `seconds`.
+func waitForLoopEnd(_ connection: MQTTConnection, seconds: Double = 30) async throws {
+  let deadline = ContinuousClock.now + .seconds(seconds)
+  while ContinuousClock.now < deadline {
+    if connection.core.loopEnded { return }
+    try await Task.sleep(for: .milliseconds(20))
+  }
+  throw TestFailure("the MQTT network thread did not end")
+}
+
+func endpoint(_ broker: Broker, id: String = "client-\(UUID().uuidString.prefix(8))") -> MQTTEndpoint {
+  MQTTEndpoint(host: "127.0.0.1", port: broker.port, clientID: id, keepAlive: 10)
+}
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+/// A connected MQTTConnection subscribed to `filter`: the subscription is known to be active once
+/// the connection received its own marker message on `markerTopic` (the broker handles one client's
+/// SUBSCRIBE before its later PUBLISH).
+func watcher(_ broker: Broker, filter: String, markerTopic: String) async throws -> (MQTTConnection, Recorder)
+{
+  let recorder = Recorder()
+  let connection = try MQTTConnection(
+    endpoint: endpoint(broker, id: "watcher"), will: nil, delegate: recorder)
+  recorder.onConnected.withLock { [connection] in
+    $0 = { connection.subscribe(filter, qos: 1) }
+  }
+  connection.start()
+  try await recorder.wait("the watcher's connection") { $0.contains(.connected) }
+  #expect(
+    connection.publish(MQTTMessage(topic: markerTopic, payload: bytes("ready"), qos: 1, retain: false)) != nil
+  )
+  try await recorder.wait("the watcher's marker") { events in
+    events.contains { if case .received(let m) = $0 { m.topic == markerTopic } else { false } }
+  }
+  return (connection, recorder)
+}
