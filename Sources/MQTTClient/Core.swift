@@ -30,11 +30,24 @@ struct ConnectionState {
   var refusal: MQTTError?
   /// The last OpenSSL error libmosquitto logged during the current attempt.
   var tlsDetail: String?
-  /// stop's final message: its id and the waiter for its acknowledgement.
+  /// stop's final message, until its acknowledgement.
   var finalID: Int32?
-  var finalWaiter: CheckedContinuation<Void, Never>?
+  /// stop waiting for the final message's acknowledgement and every other outstanding one.
+  var settleWaiter: CheckedContinuation<Void, Never>?
+  /// stop has settled: the DISCONNECT may be sent.
+  var disconnectWanted = false
   /// A DISCONNECT is queued (stop's, or the loop thread's for a connection made while stopping).
   var disconnectSent = false
+
+  /// Nothing published awaits an acknowledgement (QoS 0 messages have none to wait for).
+  var settled: Bool { finalID == nil && !outstanding.values.contains { $0 > 0 } }
+
+  /// The settle waiter, if the wait is over.
+  mutating func takeSettleWaiter(force: Bool) -> CheckedContinuation<Void, Never>? {
+    guard force || settled else { return nil }
+    defer { settleWaiter = nil }
+    return settleWaiter
+  }
   /// Waiters for the end of the loop thread, by a number of their own.
   var endWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
   var nextWaiter = 0
@@ -208,7 +221,8 @@ final class Core: Sendable {
       mosquitto_destroy(handle.pointer)
       return
     case .stop(let publishFinal):
-      if publishFinal, let final { await publishFinalMessage(final) }
+      await settle(final: publishFinal ? final : nil)
+      state.withLock { $0.disconnectWanted = true }
       disconnect()
       await loopEnd(within: 5)
     }
@@ -224,6 +238,7 @@ final class Core: Sendable {
         return true
       case .running:
         state.phase = .stopping
+        state.disconnectWanted = true
         return false
       case .stopping, .ended: return false
       }
@@ -235,33 +250,34 @@ final class Core: Sendable {
   /// thread at once) and by the loop thread, for a connection completed after `stop` ran.
   func disconnect() {
     state.withLock { state in
-      guard state.phase == .stopping, !state.disconnectSent else { return }
+      guard state.phase == .stopping, state.disconnectWanted, !state.disconnectSent else { return }
       if mosquitto_disconnect(handle.pointer) == MOSQ_ERR_SUCCESS.rawValue { state.disconnectSent = true }
     }
   }
 
-  private func publishFinalMessage(_ message: MQTTMessage) async {
+  /// Publishes `final` (if given) and waits, at most 2 s, until it and every message still
+  /// outstanding are acknowledged or the connection ends. Why wait for all: libmosquitto 2.0 treats a
+  /// PUBACK arriving after mosquitto_disconnect as a protocol error and closes the socket without
+  /// sending the DISCONNECT, and the broker then publishes the Will. The broker acknowledges one
+  /// client's messages in order, so once `final` is acknowledged no PUBACK is still on its way. (A
+  /// command the broker sends in the instant between DISCONNECT queued and written has the same
+  /// effect; the Will and the final message say the same thing, offline, so it costs nothing.)
+  private func settle(final: MQTTMessage?) async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let armed = state.withLock { state -> Bool in
-        guard state.phase == .stopping, state.connected, let mid = send(message) else { return false }
-        state.finalID = mid
-        state.finalWaiter = continuation
+      let waiting = state.withLock { state -> Bool in
+        if let final, state.phase == .stopping, state.connected, let mid = send(final) {
+          state.finalID = mid
+        }
+        guard state.connected, !state.settled else { return false }
+        state.settleWaiter = continuation
         return true
       }
-      guard armed else { return continuation.resume() }
+      guard waiting else { return continuation.resume() }
       Task { [self] in
         try? await Task.sleep(for: .seconds(2))
-        releaseFinalWaiter()
+        state.withLock { $0.takeSettleWaiter(force: true) }?.resume()
       }
     }
-  }
-
-  private func releaseFinalWaiter() {
-    let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-      defer { state.finalWaiter = nil }
-      return state.finalWaiter
-    }
-    waiter?.resume()
   }
 
   /// Returns once the loop thread has ended, or after `seconds`.
@@ -391,8 +407,7 @@ final class Core: Sendable {
       state.connected = false
       let waiting = Array(state.endWaiters.values)
       state.endWaiters.removeAll()
-      defer { state.finalWaiter = nil }
-      return (waiting, state.finalWaiter)
+      return (waiting, state.takeSettleWaiter(force: true))
     }
     mosquitto_destroy(handle.pointer)
     final?.resume()
@@ -420,27 +435,23 @@ final class Core: Sendable {
       state.connected = false
       // QoS 0 messages not yet written are dropped by libmosquitto: no acknowledgement will come.
       state.outstanding = state.outstanding.filter { $0.value > 0 }
-      defer { state.finalWaiter = nil }
-      return state.finalWaiter
+      return state.takeSettleWaiter(force: true)
     }
     waiter?.resume()
   }
 
   fileprivate func published(_ mid: Int32) {
-    enum Report { case none, final(CheckedContinuation<Void, Never>?), caller }
-    let report = state.withLock { state -> Report in
+    let (report, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
       if mid == state.finalID {
         state.finalID = nil
-        defer { state.finalWaiter = nil }
-        return .final(state.finalWaiter)
+        return (false, state.takeSettleWaiter(force: false))
       }
-      return state.outstanding.removeValue(forKey: mid) == nil ? .none : .caller
+      let known = state.outstanding.removeValue(forKey: mid) != nil
+      return (known, state.takeSettleWaiter(force: false))
     }
-    switch report {
-    case .none: break
-    case .final(let waiter): waiter?.resume()
-    case .caller: delegate.acknowledged(mid)
-    }
+    // The caller hears of every message it published, stop's final message aside.
+    if report { delegate.acknowledged(mid) }
+    waiter?.resume()
   }
 
   fileprivate func arrived(_ message: mosquitto_message) {

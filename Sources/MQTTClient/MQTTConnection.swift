@@ -22,11 +22,11 @@ import Synchronization
 ///   connection is up (libmosquitto itself would queue a QoS 1 message while disconnected and send it
 ///   after the next CONNACK, a second copy of what the spool republishes). A message `publish`
 ///   accepted stays in libmosquitto's queue until its PUBACK, across reconnections: libmosquitto sends
-///   it again after the next CONNACK (with DUP set, as MQTT 3.1.1 §4.4 requires of an unacknowledged
-///   PUBLISH) and its `acknowledged` then carries the message id `publish` returned. A caller that
-///   republishes its spool on `connected()` may thus get two acknowledgements for one entry (the old
-///   and the new message id), and the broker may deliver it twice; QoS 1 allows that and consumers
-///   deduplicate on the event's id.
+///   it again after the next CONNACK (with DUP set, as the MQTT 3.1.1 specification §4.4 requires
+///   of an unacknowledged PUBLISH) and its `acknowledged` then carries the message id `publish`
+///   returned. A caller that republishes its spool on `connected()` may thus get two
+///   acknowledgements for one entry (the old and the new message id), and the broker may deliver
+///   it twice; QoS 1 allows that and consumers deduplicate on the event's id.
 /// - At most `outstandingLimit` messages await their acknowledgement at once; past it `publish`
 ///   returns nil and the caller publishes more as `acknowledged` arrives. This bounds libmosquitto's
 ///   queue (memory, and the duplicates a reconnection can cause) and keeps message ids unique:
@@ -76,10 +76,11 @@ public final class MQTTConnection: Sendable {
   /// connected. The session is clean: call it again in every `connected()`.
   public func subscribe(_ topic: String, qos: Int) { core.subscribe(topic, qos: qos) }
 
-  /// Ends the connection: if connected and `final` is given, publishes it and waits (at most 2 s) for
-  /// its acknowledgement; then a clean DISCONNECT (the broker does not publish the Last Will) and the
-  /// end of the network thread (waited for at most 5 s: a connection attempt blocked in the kernel
-  /// finishes on its own and frees the client then). Reports `disconnected(nil, willRetry: false)`
-  /// when a live connection ended this way. Blocks no thread of the caller's.
+  /// Ends the connection: if connected and `final` is given, publishes it, and waits (at most 2 s) for
+  /// its acknowledgement and those of every message still outstanding; then a clean DISCONNECT (the
+  /// broker does not publish the Last Will) and the end of the network thread (waited for at most
+  /// 5 s: a connection attempt blocked in the kernel finishes on its own and frees the client then).
+  /// Reports `disconnected(nil, willRetry: false)` when a live connection ended this way. Blocks no
+  /// thread of the caller's.
   public func stop(final: MQTTMessage?) async { await core.stop(final: final) }
 }

@@ -7,7 +7,7 @@ import CMosquitto
 /// Checks made before any connection, and the words of the transport's messages. No message names the
 /// password (only that one was refused).
 enum Settings {
-  /// MQTT 3.1.1 §2.2.3: the Remaining Length field holds at most 268,435,455 bytes.
+  /// MQTT 3.1.1 specification §2.2.3: the Remaining Length field holds at most 268,435,455 bytes.
   static let maximumPayload = 268_435_455
 
   /// "HOST:PORT" ("[::1]:PORT" for an IPv6 address).
@@ -23,7 +23,7 @@ enum Settings {
       throw .invalidConfiguration("the MQTT broker host \"\(host)\" is not a host name or address")
     }
     if endpoint.port == 0 { throw .invalidConfiguration("the MQTT broker port must be 1 to 65535, not 0") }
-    // MQTT 3.1.1 §1.5.3: strings are UTF-8 without U+0000, at most 65,535 bytes.
+    // MQTT 3.1.1 specification §1.5.3: strings are UTF-8 without U+0000, at most 65,535 bytes.
     func mqttString(_ value: String, _ what: String) throws(MQTTError) {
       if value.utf8.count > 65535 || value.utf8.contains(0) {
         throw .invalidConfiguration("the MQTT \(what) must be at most 65535 bytes of UTF-8 without NUL")
@@ -34,14 +34,14 @@ enum Settings {
     if let username = endpoint.username { try mqttString(username, "user name") }
     if let password = endpoint.password {
       if endpoint.username == nil {
-        // MQTT 3.1.1 §3.1.2.9: a password without a user name is a protocol violation.
+        // MQTT 3.1.1 specification §3.1.2.9: a password without a user name is a protocol violation.
         throw .invalidConfiguration("an MQTT password needs a user name (mqtt://USER@HOST/…)")
       }
       if password.utf8.count > 65535 || password.utf8.contains(0) {
         throw .invalidConfiguration("the MQTT password must be at most 65535 bytes without NUL")
       }
     }
-    // libmosquitto refuses a keep-alive under 5 s; MQTT 3.1.1 §3.1.2.10 allows at most 65535.
+    // libmosquitto refuses a keep-alive under 5 s; MQTT 3.1.1 specification §3.1.2.10 allows at most 65535.
     if !(5...65535).contains(endpoint.keepAlive) {
       throw .invalidConfiguration(
         "the MQTT keep-alive must be 5 to 65535 seconds, not \(endpoint.keepAlive)")
@@ -78,8 +78,8 @@ enum Settings {
     close(fd)
   }
 
-  /// A CONNACK return code other than 0 (MQTT 3.1.1 §3.2.2.3), as the caller sees it. Code 3 (server
-  /// unavailable) is worth retrying; the others are not, with the same settings.
+  /// A CONNACK return code other than 0 (MQTT 3.1.1 specification §3.2.2.3), as the caller sees it.
+  /// Code 3 (server unavailable) is worth retrying; the others are not, with the same settings.
   static func refusal(_ code: Int32, broker: String, username: String?) -> MQTTError {
     switch code {
     case 4, 5:

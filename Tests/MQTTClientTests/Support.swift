@@ -238,6 +238,11 @@ final class Broker: Sendable {
     _ = await Child.reap(child, timeLimit: 10)
   }
 
+  /// Sends `signal` to the running broker (SIGSTOP freezes it: no acknowledgement comes until SIGCONT).
+  func signal(_ number: Int32) {
+    if let child = pid.withLock({ $0 }) { kill(child, number) }
+  }
+
   var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 }
 
