@@ -29,7 +29,11 @@ from serve_harness import BlueZRig, DataManSimulator, PtyScanner, capture_bin, f
 HOST = "testhost"
 PREFIX = "fleet"
 BASE = f"{PREFIX}/{HOST}"
-EXIT_INVALID_PARAMETER = 18  # ESKT_INVALIDPARAMETER: every usage error (docs/capture-sdk.md §1)
+# Exit statuses are the SKT result codes negated (docs/capture-sdk.md §1; docs/fleet.md §5, §6).
+EXIT_INVALID_PARAMETER = 18  # ESKT_INVALIDPARAMETER: every usage error
+EXIT_COMMAND_DENIED = 37  # ESKT_COMMANDDENIED: a broker refusing the login, a remote command not allowed
+EXIT_INVALID_FORMAT = 85  # ESKT_INVALIDFORMAT: a malformed remote request
+ESKT_QUEUERESETED = -45  # the error event of a code refused by a full spool
 
 D600 = "00:11:22:7E:F6:19"
 D600_PATH = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
@@ -215,6 +219,9 @@ class TopicsTests(Fixture):
         online = self.wait_online(sub, cap)
         self.assertEqual(online.qos, 1)
         self.assertEqual(online.json()["state"], "online")
+        self.assertEqual(online.json()["host"], HOST)
+        self.assertIsInstance(online.json()["version"], str)
+        self.assertIsInstance(online.json()["since"], str)
 
         # Two codes: one event topic per code, QoS 1, the --json event plus host and eventId.
         scanner.write("MQTT-1")
@@ -247,13 +254,14 @@ class TopicsTests(Fixture):
         # The devices topic is retained and lists the scanner as list --json objects.
         devices = retained(broker, f"{BASE}/devices")
         self.assertIsNotNone(devices, "no retained PREFIX/HOST/devices")
+        self.assertEqual(devices.qos, 1)
         doc = devices.json()
-        listed = doc["devices"] if isinstance(doc, dict) else doc
-        self.assertIsInstance(listed, list, doc)
-        mine = [d for d in listed if d.get("id") == scanner.selector]
+        self.assertEqual(list(doc), ["devices"], doc)
+        mine = [d for d in doc["devices"] if d.get("id") == scanner.selector]
         self.assertEqual(len(mine), 1, doc)
-        self.assertIsInstance(mine[0].get("name"), str)
-        self.assertIn("typeName", mine[0])
+        self.assertEqual(mine[0]["state"], "connected")
+        self.assertEqual(mine[0]["name"], got[0]["device"]["name"])
+        self.assertEqual((mine[0]["type"], mine[0]["typeName"]), (got[0]["device"]["type"], got[0]["device"]["typeName"]))
         status = retained(broker, f"{BASE}/status")
         self.assertEqual(status.json()["state"], "online")
 
@@ -367,9 +375,12 @@ class NothingLostTests(Fixture):
         time.sleep(1.5)
         self.assertIsNone(cap.proc.poll(), cap.describe())
         # The refusals are told: an error event on the --json stream or a stderr line each.
+        # Each refused code is an error event ESKT_QUEUERESETED naming --mqtt-spool-max (docs/fleet.md §4).
         errors = [e for e in cap.events() if e.get("event") == "error"]
-        warned = [line for line in cap.stderr() if "spool" in line.lower()]
-        self.assertTrue(errors or warned, f"a full spool refused codes silently\n{cap.describe()}\n{cap.stdout()}")
+        self.assertTrue(errors, f"a full spool refused codes silently\n{cap.describe()}\n{cap.stdout()}")
+        for e in errors:
+            self.assertEqual(e["error"]["code"], ESKT_QUEUERESETED, e)
+            self.assertIn("--mqtt-spool-max", e["error"]["message"])
         broker.start()
         sub.wait_resubscribed(n)
         docs = self.wait_codes(sub, 5, seconds=20, prefix="FULL-")
@@ -389,6 +400,7 @@ class ConnectionTests(Fixture):
         pw = os.path.join(broker.dir, "capture-password")
         with open(pw, "w") as f:
             f.write("pa55 word\n")
+        os.chmod(pw, 0o600)
         scanner = self.scanner()
         cap = self.capture(broker, [scanner.selector], url=f"mqtts://scanner1@127.0.0.1:{broker.port}/{PREFIX}",
                            extra=["--mqtt-ca", broker.ca, "--mqtt-password-file", pw], json_out=False)
@@ -410,12 +422,13 @@ class ConnectionTests(Fixture):
         pw = os.path.join(broker.dir, "wrong-password")
         with open(pw, "w") as f:
             f.write("wrong\n")
+        os.chmod(pw, 0o600)
         scanner = self.scanner()
         cap = self.capture(broker, [scanner.selector], url=f"mqtt://scanner1@127.0.0.1:{broker.port}/{PREFIX}",
                            extra=["--mqtt-password-file", pw], json_out=False)
         status = cap.wait_exit(30)
         self.assertIsNotNone(status, f"capture kept running with a refused password\n{cap.describe()}")
-        self.assertNotEqual(status, 0)
+        self.assertEqual(status, EXIT_COMMAND_DENIED, cap.describe())
         for t in cap.readers:
             t.join(2)
         errors = [line for line in cap.stderr() if line.startswith("capture:")]
@@ -510,16 +523,25 @@ class CommandTests(Fixture):
         dev = self.dataman.selector
         acting = lambda: [c for c in self.dataman.commands() if c.upper().split(">")[-1].startswith(("TRIGGER", "SET"))]
         before = acting()
-        for body in ({"id": "m1", "argv": "trigger"}, {"id": "m2"}, {"id": "m3", "argv": [1, 2]},
-                     {"id": "m4", "argv": ["trigger", dev, "sideways"]},
-                     {"id": "m5", "argv": ["no-such-command", dev]},
-                     {"id": "m6", "argv": ["trigger", dev, "start"], "run": "twice"},
-                     {"id": "m7", "argv": ["trigger", dev, "start"], "profile": {"properties": []}}):
-            with self.subTest(body=body):
+        # A request that is not well formed is ESKT_INVALIDFORMAT; a command line the parser refuses is a
+        # usage error, one not allowed ESKT_COMMANDDENIED (docs/fleet.md §5).
+        cases = [({"id": "m1", "argv": "trigger"}, EXIT_INVALID_FORMAT), ({"id": "m2"}, EXIT_INVALID_FORMAT),
+                 ({"id": "m3", "argv": [1, 2]}, EXIT_INVALID_FORMAT), ({"id": "m3b", "argv": []}, EXIT_INVALID_FORMAT),
+                 ({"id": "m6", "argv": ["trigger", dev, "start"], "run": "twice"}, EXIT_INVALID_FORMAT),
+                 ({"id": "m7", "argv": ["trigger", dev, "start"], "profile": []}, EXIT_INVALID_FORMAT),
+                 ({"id": "m8", "argv": ["trigger", dev, "start"], "pad": "x" * 70000}, EXIT_INVALID_FORMAT),
+                 ({"id": "m4", "argv": ["trigger", dev, "sideways"]}, EXIT_INVALID_PARAMETER),
+                 ({"id": "m5", "argv": ["no-such-command", dev]}, EXIT_COMMAND_DENIED),
+                 ({"id": "m9", "argv": ["set", dev, "--from", "/etc/passwd"]}, None)]
+        for body, status in cases:
+            with self.subTest(body=str(body)[:80]):
                 reply = self.request(body, body["id"])
                 self.assertEqual(reply["id"], body["id"])
                 self.assertIsInstance(reply["exit"], int)
-                self.assertNotEqual(reply["exit"], 0, reply)
+                if status is None:
+                    self.assertNotEqual(reply["exit"], 0, reply)
+                else:
+                    self.assertEqual(reply["exit"], status, reply)
                 # The error object every --json command prints on failure.
                 self.assertIsInstance(reply.get("error", {}).get("code"), int, reply)
                 self.assertIsInstance(reply["error"].get("message"), str, reply)
@@ -534,7 +556,10 @@ class CommandTests(Fixture):
         self.start()
         reply = self.request({"id": "c1", "argv": ["connect", self.dataman.selector]}, "c1")
         self.assertEqual(reply["id"], "c1")
-        self.assertNotEqual(reply["exit"], 0, reply)
+        self.assertEqual(reply["exit"], EXIT_COMMAND_DENIED, reply)
+        self.assertEqual(reply["error"]["name"], "ESKT_COMMANDDENIED", reply)
+        reply = self.request({"id": "r1", "argv": ["remove", self.dataman.selector]}, "r1")
+        self.assertEqual(reply["exit"], EXIT_COMMAND_DENIED, reply)
 
     def test_connect_runs_with_mqtt_commands_all(self):
         self.start(commands=("--mqtt-commands", "all"))
