@@ -210,7 +210,7 @@ class Subscriber:
             while self.subscriptions <= since:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise RuntimeError("the test subscriber did not resubscribe")
+                    raise RuntimeError(f"the test subscriber did not resubscribe; broker log:\n{self.broker.tail(30)}")
                 self.changed.wait(min(left, 0.2))
 
     def snapshot(self, prefix=None):

@@ -369,12 +369,11 @@ class NothingLostTests(Fixture):
         cap = self.capture(broker, [scanner.selector], extra=["--mqtt-spool-max", "5"])
         self.wait_opened(scanner, cap)
         time.sleep(0.5)
-        for n in range(8):
-            scanner.write(f"FULL-{n}")
+        for i in range(8):
+            scanner.write(f"FULL-{i}")
             time.sleep(0.1)
         time.sleep(1.5)
         self.assertIsNone(cap.proc.poll(), cap.describe())
-        # The refusals are told: an error event on the --json stream or a stderr line each.
         # Each refused code is an error event ESKT_QUEUERESETED naming --mqtt-spool-max (docs/fleet.md §4).
         errors = [e for e in cap.events() if e.get("event") == "error"]
         self.assertTrue(errors, f"a full spool refused codes silently\n{cap.describe()}\n{cap.stdout()}")
@@ -383,14 +382,17 @@ class NothingLostTests(Fixture):
             self.assertIn("--mqtt-spool-max", e["error"]["message"])
         broker.start()
         sub.wait_resubscribed(n)
-        docs = self.wait_codes(sub, 5, seconds=20, prefix="FULL-")
-        time.sleep(1.0)
-        docs = self.wait_codes(sub, 8, seconds=0.1, prefix="FULL-")
-        texts = [d["text"] for d in docs]
-        # The spool holds 5 entries; the device's arrival may take one of them (it is an event too).
-        arrived = [m for m in sub.snapshot() if is_event(m) and not decoded(m)]
-        room = 5 - len(unique_events(arrived))
-        self.assertEqual(texts, [f"FULL-{n}" for n in range(room)], cap.describe())
+        # The spool holds 5 events; the device's arrival, spooled first, took one of them.
+        sub.wait(lambda m: m.topic == event_topic(scanner.selector, "deviceArrival"), 20, what="the spooled arrival")
+        room = 5 - len(unique_events([m for m in sub.snapshot() if is_event(m) and not decoded(m)]))
+        docs = self.wait_codes(sub, room, seconds=20, prefix="FULL-")
+        time.sleep(1.0)  # nothing more comes: the refused codes were never spooled
+        texts = [d["text"] for d in self.wait_codes(sub, 8, seconds=0, prefix="FULL-")]
+        self.assertEqual(texts, [f"FULL-{i}" for i in range(room)], cap.describe())
+        self.assertEqual(len(errors), 8 - room, errors)
+        # As PUBACKs free the spool, codes are taken again.
+        scanner.write("AFTER-DRAIN")
+        self.assertEqual([d["text"] for d in self.wait_codes(sub, 1, prefix="AFTER-")], ["AFTER-DRAIN"])
 
 
 class ConnectionTests(Fixture):
