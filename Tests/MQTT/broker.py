@@ -168,7 +168,7 @@ class Subscriber:
         self.topic = topic
         self.qos = qos
         self.messages = []
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # predicates may take a snapshot while wait() holds it
         self.changed = threading.Condition(self.lock)
         self.subscribed = threading.Event()
         self.subscriptions = 0  # SUBACKs so far: one per (re)connection
@@ -217,12 +217,13 @@ class Subscriber:
         with self.lock:
             return [m for m in self.messages if prefix is None or m.topic.startswith(prefix)]
 
-    def wait(self, predicate, seconds=10, what="a matching message"):
-        """The first message (in arrival order) matching predicate(message), waiting up to `seconds`."""
+    def wait(self, predicate, seconds=10, what="a matching message", start=0):
+        """The first message (in arrival order, from index `start`) matching predicate(message), waiting
+        up to `seconds`."""
         deadline = time.monotonic() + seconds
         with self.changed:
             while True:
-                for m in self.messages:
+                for m in self.messages[start:]:
                     if predicate(m):
                         return m
                 left = deadline - time.monotonic()

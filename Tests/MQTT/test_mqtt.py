@@ -446,6 +446,7 @@ class CommandTests(Fixture):
             self.dataman = DataManSimulator()
         except (RuntimeError, OSError) as error:
             self.skipTest(f"*** SKIPPED: DataMan simulator unavailable: {error}")
+        self.addCleanup(self.dataman.proc.stdout.close)
         self.addCleanup(self.dataman.close)
         self.broker_ = self.broker()
         self.sub = self.subscriber(self.broker_)
@@ -466,8 +467,7 @@ class CommandTests(Fixture):
         if reply_id is None:
             return None
         topic = f"{BASE}/replies/{reply_id}"
-        return self.sub.wait(lambda m: m.topic == topic and m in self.sub.snapshot()[mark:], seconds,
-                             what=f"the reply on {topic}").json()
+        return self.sub.wait(lambda m: m.topic == topic, seconds, what=f"the reply on {topic}", start=mark).json()
 
     def document(self, reply):
         """The --json document the command printed, as the reply carries it (docs/fleet.md)."""
