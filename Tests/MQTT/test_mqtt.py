@@ -438,6 +438,34 @@ class ConnectionTests(Fixture):
         self.assertRegex(errors[0].lower(), r"not authori[sz]ed|password|refused")
 
 
+    def test_a_broker_certificate_that_does_not_verify_ends_with_exit_24(self):
+        broker = self.broker(tls=True)
+        other = tempfile.mkdtemp(prefix="capture-mqtt-ca.")
+        self.addCleanup(shutil.rmtree, other, True)
+        from broker import make_ca_and_server_cert
+        wrong_ca, _, _ = make_ca_and_server_cert(other)
+        scanner = self.scanner()
+        cap = self.capture(broker, [scanner.selector], url=f"mqtts://127.0.0.1:{broker.port}/{PREFIX}",
+                           extra=["--mqtt-ca", wrong_ca], json_out=False)
+        self.assertEqual(cap.wait_exit(30), 24, cap.describe())  # ESKT_INVALIDCONFIGURATION (docs/fleet.md §6)
+
+    def test_confirm_delivery_with_confirm_is_a_usage_error(self):
+        broker = self.broker()
+        cap = self.capture(broker, ["serial:/dev/null?framing=line"], json_out=False,
+                           extra=["--confirm-delivery", "spool", "--confirm", "true"])
+        self.assertEqual(cap.wait_exit(15), EXIT_INVALID_PARAMETER, cap.describe())
+
+    def test_a_second_capture_on_the_same_spool_fails_at_once_with_exit_25(self):
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        scanner = self.scanner()
+        first = self.capture(broker, [scanner.selector], json_out=False)
+        self.wait_online(sub, first)
+        second = self.capture(broker, [self.scanner().selector], state=first.state, json_out=False)
+        self.assertEqual(second.wait_exit(15), 25, second.describe())  # ESKT_ALREADYEXISTING (docs/fleet.md §4)
+        self.assertIsNone(first.proc.poll(), first.describe())
+
+
 class CommandTests(Fixture):
     """Remote commands on PREFIX/HOST/commands against a DataMan simulator that listen holds."""
 
