@@ -348,12 +348,15 @@ def outage(broker, ptys):
             time.sleep(0.2)
     threading.Thread(target=sampler, daemon=True).start()
     broker.stop()
+    down_at = len(samples)
     per = outage_total // nscanners
     texts = [[b"S%d-%07d" % (i, n) for n in range(per)] for i in range(nscanners)]
     for t in feed([m for m, _ in ptys], texts):
         t.join()
     time.sleep(3.0)  # the last reads appended and fsynced
     down_peak = max(samples)
+    during = samples[down_at:] or samples
+    quartiles = [during[min(len(during) - 1, len(during) * q // 4)] for q in (1, 2, 3, 4)]
     spool_bytes = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(state) for f in fs)
     rss_before_drain = samples[-1]
     base = sink.count()
@@ -370,7 +373,7 @@ def outage(broker, ptys):
     err = cap.stop()
     sink.close()
     shutil.rmtree(state, ignore_errors=True)
-    return dict(start=samples[0], down_peak=down_peak, before_drain=rss_before_drain, peak=max(samples),
+    return dict(start=samples[0], down_peak=down_peak, quartiles=quartiles, before_drain=rss_before_drain, peak=max(samples),
                 end=samples[-1], spool=spool_bytes, drain=drain, n=n, complete=complete, ordered=ordered,
                 dups=dups, err=err)
 
@@ -419,6 +422,8 @@ def main():
         print(f"outage: broker down, {outage_total:,} codes spooled ({out['spool'] / 1e6:.1f} MB on disk); capture VmRSS "
               f"start {out['start'] / 1024:.1f} MB, peak while down {out['down_peak'] / 1024:.1f} MB, "
               f"before the drain {out['before_drain'] / 1024:.1f} MB, peak {out['peak'] / 1024:.1f} MB, end {out['end'] / 1024:.1f} MB")
+        print("outage: VmRSS while down at 1/4, 1/2, 3/4 and the end of the outage: "
+              + ", ".join(f"{q / 1024:.1f}" for q in out["quartiles"]) + " MB")
         print(f"outage: drained after the broker came back in {out['drain']:.2f} s: {out['n']:,} of {outage_total:,} "
               f"(complete {out['complete']}, in order {out['ordered']}, {out['dups']} duplicates)")
         if not out["complete"]:
