@@ -197,6 +197,34 @@ def fsyncs(strace_out):
     return calls
 
 
+def perf_fsyncs_start(pid, out):
+    """perf stat counting the fsync and fdatasync tracepoints of capture's threads in the kernel (the
+    process is not stopped, unlike under strace)."""
+    return subprocess.Popen(["perf", "stat", "-x", ",", "-o", out, "-e",
+                             "syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync", "-p", str(pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def perf_fsyncs_end(proc, out):
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    calls = 0
+    with open(out) as f:
+        for line in f:
+            fields = line.strip().split(",")
+            if len(fields) > 2 and fields[2].startswith("syscalls:sys_enter_f") and fields[0].isdigit():
+                calls += int(fields[0])
+    return calls
+
+
+def perf_works():
+    if shutil.which("perf") is None:
+        return False
+    r = subprocess.run(["perf", "stat", "-x", ",", "-e", "syscalls:sys_enter_fsync", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    return r.returncode == 0 and "syscalls:sys_enter_fsync" in r.stderr and "not supported" not in r.stderr
+
+
 def feed(masters, texts_by_scanner, chunk=500):
     """Every scanner's codes written by a thread of its own, `chunk` lines per write."""
     def one(fd, texts):
@@ -216,7 +244,7 @@ def check_order(codes, texts_by_scanner):
     return complete, ordered, len(set(got))
 
 
-def throughput(broker, ptys, strace_ok):
+def throughput(broker, ptys, strace_ok, perf_ok=False):
     state = tempfile.mkdtemp(prefix="capture-mqtt-bench.")
     sink = Sink(broker, f"{PREFIX}/#")
     strace_out = os.path.join(state, "strace.txt") if strace_ok else None
@@ -225,6 +253,10 @@ def throughput(broker, ptys, strace_ok):
     per = total // nscanners
     texts = [[b"S%d-%07d" % (i, n) for n in range(per)] for i in range(nscanners)]
     base = sink.count()
+    perf_out = os.path.join(state, "perf.txt")
+    perf = perf_fsyncs_start(cap.pid, perf_out) if perf_ok else None
+    if perf:
+        time.sleep(0.5)  # attached
     cpu0 = cpu(cap.pid)
     t0 = time.monotonic_ns()
     threads = feed([m for m, _ in ptys], texts)
@@ -237,6 +269,7 @@ def throughput(broker, ptys, strace_ok):
     for t in threads:
         t.join()
     cpu1 = cpu(cap.pid)
+    perf_calls = perf_fsyncs_end(perf, perf_out) if perf else None
     codes, dups = codes_of(sink.got[base:])
     t1 = codes[-1][0] if codes else time.monotonic_ns()
     err = cap.stop()
@@ -245,7 +278,7 @@ def throughput(broker, ptys, strace_ok):
     sink.close()
     wall = (t1 - t0) / 1e9
     shutil.rmtree(state, ignore_errors=True)
-    return dict(n=n, wall=wall, cpu=cpu1 - cpu0, complete=complete, ordered=ordered, dups=dups, fsyncs=calls, err=err)
+    return dict(n=n, wall=wall, cpu=cpu1 - cpu0, complete=complete, ordered=ordered, dups=dups, fsyncs=calls, perf=perf_calls, err=err)
 
 
 def mosquitto_pub_peer(broker):
@@ -387,21 +420,25 @@ def main():
     try:
         print(f"capture {capture}: {total:,} codes from {nscanners} line-mode ptys → capture listen --mqtt → "
               f"mosquitto {broker.port} → paho subscriber")
-        tp = throughput(broker, ptys, False)
+        perf_ok = perf_works()
+        tp = throughput(broker, ptys, False, perf_ok)
         print(f"throughput: {tp['n']:,} of {total:,} codes delivered (complete {tp['complete']}, in order per "
               f"scanner {tp['ordered']}, {tp['dups']} duplicates) in {tp['wall']:.2f} s: "
               f"{tp['n'] / tp['wall']:,.0f} events/s; capture CPU {tp['cpu']:.2f} s = {tp['cpu'] / max(tp['n'], 1) * 1e6:.1f} µs/event")
         if not tp["complete"]:
             print("capture stderr:\n" + tp["err"][-2000:])
+        if tp["perf"] is not None:
+            print(f"fsyncs (perf stat, the syscalls:sys_enter_fsync/fdatasync tracepoints of capture over the feed): "
+                  f"{tp['perf']:,} = {tp['perf'] / tp['wall']:,.1f}/s, {tp['n'] / max(tp['perf'], 1):,.1f} events per fsync")
         # A run of its own: each traced fsync stops capture for strace, which slows the whole pipeline
         # (the lane waits for the spool), so the throughput above is measured without it.
-        if strace_ok:
+        if strace_ok and not perf_ok:
             ts = throughput(broker, ptys, True)
             print(f"fsyncs (a second run under strace -c -f --seccomp-bpf, {ts['n'] / ts['wall']:,.0f} events/s there, "
                   f"complete {ts['complete']}): {ts['fsyncs']:,} fsync+fdatasync = {ts['fsyncs'] / ts['wall']:,.1f}/s, "
                   f"{ts['n'] / max(ts['fsyncs'], 1):,.1f} events per fsync")
-        else:
-            print("fsyncs: not measured (no strace on this machine, or NO_STRACE set)")
+        elif not perf_ok:
+            print("fsyncs: not measured (neither perf tracepoints nor strace on this machine, or NO_STRACE set)")
         peer = mosquitto_pub_peer(broker)
         print(f"peer mosquitto_pub -q 1 -l: all {total:,} delivered {peer['ok']} in {peer['wall']:.2f} s: "
               f"{total / peer['wall']:,.0f} events/s; CPU {peer['cpu']:.2f} s = {peer['cpu'] / total * 1e6:.1f} µs/event")
