@@ -19,7 +19,7 @@ BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
   python3-websockets chromium chromium-driver python3-selenium systemd \
   mosquitto mosquitto-clients python3-paho-mqtt openssl
-BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd python3-aiohttp strace
+BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd python3-aiohttp linux-perf strace
 # The VM tier (Tests/VM): qemu, the image builder and the stock Debian kernel booted inside.
 VM_PACKAGES = qemu-system-x86 mmdebstrap linux-image-amd64 zstd cpio kmod
 
