@@ -141,7 +141,8 @@ public enum CaptureCLI {
       return context.output.settle(ExitStatus.of(outcome.status))
     } catch let error as UsageError {
       return usageFailure(
-        error, json: context.globals.json, noColor: context.globals.noColor, arguments: parsed.arguments)
+        error, json: context.globals.json, noColor: context.globals.noColor, arguments: parsed.arguments,
+        output: context.output)
     } catch let error as CaptureError {
       context.output.error(Elision.error(error, arguments: parsed.arguments))
       // An invalid parameter is a usage error wherever it was found: the usage follows the message.
@@ -156,10 +157,11 @@ public enum CaptureCLI {
   }
 
   /// Every usage error: one line, the command's usage, exit 18 (ESKT_INVALIDPARAMETER).
-  static func usageFailure(_ error: UsageError, json: Bool, noColor: Bool = false, arguments: [String] = [])
-    -> Int32
-  {
-    let output = Output(mode: json ? .json : .plain, quiet: false, verbose: false, noColor: noColor)
+  /// `output`: the command's own (a remote command's goes to its reply, not to stdout).
+  static func usageFailure(
+    _ error: UsageError, json: Bool, noColor: Bool = false, arguments: [String] = [], output: Output? = nil
+  ) -> Int32 {
+    let output = output ?? Output(mode: json ? .json : .plain, quiet: false, verbose: false, noColor: noColor)
     output.error(CaptureError(.invalidParameter, Elision.message(error.message, arguments: arguments)))
     output.raw(stderr: Help.usage(error.command.flatMap(CommandTree.command(named:))) + "\n")
     return ExitStatus.of(.invalidParameter)

@@ -15,6 +15,14 @@ public struct BrokerURL: Sendable, Equatable {
   /// One or more topic levels, without a leading or trailing `/`.
   public var prefix: String
 
+  public init(tls: Bool, username: String?, host: String, port: UInt16, prefix: String) {
+    self.tls = tls
+    self.username = username
+    self.host = host
+    self.port = port
+    self.prefix = prefix
+  }
+
   /// Parses the URL. A password in it (`user:pass@`) is refused: the command line shows in `ps` and in
   /// shell histories, so the password comes from --mqtt-password-file only.
   public static func parse(_ text: String) throws(CaptureError) -> BrokerURL {

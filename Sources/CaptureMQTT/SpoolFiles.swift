@@ -17,7 +17,8 @@ public struct SpoolRecord: Sendable, Equatable {
 
 /// The spool on disk: append-only segment files of length-prefixed records and a small file of what the
 /// broker acknowledged (docs/fleet.md §4). Synchronous and owned by one thread (the publisher's): every
-/// call may block in write(2), fsync(2) or read(2), so none may run on the cooperative pool.
+/// call (opening too) may block in write(2), fsync(2) or read(2), so none may run on the cooperative
+/// pool.
 ///
 /// A record is `u32 length | u32 CRC-32 | body` (little-endian), the body
 /// `{"eventId":…,"seq":…,"topic":…}\n` and the payload bytes. On opening, each segment is read through;
@@ -64,11 +65,12 @@ public final class SpoolFiles {
   private var acksDirty = false
   private let warn: @Sendable (String) -> Void
 
+  /// One record's place: 24 bytes per unacknowledged event (its segment is found from its seq, the
+  /// segments being named by their first seq), so a spool of 100,000 holds 2.4 MB of index in memory.
   private struct Entry {
     var seq: UInt64
-    var segment: UInt64
-    var offset: Int
-    var length: Int
+    var offset: UInt32
+    var length: UInt32
     var acked: Bool
     var durable: Bool
   }
@@ -102,7 +104,17 @@ public final class SpoolFiles {
     guard lock >= 0 else {
       throw CaptureError(Errno.current, "cannot open the spool \(directory)", other: .unableOpenFile)
     }
-    guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+    // A few tries over 200 ms: a capture that is just exiting (a restart), or a child being spawned
+    // by this process (it holds a copy of the descriptor until its exec), lets go of it at once.
+    var locked = false
+    for attempt in 0..<20 {
+      if flock(lock, LOCK_EX | LOCK_NB) == 0 {
+        locked = true
+        break
+      }
+      if attempt < 19 { usleep(10_000) }
+    }
+    guard locked else {
       close(lock)
       throw CaptureError(
         .alreadyExisting, "the spool \(directory) is in use by another capture with host id \(hostID)")
@@ -155,8 +167,8 @@ public final class SpoolFiles {
     }
     entries.append(
       Entry(
-        seq: seq, segment: segments.last!, offset: currentSize + pending.count, length: bytes.count,
-        acked: false, durable: false))
+        seq: seq, offset: UInt32(currentSize + pending.count), length: UInt32(bytes.count), acked: false,
+        durable: false))
     pending += bytes
     nextSeq += 1
     unackedCount += 1
@@ -326,7 +338,7 @@ public final class SpoolFiles {
       while offset < bytes.count {
         guard let (header, total) = Self.decodeHeader(bytes, at: offset) else { break }
         recovered.append(
-          Entry(seq: header.seq, segment: first, offset: offset, length: total, acked: false, durable: true))
+          Entry(seq: header.seq, offset: UInt32(offset), length: UInt32(total), acked: false, durable: true))
         offset += total
         records += 1
       }
@@ -363,7 +375,7 @@ public final class SpoolFiles {
         // possible at the floor): filled with acknowledged placeholders to keep seqs contiguous.
         for missing in (l + 1)..<entry.seq {
           entries.append(
-            Entry(seq: missing, segment: entry.segment, offset: 0, length: 0, acked: true, durable: true))
+            Entry(seq: missing, offset: 0, length: 0, acked: true, durable: true))
         }
       }
       var e = entry
@@ -432,28 +444,40 @@ public final class SpoolFiles {
     return (header, body[(newline + 1)...], 8 + length)
   }
 
+  /// The segment holding `seq`: the last one whose first seq is not above it.
+  private func segment(of seq: UInt64) -> UInt64 {
+    var low = 0
+    var high = segments.count - 1
+    while low < high {
+      let mid = (low + high + 1) / 2
+      if segments[mid] <= seq { low = mid } else { high = mid - 1 }
+    }
+    return segments.isEmpty ? 0 : segments[low]
+  }
+
   private func record(_ entry: Entry) throws(CaptureError) -> SpoolRecord {
     if let cached = cache[entry.seq] { return cached }
+    let segment = segment(of: entry.seq)
     let fd: Int32
-    if let r = readFD, r.segment == entry.segment {
+    if let r = readFD, r.segment == segment {
       fd = r.fd
     } else {
       if let r = readFD { close(r.fd) }
       readFD = nil
-      fd = segmentPath(entry.segment).open(O_RDONLY | O_CLOEXEC)
+      fd = segmentPath(segment).open(O_RDONLY | O_CLOEXEC)
       guard fd >= 0 else {
         throw CaptureError(
-          Errno.current, "cannot read the spool segment \(segmentPath(entry.segment))", other: .unableReadFile
+          Errno.current, "cannot read the spool segment \(segmentPath(segment))", other: .unableReadFile
         )
       }
-      readFD = (entry.segment, fd)
+      readFD = (segment, fd)
     }
-    var bytes = [UInt8](repeating: 0, count: entry.length)
-    let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, entry.length, off_t(entry.offset)) }
-    guard n == entry.length, let (header, payload, _) = Self.decode(bytes, at: 0), header.seq == entry.seq
-    else {
+    let length = Int(entry.length)
+    var bytes = [UInt8](repeating: 0, count: length)
+    let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(entry.offset)) }
+    guard n == length, let (header, payload, _) = Self.decode(bytes, at: 0), header.seq == entry.seq else {
       throw CaptureError(
-        .invalidChecksum, "spool segment \(segmentPath(entry.segment)): record \(entry.seq) unreadable")
+        .invalidChecksum, "spool segment \(segmentPath(segment)): record \(entry.seq) unreadable")
     }
     return SpoolRecord(seq: header.seq, eventID: header.eventId, topic: header.topic, payload: Array(payload))
   }

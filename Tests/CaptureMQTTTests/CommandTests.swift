@@ -138,3 +138,37 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     #expect(String(decoding: refused, as: UTF8.self).contains(#""exit":18"#))
   }
 }
+
+@Suite struct CommandReplyTests {
+  @Test func oneDocumentIsMergedSeveralLinesAreAnArrayNothingIsNull() {
+    #expect(CommandService.document(bytes("{\"a\":1}\n")) == .object(["a": .int(1)]))
+    #expect(
+      CommandService.document(bytes("{\"a\":1}\n{\"b\":2}\n"))
+        == .array([.object(["a": .int(1)]), .object(["b": .int(2)])]))
+    #expect(CommandService.document([]) == .null)
+    let reply = CommandService.reply(id: "x", exit: 0, document: .array([.int(1)]))
+    #expect(String(decoding: reply, as: UTF8.self) == #"{"exit":0,"id":"x","output":[1]}"#)
+    let empty = CommandService.reply(id: "x", exit: 17, document: .null)
+    #expect(String(decoding: empty, as: UTF8.self) == #"{"exit":17,"id":"x"}"#)
+  }
+
+  @Test func theRequestIdIsEscapedInTheReplyTopic() async {
+    let rig = CommandRig()
+    _ = await rig.service().handle(bytes(#"{"id":"a/b+#","argv":["list"]}"#))
+    #expect(rig.replies.withLock { $0.map(\.topic) } == ["acme/h1/replies/a%2Fb%2B%23"])
+  }
+
+  @Test func concurrentDuplicatesRunOnce() async {
+    let rig = CommandRig()
+    let service = rig.service()
+    let request = bytes(#"{"id":"same","argv":["get","dock","battery-level"]}"#)
+    let replies = await withTaskGroup(of: [UInt8]?.self) { group in
+      for _ in 0..<8 { group.addTask { await service.handle(request) } }
+      var all: [[UInt8]?] = []
+      for await r in group { all.append(r) }
+      return all
+    }
+    #expect(replies.count == 8 && Set(replies.compactMap { $0 }).count == 1)
+    #expect(service.runCount == 1)
+  }
+}

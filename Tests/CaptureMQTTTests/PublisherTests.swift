@@ -241,3 +241,44 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     await fleet.stop(grace: .zero)
   }
 }
+
+@Suite struct PublisherFlowTests {
+  @Test func aPublishTheTransportDidNotQueueIsRetriedInOrder() async throws {
+    let dir = TemporaryDirectory()
+    let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 1000)
+    let link = RecordingLink()
+    let publisher = Publisher(spool: spool, link: link, warn: { _ in })
+    try publisher.start()
+    // Connected, but the transport takes nothing (its bound reached): nothing is lost, nothing skipped.
+    link.setUp(false)
+    publisher.linkConnected()
+    for i in 0..<3 { _ = await publisher.append(topic: "t/\(i)", waitUntilDurable: true) { Array($0.utf8) } }
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(link.events.isEmpty)
+    link.setUp(true)
+    // The spool's thread looks again within its 250 ms tick.
+    #expect(await eventually { link.events.count == 3 })
+    #expect(link.events.map(\.message.topic) == ["t/0", "t/1", "t/2"])
+    await publisher.stop(grace: .zero)
+  }
+
+  @Test func atMostTheWindowIsUnacknowledged() async throws {
+    let dir = TemporaryDirectory()
+    let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 1000)
+    let link = RecordingLink()
+    let publisher = Publisher(spool: spool, link: link, window: 4, warn: { _ in })
+    for i in 0..<10 {
+      _ = await publisher.append(topic: "t/\(i)", waitUntilDurable: false) { Array($0.utf8) }
+    }
+    try publisher.start()
+    publisher.linkConnected()
+    #expect(await eventually { link.events.count == 4 })
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(link.events.count == 4)
+    publisher.acknowledged(link.events[0].mid)
+    publisher.acknowledged(link.events[1].mid)
+    #expect(await eventually { link.events.count == 6 })
+    #expect(link.events.map(\.message.topic) == (0..<6).map { "t/\($0)" })
+    await publisher.stop(grace: .zero)
+  }
+}

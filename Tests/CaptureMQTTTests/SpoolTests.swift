@@ -12,9 +12,23 @@ final class TemporaryDirectory {
     path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
   }
   var filePath: FilePath { FilePath(path) }
-  deinit {
-    let command = "rm -rf '\(path)'"
-    _ = command.withCString { system($0) }
+  // Removed without system(3): a fork while another test holds a spool's flock would hold the lock
+  // for the child's lifetime and fail that test's reopen.
+  deinit { Self.remove(path) }
+
+  static func remove(_ path: String) {
+    if let dir = opendir(path) {
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+          String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name == "." || name == ".." { continue }
+        let child = path + "/" + name
+        if entry.pointee.d_type == UInt8(DT_DIR) { remove(child) } else { unlink(child) }
+      }
+      closedir(dir)
+    }
+    rmdir(path)
   }
 
   func files(_ sub: String) -> [String] {
@@ -191,6 +205,25 @@ func payload(_ text: String) -> (String) -> [UInt8] {
     let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 100_000)
     #expect(spool.unacknowledgedCount == 0)
     #expect(try spool.append(topic: "t", payload: payload("next"))?.seq == 80)
+  }
+
+  @Test func recordsAcrossSegmentsReadBackAfterAReopen() throws {
+    let dir = TemporaryDirectory()
+    let big = String(repeating: "y", count: 64 << 10)
+    var written: [SpoolRecord] = []
+    do {
+      let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 100_000)
+      for i in 0..<80 {
+        written.append(try #require(try spool.append(topic: "t/\(i)", payload: payload(big))))
+      }
+      try spool.flush()
+      spool.acknowledge(0)
+      try spool.shutDown()
+    }
+    #expect(dir.files("spool/h1").filter { $0.hasSuffix(".seg") }.count == 2)
+    let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 100_000)
+    let back = try spool.unacknowledged(from: 0, limit: 1000)
+    #expect(back == Array(written[1...]))
   }
 
   @Test func aSecondOpenOfTheSameSpoolIsRefused() throws {

@@ -46,7 +46,14 @@ struct FleetOptions: Sendable {
       try parsed.value("mqtt-spool-max").map { (t: String) throws(UsageError) in
         try Values.count(t, option: "--mqtt-spool-max", command: parsed.commandName)
       } ?? FleetSettings.defaultSpoolMax
-    confirmDelivery = parsed.value("confirm-delivery").flatMap(FleetSettings.ConfirmDelivery.init(rawValue:))
+    if let when = parsed.value("confirm-delivery") {
+      guard let value = FleetSettings.ConfirmDelivery(rawValue: when) else {
+        throw parsed.usage("--confirm-delivery takes spool or broker, not '\(when)'")
+      }
+      confirmDelivery = value
+    } else {
+      confirmDelivery = nil
+    }
     commands = !parsed.flag("mqtt-commands") ? .off : Self.commandsAll(parsed) ? .all : .standard
     // The options between themselves, before anything is read.
     let check = FleetSettings(
@@ -96,12 +103,13 @@ final class FleetRun: Sendable {
 
   /// Opens the spool, connects (in the background: an unreachable broker is retried, never fatal) and
   /// subscribes to the engine on the devices' lanes: the spool writer paces the devices (docs/engine.md
-  /// §3). `sink` shows a refused code as an error event in listen's stream.
+  /// §3). `sink` shows a refused code as an error event in listen's stream. A refused code gets a bad
+  /// data confirmation where the device takes one, unless listen's `--confirm` judges the codes
+  /// (`judged`: the device is told once, by the judge).
   static func start(
-    _ options: FleetOptions, engine: CaptureEngine, sink: EventSink?, context: Context
-  ) throws(CaptureError) -> FleetRun {
+    _ options: FleetOptions, engine: CaptureEngine, sink: EventSink?, judged: Bool = false, context: Context
+  ) async throws(CaptureError) -> FleetRun {
     let output = context.output
-    let settings = try options.settings(output)
     let box = Mutex<FleetRun?>(nil)
     let hooks = Fleet.Hooks(
       event: { Render.event($0) },
@@ -116,7 +124,14 @@ final class FleetRun: Sendable {
         box.withLock { $0 }?.failed(error)
         Task { await engine.stop() }
       })
-    let fleet = try Fleet(settings: settings, stateDirectory: context.state.location, hooks: hooks)
+    // The host id, the password file and the spool's recovery (reading every segment) are file work:
+    // on the blocking executor, not the cooperative pool.
+    let location = context.state.location
+    let (settings, fleet) = try await BlockingExecutor.shared.run {
+      _ throws(CaptureError) -> (FleetSettings, Fleet) in
+      let settings = try options.settings(output)
+      return (settings, try Fleet(settings: settings, stateDirectory: location, hooks: hooks))
+    }
     let connection: MQTTConnection
     do {
       connection = try MQTTConnection(endpoint: settings.endpoint, will: fleet.will, delegate: fleet)
@@ -140,7 +155,8 @@ final class FleetRun: Sendable {
           output.error(refused, withObject: false)
         }
       }
-      guard confirm != nil, let device = engine.device(id: event.device.id),
+      let refused = delivery != .safe
+      guard confirm != nil || (refused && !judged), let device = engine.device(id: event.device.id),
         device.capabilities.canWrite(.dataConfirmationDevice)
       else { return }
       let good = delivery == .safe
@@ -173,5 +189,9 @@ final class FleetRun: Sendable {
   func stop() async {
     await fleet.stop()
     await connection.stop(final: fleet.offline)
+    let stats = fleet.publisher.statistics
+    output.info(
+      "MQTT: \(stats.published) published, \(stats.acknowledged) acknowledged, \(stats.fsyncs) fsyncs in \(stats.batches) batches, \(fleet.publisher.outstanding) left in the spool"
+    )
   }
 }

@@ -119,8 +119,11 @@ enum ListenCommand {
     // --mqtt: the spool is opened (and the broker connection started) before any event flows.
     let fleet: FleetRun?
     do throws(CaptureError) {
-      fleet = try options.fleet.map { (f: FleetOptions) throws(CaptureError) in
-        try FleetRun.start(f, engine: engine, sink: sink, context: context)
+      if let f = options.fleet {
+        fleet = try await FleetRun.start(
+          f, engine: engine, sink: sink, judged: judge != nil, context: context)
+      } else {
+        fleet = nil
       }
     } catch {
       for device in devices { await device.close() }

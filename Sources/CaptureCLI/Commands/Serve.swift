@@ -94,8 +94,10 @@ enum ServeCommand {
     }
     let fleet: FleetRun?
     do throws(CaptureError) {
-      fleet = try options.devices.fleet.map { (f: FleetOptions) throws(CaptureError) in
-        try FleetRun.start(f, engine: engine, sink: sink, context: context)
+      if let f = options.devices.fleet {
+        fleet = try await FleetRun.start(f, engine: engine, sink: sink, context: context)
+      } else {
+        fleet = nil
       }
     } catch {
       for device in devices { await device.close() }

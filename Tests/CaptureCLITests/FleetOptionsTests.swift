@@ -1,0 +1,73 @@
+import CaptureMQTT
+import Testing
+
+@testable import CaptureCLI
+
+/// listen's and serve's --mqtt options, read as usage (exit 18 on every refusal).
+@Suite struct FleetOptionsTests {
+  static func listen(_ words: [String]) throws -> ListenCommand.Options {
+    try ListenCommand.Options(try ArgumentParser.parse(["listen"] + words))
+  }
+
+  @Test func noMqttNoFleet() throws {
+    #expect(try Self.listen(["socketcam", "--dir", "/tmp"]).fleet == nil)
+  }
+
+  @Test func everyOptionRead() throws {
+    let options = try Self.listen([
+      "--mqtt", "mqtts://till-3@broker.example:9883/acme/shops", "--mqtt-ca", "/ca.pem", "--mqtt-cert",
+      "/c.pem",
+      "--mqtt-key", "/k.pem", "--mqtt-password-file", "/pw", "--mqtt-host-id", "till-3", "--mqtt-spool-max",
+      "500",
+      "--confirm-delivery", "broker", "--mqtt-commands",
+    ])
+    let fleet = try #require(options.fleet)
+    #expect(
+      fleet.url
+        == BrokerURL(tls: true, username: "till-3", host: "broker.example", port: 9883, prefix: "acme/shops"))
+    #expect(fleet.caFile == "/ca.pem" && fleet.certFile == "/c.pem" && fleet.keyFile == "/k.pem")
+    #expect(fleet.passwordFile == "/pw" && fleet.hostID == "till-3" && fleet.spoolMax == 500)
+    #expect(fleet.confirmDelivery == .broker && fleet.commands == .standard)
+    #expect(options.selectors.isEmpty)
+  }
+
+  @Test func commandsAllTakesTheWordAllFromTheOperands() throws {
+    let options = try Self.listen([
+      "--mqtt", "mqtt://b/p", "--mqtt-commands", "all", "socketcam", "--dir", "/tmp",
+    ])
+    #expect(options.fleet?.commands == .all)
+    #expect(options.selectors == [.socketCam])
+    #expect(try Self.listen(["--mqtt", "mqtt://b/p"]).fleet?.spoolMax == FleetSettings.defaultSpoolMax)
+  }
+
+  @Test(arguments: [
+    ["--mqtt", "mqtt://u:secret@b/p"],
+    ["--mqtt", "ftp://b/p"],
+    ["--mqtt-host-id", "h"],
+    ["--confirm-delivery", "spool"],
+    ["--mqtt-commands"],
+    ["--mqtt", "mqtt://b/p", "--mqtt-ca", "/ca"],
+    ["--mqtt", "mqtts://b/p", "--mqtt-cert", "/c"],
+    ["--mqtt", "mqtt://b/p", "--mqtt-password-file", "/pw"],
+    ["--mqtt", "mqtt://b/p", "--mqtt-host-id", "a/b"],
+    ["--mqtt", "mqtt://b/p", "--mqtt-spool-max", "0"],
+    ["--mqtt", "mqtt://b/p", "--confirm-delivery", "never"],
+    ["--mqtt", "mqtt://b/p", "--confirm-delivery", "spool", "--confirm", "true"],
+    ["--mqtt", "mqtt://b/p", "--confirm-delivery", "spool", "--confirm-stdin"],
+  ])
+  func refusedAsUsage(_ words: [String]) {
+    #expect(throws: UsageError.self) { try Self.listen(words) }
+  }
+
+  @Test func passwordInTheURLNamesThePasswordFileOption() {
+    do {
+      _ = try Self.listen(["--mqtt", "mqtt://u:secret@b/p"])
+      Issue.record("accepted")
+    } catch let error as UsageError {
+      #expect(error.message.contains("--mqtt-password-file"))
+      #expect(error.command == "listen")
+    } catch {
+      Issue.record("not a usage error: \(error)")
+    }
+  }
+}
