@@ -674,6 +674,29 @@ class ConfirmDeliveryTests(Fixture):
             time.sleep(0.1)
         self.assertTrue(self.scan_control_writes(rig), f"no confirmation once the code was spooled\n{cap.describe()}")
 
+    def test_a_code_a_full_spool_refuses_gets_a_confirmation_and_accepted_ones_none(self):
+        # Without --confirm-delivery an accepted code is not confirmed by capture (the scanner's own
+        # beep); a refused one is told bad (docs/fleet.md §4).
+        rig = self.rig()
+        broker = self.broker()
+        broker.stop()
+        cap = self.capture(broker, [D600], extra=["--mqtt-spool-max", "3"], env=rig.env)
+        self.bring_up(rig, cap)
+        rig.ctl("ClearWrites", D600_PATH)
+        refused = None
+        for i in range(6):
+            self.scan(rig, f"CODE-{i}")
+            time.sleep(0.7)
+            if any(e.get("event") == "error" for e in cap.events()):
+                refused = i
+                break
+            self.assertEqual(self.scan_control_writes(rig), [], f"CODE-{i} was accepted, yet confirmed")
+        self.assertIsNotNone(refused, f"the spool of 3 never refused a code\n{cap.describe()}")
+        deadline = time.monotonic() + 5
+        while not self.scan_control_writes(rig) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertTrue(self.scan_control_writes(rig), f"CODE-{refused} was refused without a bad confirmation")
+
 
 if __name__ == "__main__":
     unittest.main()
