@@ -3,6 +3,7 @@ config written to a temp dir (anonymous, a password file made with mosquitto_pas
 listener whose CA and server certificate openssl makes here), and a paho-mqtt subscriber that keeps
 every message with its topic, retain flag and QoS. Nothing here models capture.
 """
+import atexit
 import json
 import ssl
 import os
@@ -17,6 +18,8 @@ import time
 import paho.mqtt.client as paho
 
 MOSQUITTO = "/usr/sbin/mosquitto"
+_running = set()  # brokers of this process, killed at exit whatever a test left behind
+atexit.register(lambda: [b.kill() for b in list(_running)])
 
 
 def free_port():
@@ -92,6 +95,7 @@ class Broker:
         while True:
             self.proc = subprocess.Popen([MOSQUITTO, "-c", self.config], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _running.add(self)
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     break
@@ -140,6 +144,7 @@ class Broker:
 
     def close(self):
         self.kill()
+        _running.discard(self)
         if self.proc is not None and self.proc.stderr:
             self.proc.stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
