@@ -11,13 +11,16 @@ CONFIG ?= release
 BUILD_FLAGS = -c $(CONFIG) $(if $(filter release,$(CONFIG)),--static-swift-stdlib)
 BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 
-# Build: the C libraries behind SocketCam, BlueZ, Bluetooth Classic and the serve transport. Test: image generators, man page linter, the JSON-RPC +
-# WebSocket client and the headless browser of the capture serve tests (Tests/Service), systemd-analyze.
+# Build: the C libraries behind SocketCam, BlueZ, Bluetooth Classic and the transports of serve and
+# --mqtt. Test: image generators, man page linter, the JSON-RPC + WebSocket client and the headless
+# browser of the capture serve tests (Tests/Service), systemd-analyze, the broker, its clients, the
+# subscriber and the certificate tool of the --mqtt tests (Tests/MQTT).
 # Bench: the peers measured side by side.
 BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
-  python3-websockets chromium chromium-driver python3-selenium systemd
-BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd python3-aiohttp
+  python3-websockets chromium chromium-driver python3-selenium systemd \
+  mosquitto mosquitto-clients python3-paho-mqtt openssl
+BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd python3-aiohttp linux-perf strace
 # The VM tier (Tests/VM): qemu, the image builder and the stock Debian kernel booted inside.
 VM_PACKAGES = qemu-system-x86 mmdebstrap linux-image-amd64 zstd cpio kmod
 
@@ -49,6 +52,7 @@ test: test-deps
 	$(SWIFT) build
 	$(SWIFT) test --parallel
 	CAPTURE_BIN=.build/debug/capture /usr/bin/python3 -m unittest discover -s Tests/Service -v
+	CAPTURE_BIN=.build/debug/capture /usr/bin/python3 -m unittest discover -s Tests/MQTT -v
 	/usr/bin/python3 -m unittest Tests/Rigs/test_rig.py
 	$(MAKE) --no-print-directory check-docs CONFIG=debug
 	$(MAKE) --no-print-directory test-vm-if-possible
@@ -129,6 +133,7 @@ bench: bench-deps build
 	bench/serve-throughput.sh $(BIN) 100000 10 10000
 	bench/serve-clients.sh $(BIN)
 	bench/serve-throughput.sh $(BIN) 100000 10 0
+	bench/mqtt-throughput.sh $(BIN)
 
 # The BLE frame decoders under libFuzzer, SECONDS each (default 600).
 fuzz:

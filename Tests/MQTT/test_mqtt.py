@@ -1,0 +1,702 @@
+"""`capture listen|serve --mqtt` end to end: the real binary, a real broker (Debian's mosquitto on a free
+loopback port, started, stopped and killed here: Tests/MQTT/broker.py), real devices from the project's
+rigs (pty serial scanners, the DataMan simulator, a D600 on the BlueZ model) and a paho-mqtt subscriber.
+The contract checked is the fleet one of docs/fleet.md: topics PREFIX/HOST/status (retained online, the
+Last Will and a clean stop offline), PREFIX/HOST/devices (retained, the objects of list --json),
+PREFIX/HOST/events/DEVICE/EVENT (QoS 1, the --json event plus host and eventId; DEVICE with % / + #
+written %25 %2F %2B %23), PREFIX/HOST/commands and PREFIX/HOST/replies/ID; the on-disk spool that loses
+nothing across a broker outage or kill -9; --confirm-delivery; remote commands.
+
+Run: CAPTURE_BIN=.build/debug/capture /usr/bin/python3 -m unittest discover -s Tests/MQTT -v
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "Service"))
+from broker import Broker, Subscriber, retained  # noqa: E402
+from serve_harness import BlueZRig, DataManSimulator, PtyScanner, capture_bin, free_port  # noqa: E402
+
+HOST = "testhost"
+PREFIX = "fleet"
+BASE = f"{PREFIX}/{HOST}"
+# Exit statuses are the SKT result codes negated (docs/capture-sdk.md §1; docs/fleet.md §5, §6).
+EXIT_INVALID_PARAMETER = 18  # ESKT_INVALIDPARAMETER: every usage error
+EXIT_COMMAND_DENIED = 37  # ESKT_COMMANDDENIED: a broker refusing the login, a remote command not allowed
+EXIT_INVALID_FORMAT = 85  # ESKT_INVALIDFORMAT: a malformed remote request
+ESKT_QUEUERESETED = -45  # the error event of a code refused by a full spool
+
+D600 = "00:11:22:7E:F6:19"
+D600_PATH = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
+D600_SCAN_CONTROL = "833a2364-bca0-4647-8113-478e1fc449ba"  # the verdict's write (docs/device-protocols.md)
+D600_CONFIG = "1254fc72-336e-4bb2-a0a8-71c7d28d73ce"  # written at bring-up
+
+
+def setUpModule():
+    if not os.access(capture_bin(), os.X_OK):
+        raise unittest.SkipTest(f"*** SKIPPED: no capture binary at {capture_bin()} (set CAPTURE_BIN)")
+    if not os.access("/usr/sbin/mosquitto", os.X_OK):
+        raise unittest.SkipTest("*** SKIPPED: no /usr/sbin/mosquitto (Debian package mosquitto)")
+
+
+def topic_safe(device_id):
+    """DEVICE as one topic level, as docs/fleet.md writes it: % first, then / + #."""
+    return (device_id.replace("%", "%25").replace("/", "%2F").replace("+", "%2B").replace("#", "%23"))
+
+
+def event_topic(device_id, event):
+    return f"{BASE}/events/{topic_safe(device_id)}/{event}"
+
+
+def is_event(m):
+    return m.topic.startswith(f"{BASE}/events/")
+
+
+def decoded(m):
+    return is_event(m) and m.topic.endswith("/decodedData")
+
+
+def unique_events(messages):
+    """The messages deduplicated on eventId as a consumer does: first arrival kept, in arrival order.
+    Every copy of one eventId must carry the same event (stable across retries)."""
+    first, order = {}, []
+    for m in messages:
+        doc = m.json()
+        key = doc["eventId"]
+        if key in first:
+            assert first[key] == doc, f"eventId {key} published twice with different events: {first[key]} / {doc}"
+            continue
+        first[key] = doc
+        order.append(doc)
+    return order
+
+
+class Capture:
+    """One `capture listen` (or `serve`) process with --mqtt, its stdout (JSON Lines with --json) and
+    stderr kept line by line. The state directory is private unless one is handed in (a restart
+    with the same spool)."""
+
+    def __init__(self, broker, devices=(), extra=(), command="listen", url=None, state=None, json_out=True,
+                 env=None, mqtt=True):
+        self.state = state or tempfile.mkdtemp(prefix="capture-mqtt-test.")
+        self.own_state = state is None
+        if mqtt and url is None:
+            url = f"mqtt://{broker.host}:{broker.port}/{PREFIX}"
+        argv = [capture_bin()] + (["--json"] if json_out else []) + [command, *devices]
+        if command == "serve":
+            self.http_port = free_port()
+            argv += ["--listen", f"127.0.0.1:{self.http_port}"]
+        if mqtt:
+            argv += ["--mqtt", url, "--mqtt-host-id", HOST]
+        self.argv = argv + list(extra)
+        self.env = dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1", **(env or {}))
+        self.out_lines, self.err_lines = [], []
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.out_lines), daemon=True),
+                        threading.Thread(target=self._read, args=(self.proc.stderr, self.err_lines), daemon=True)]
+        for t in self.readers:
+            t.start()
+
+    def _read(self, stream, lines):
+        for raw in stream:
+            with self.lock:
+                lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def stdout(self):
+        with self.lock:
+            return list(self.out_lines)
+
+    def stderr(self):
+        with self.lock:
+            return list(self.err_lines)
+
+    def events(self):
+        out = []
+        for line in self.stdout():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def wait_exit(self, seconds=20):
+        try:
+            return self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def terminate(self, seconds=15):
+        """SIGTERM, the clean stop; the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        status = self.wait_exit(seconds)
+        if status is None:
+            self.proc.kill()
+            status = self.proc.wait()
+        for t in self.readers:
+            t.join(2)
+        return status
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        for t in self.readers:
+            t.join(2)
+
+    def describe(self):
+        return f"{self.argv}\nexit {self.proc.poll()}\nstderr:\n" + "\n".join(self.stderr()[-30:])
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.terminate()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            stream.close()
+        if self.own_state:
+            shutil.rmtree(self.state, ignore_errors=True)
+
+
+class Fixture(unittest.TestCase):
+    def broker(self, **kw):
+        b = Broker(**kw)
+        self.addCleanup(b.close)
+        return b
+
+    def subscriber(self, broker, topic=f"{PREFIX}/#", **kw):
+        s = Subscriber(broker, topic, **kw)
+        self.addCleanup(s.close)
+        return s
+
+    def scanner(self):
+        s = PtyScanner()
+        self.addCleanup(s.close)
+        return s
+
+    def capture(self, broker, *args, **kw):
+        c = Capture(broker, *args, **kw)
+        self.addCleanup(c.close)
+        return c
+
+    def wait_online(self, sub, cap, seconds=20):
+        try:
+            return sub.wait(lambda m: m.topic == f"{BASE}/status" and m.json().get("state") == "online", seconds,
+                            what="status online")
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{cap.describe()}") from None
+
+    def wait_opened(self, scanner, cap):
+        self.assertTrue(scanner.wait_opened(), f"capture never opened {scanner.path}\n{cap.describe()}")
+
+    def wait_codes(self, sub, count, seconds=30, prefix=None):
+        """Until `count` distinct eventIds of decodedData arrived (texts starting with prefix)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            msgs = sub.snapshot(f"{BASE}/events/")
+            docs = [d for d in unique_events([m for m in msgs if decoded(m)])
+                    if prefix is None or d.get("text", "").startswith(prefix)]
+            if len(docs) >= count or time.monotonic() > deadline:
+                return docs
+            time.sleep(0.1)
+
+
+class TopicsTests(Fixture):
+    def test_status_devices_and_events_have_the_documented_topics_keys_and_flags(self):
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        scanner = self.scanner()
+        cap = self.capture(broker, [scanner.selector])
+        self.wait_opened(scanner, cap)
+        online = self.wait_online(sub, cap)
+        self.assertEqual(online.qos, 1)
+        self.assertEqual(online.json()["state"], "online")
+        self.assertEqual(online.json()["host"], HOST)
+        self.assertIsInstance(online.json()["version"], str)
+        self.assertIsInstance(online.json()["since"], str)
+
+        # Two codes: one event topic per code, QoS 1, the --json event plus host and eventId.
+        scanner.write("MQTT-1")
+        scanner.write("MQTT-2")
+        got = self.wait_codes(sub, 2)
+        self.assertEqual([d["text"] for d in got], ["MQTT-1", "MQTT-2"], cap.describe())
+        msgs = [m for m in sub.snapshot() if decoded(m)]
+        # The serial device id has slashes: one topic level, / written %2F (docs/fleet.md).
+        self.assertIn("/", scanner.selector)
+        self.assertEqual({m.topic for m in msgs}, {event_topic(scanner.selector, "decodedData")})
+        self.assertEqual({m.qos for m in msgs}, {1})
+        self.assertEqual({m.retain for m in msgs}, {False})
+        for doc in got:
+            self.assertEqual(doc["host"], HOST)
+            self.assertIsInstance(doc["eventId"], str)
+            self.assertTrue(doc["eventId"])
+            self.assertEqual(doc["event"], "decodedData")
+            self.assertEqual(doc["device"]["id"], scanner.selector)
+        self.assertNotEqual(got[0]["eventId"], got[1]["eventId"])
+        # The same object as the --json line on stdout, key for key, plus host and eventId.
+        printed = [e for e in cap.events() if e.get("event") == "decodedData"]
+        self.assertEqual(len(printed), 2, cap.stdout())
+        for doc, line in zip(got, printed):
+            self.assertEqual({k: v for k, v in doc.items() if k not in ("host", "eventId")}, line)
+        # The arrival is an event too, on its own EVENT level.
+        arrival = sub.wait(lambda m: m.topic == event_topic(scanner.selector, "deviceArrival"), 5,
+                           what="deviceArrival event")
+        self.assertEqual(arrival.json()["device"]["id"], scanner.selector)
+
+        # The devices topic is retained and lists the scanner as list --json objects.
+        devices = retained(broker, f"{BASE}/devices")
+        self.assertIsNotNone(devices, "no retained PREFIX/HOST/devices")
+        self.assertEqual(devices.qos, 1)
+        doc = devices.json()
+        self.assertEqual(list(doc), ["devices"], doc)
+        mine = [d for d in doc["devices"] if d.get("id") == scanner.selector]
+        self.assertEqual(len(mine), 1, doc)
+        self.assertEqual(mine[0]["state"], "connected")
+        self.assertEqual(mine[0]["name"], got[0]["device"]["name"])
+        self.assertEqual((mine[0]["type"], mine[0]["typeName"]), (got[0]["device"]["type"], got[0]["device"]["typeName"]))
+        status = retained(broker, f"{BASE}/status")
+        self.assertEqual(status.json()["state"], "online")
+
+        # SIGTERM, the clean stop: exit 0 and the retained status says offline.
+        self.assertEqual(cap.terminate(), 0, cap.describe())
+        offline = retained(broker, f"{BASE}/status")
+        self.assertIsNotNone(offline)
+        self.assertEqual(offline.json(), {"state": "offline"})
+
+    def test_serve_accepts_mqtt_and_publishes_its_devices_events(self):
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        scanner = self.scanner()
+        cap = self.capture(broker, [scanner.selector], command="serve", json_out=False)
+        self.wait_opened(scanner, cap)
+        self.wait_online(sub, cap)
+        scanner.write("FROM-SERVE")
+        got = self.wait_codes(sub, 1)
+        self.assertEqual([d["text"] for d in got], ["FROM-SERVE"], cap.describe())
+        self.assertEqual(got[0]["host"], HOST)
+        self.assertEqual(got[0]["device"]["id"], scanner.selector)
+        self.assertEqual(cap.terminate(), 0, cap.describe())
+        self.assertEqual(retained(broker, f"{BASE}/status").json(), {"state": "offline"})
+
+
+class NothingLostTests(Fixture):
+    def test_broker_down_5s_while_500_codes_are_read_from_2_scanners_all_arrive_once_in_order(self):
+        # A persistent consumer session (clean session off) on a broker that keeps sessions, the way a
+        # fleet consumes: messages capture publishes while the consumer reconnects wait in its session.
+        broker = self.broker(persistence=True)
+        sub = self.subscriber(broker, session="fleet-consumer")
+        scanners = [self.scanner(), self.scanner()]
+        cap = self.capture(broker, [s.selector for s in scanners], json_out=False)
+        for s in scanners:
+            self.wait_opened(s, cap)
+        self.wait_online(sub, cap)
+        texts = {s.selector: [f"S{i}-{n:04d}" for n in range(250)] for i, s in enumerate(scanners)}
+
+        def write(lo, hi, pause=0.0):
+            for n in range(lo, hi):
+                for s in scanners:
+                    s.write(texts[s.selector][n])
+                if pause:
+                    time.sleep(pause)
+
+        write(0, 50)
+        self.assertEqual(len(self.wait_codes(sub, 100)), 100, cap.describe())
+        broker.stop()
+        down = time.monotonic()
+        write(50, 250, pause=4.0 / 200)  # 400 codes over about 4 s with the broker down
+        time.sleep(max(0.0, 5.0 - (time.monotonic() - down)))
+        self.assertIsNone(cap.proc.poll(), f"capture exited while the broker was down\n{cap.describe()}")
+        broker.start()
+        docs = self.wait_codes(sub, 500, seconds=60)
+        self.assertEqual(len(docs), 500, cap.describe())
+        for s in scanners:
+            got = [d["text"] for d in docs if d["device"]["id"] == s.selector]
+            self.assertEqual(got, texts[s.selector], f"per-device order of {s.selector}")
+        self.assertEqual(len({d["eventId"] for d in docs}), 500)
+
+    def test_kill9_leaves_the_will_offline_and_the_spool_is_published_on_the_next_start(self):
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        scanner = self.scanner()
+        state = tempfile.mkdtemp(prefix="capture-mqtt-test.")
+        self.addCleanup(shutil.rmtree, state, True)
+        cap = self.capture(broker, [scanner.selector], state=state, json_out=False)
+        self.wait_opened(scanner, cap)
+        self.wait_online(sub, cap)
+        scanner.write("BEFORE-KILL")
+        self.assertEqual(len(self.wait_codes(sub, 1)), 1, cap.describe())
+
+        # kill -9: no clean DISCONNECT, the broker publishes the Last Will, retained.
+        mark = len(sub.snapshot())
+        cap.kill9()
+        will = sub.wait(lambda m: m.topic == f"{BASE}/status" and m.json().get("state") == "offline", 10,
+                        what="the Last Will")
+        self.assertIn(will, sub.snapshot()[mark:])
+        self.assertEqual(retained(broker, f"{BASE}/status").json(), {"state": "offline"})
+
+        # Broker down, codes read into the spool, capture killed before it could publish them.
+        cap2 = self.capture(broker, [scanner.selector], state=state, json_out=False)
+        self.wait_opened(scanner, cap2)
+        self.wait_online(sub, cap2)
+        n = sub.subscriptions
+        broker.stop()
+        spooled = [f"SPOOLED-{n:02d}" for n in range(20)]
+        for text in spooled:
+            scanner.write(text)
+        time.sleep(2.0)  # read, appended and fsynced (batches flush well within this)
+        cap2.kill9()
+        broker.start()
+        sub.wait_resubscribed(n)
+        cap3 = self.capture(broker, [scanner.selector], state=state, json_out=False)
+        docs = self.wait_codes(sub, 20, prefix="SPOOLED-")
+        self.assertEqual([d["text"] for d in docs], spooled, cap3.describe())
+        self.assertEqual({d["host"] for d in docs}, {HOST})
+
+    def test_a_full_spool_refuses_new_codes_and_keeps_every_old_one(self):
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        n = sub.subscriptions
+        broker.stop()  # capture starts with the broker down and keeps trying
+        scanner = self.scanner()
+        cap = self.capture(broker, [scanner.selector], extra=["--mqtt-spool-max", "5"])
+        self.wait_opened(scanner, cap)
+        time.sleep(0.5)
+        for i in range(8):
+            scanner.write(f"FULL-{i}")
+            time.sleep(0.1)
+        time.sleep(1.5)
+        self.assertIsNone(cap.proc.poll(), cap.describe())
+        # Each refused code is an error event ESKT_QUEUERESETED naming --mqtt-spool-max (docs/fleet.md §4).
+        errors = [e for e in cap.events() if e.get("event") == "error"]
+        self.assertTrue(errors, f"a full spool refused codes silently\n{cap.describe()}\n{cap.stdout()}")
+        for e in errors:
+            self.assertEqual(e["error"]["code"], ESKT_QUEUERESETED, e)
+            self.assertIn("--mqtt-spool-max", e["error"]["message"])
+        broker.start()
+        sub.wait_resubscribed(n)
+        # The spool holds 5 events; the device's arrival, spooled first, took one of them.
+        sub.wait(lambda m: m.topic == event_topic(scanner.selector, "deviceArrival"), 20, what="the spooled arrival")
+        room = 5 - len(unique_events([m for m in sub.snapshot() if is_event(m) and not decoded(m)]))
+        docs = self.wait_codes(sub, room, seconds=20, prefix="FULL-")
+        time.sleep(1.0)  # nothing more comes: the refused codes were never spooled
+        texts = [d["text"] for d in self.wait_codes(sub, 8, seconds=0, prefix="FULL-")]
+        self.assertEqual(texts, [f"FULL-{i}" for i in range(room)], cap.describe())
+        self.assertEqual(len(errors), 8 - room, errors)
+        # As PUBACKs free the spool, codes are taken again.
+        scanner.write("AFTER-DRAIN")
+        self.assertEqual([d["text"] for d in self.wait_codes(sub, 1, prefix="AFTER-")], ["AFTER-DRAIN"])
+
+
+class ConnectionTests(Fixture):
+    def test_tls_with_the_test_ca_and_a_password_file(self):
+        broker = self.broker(users={"scanner1": "pa55 word"}, tls=True)
+        sub = self.subscriber(broker, username="scanner1", password="pa55 word")
+        pw = os.path.join(broker.dir, "capture-password")
+        with open(pw, "w") as f:
+            f.write("pa55 word\n")
+        os.chmod(pw, 0o600)
+        scanner = self.scanner()
+        cap = self.capture(broker, [scanner.selector], url=f"mqtts://scanner1@127.0.0.1:{broker.port}/{PREFIX}",
+                           extra=["--mqtt-ca", broker.ca, "--mqtt-password-file", pw], json_out=False)
+        self.wait_opened(scanner, cap)
+        self.wait_online(sub, cap)
+        scanner.write("OVER-TLS")
+        self.assertEqual([d["text"] for d in self.wait_codes(sub, 1)], ["OVER-TLS"], cap.describe())
+
+    def test_a_password_in_the_url_is_a_usage_error_before_connecting(self):
+        broker = self.broker()
+        cap = self.capture(broker, ["serial:/dev/null?framing=line"],
+                           url=f"mqtt://user:secret@127.0.0.1:{broker.port}/{PREFIX}", json_out=False)
+        self.assertEqual(cap.wait_exit(15), EXIT_INVALID_PARAMETER, cap.describe())
+        self.assertNotIn("New client connected", broker.tail(200), "capture connected with a URL it should refuse")
+        self.assertTrue(any("password" in line.lower() for line in cap.stderr()), cap.describe())
+
+    def test_a_refused_password_is_a_one_line_error_and_a_nonzero_exit(self):
+        broker = self.broker(users={"scanner1": "right"})
+        pw = os.path.join(broker.dir, "wrong-password")
+        with open(pw, "w") as f:
+            f.write("wrong\n")
+        os.chmod(pw, 0o600)
+        scanner = self.scanner()
+        cap = self.capture(broker, [scanner.selector], url=f"mqtt://scanner1@127.0.0.1:{broker.port}/{PREFIX}",
+                           extra=["--mqtt-password-file", pw], json_out=False)
+        status = cap.wait_exit(30)
+        self.assertIsNotNone(status, f"capture kept running with a refused password\n{cap.describe()}")
+        self.assertEqual(status, EXIT_COMMAND_DENIED, cap.describe())
+        for t in cap.readers:
+            t.join(2)
+        errors = [line for line in cap.stderr() if line.startswith("capture:")]
+        self.assertEqual(len(errors), 1, cap.describe())
+        self.assertRegex(errors[0].lower(), r"not authori[sz]ed|password|refused")
+
+
+    def test_a_broker_certificate_that_does_not_verify_ends_with_exit_24(self):
+        broker = self.broker(tls=True)
+        other = tempfile.mkdtemp(prefix="capture-mqtt-ca.")
+        self.addCleanup(shutil.rmtree, other, True)
+        from broker import make_ca_and_server_cert
+        wrong_ca, _, _ = make_ca_and_server_cert(other)
+        scanner = self.scanner()
+        cap = self.capture(broker, [scanner.selector], url=f"mqtts://127.0.0.1:{broker.port}/{PREFIX}",
+                           extra=["--mqtt-ca", wrong_ca], json_out=False)
+        self.assertEqual(cap.wait_exit(30), 24, cap.describe())  # ESKT_INVALIDCONFIGURATION (docs/fleet.md §6)
+
+    def test_confirm_delivery_with_confirm_is_a_usage_error(self):
+        broker = self.broker()
+        cap = self.capture(broker, ["serial:/dev/null?framing=line"], json_out=False,
+                           extra=["--confirm-delivery", "spool", "--confirm", "true"])
+        self.assertEqual(cap.wait_exit(15), EXIT_INVALID_PARAMETER, cap.describe())
+
+    def test_a_second_capture_on_the_same_spool_fails_at_once_with_exit_25(self):
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        scanner = self.scanner()
+        first = self.capture(broker, [scanner.selector], json_out=False)
+        self.wait_online(sub, first)
+        second = self.capture(broker, [self.scanner().selector], state=first.state, json_out=False)
+        self.assertEqual(second.wait_exit(15), 25, second.describe())  # ESKT_ALREADYEXISTING (docs/fleet.md §4)
+        self.assertIsNone(first.proc.poll(), first.describe())
+
+
+class CommandTests(Fixture):
+    """Remote commands on PREFIX/HOST/commands against a DataMan simulator that listen holds."""
+
+    def setUp(self):
+        try:
+            self.dataman = DataManSimulator()
+        except (RuntimeError, OSError) as error:
+            self.skipTest(f"*** SKIPPED: DataMan simulator unavailable: {error}")
+        self.addCleanup(self.dataman.proc.stdout.close)
+        self.addCleanup(self.dataman.close)
+        self.broker_ = self.broker()
+        self.sub = self.subscriber(self.broker_)
+        self.publisher = Subscriber(self.broker_, f"{BASE}/replies/#")
+        self.addCleanup(self.publisher.close)
+
+    def start(self, commands=("--mqtt-commands",)):
+        cap = self.capture(self.broker_, [self.dataman.selector], extra=list(commands), json_out=False)
+        self.wait_online(self.sub, cap)
+        self.sub.wait(lambda m: m.topic == event_topic(self.dataman.selector, "deviceArrival"), 20,
+                      what="the DataMan's arrival")
+        return cap
+
+    def request(self, body, reply_id=None, seconds=15):
+        payload = body if isinstance(body, (bytes, str)) else json.dumps(body)
+        mark = len(self.sub.snapshot())
+        self.publisher.client.publish(f"{BASE}/commands", payload, qos=1).wait_for_publish(5)
+        if reply_id is None:
+            return None
+        topic = f"{BASE}/replies/{reply_id}"
+        return self.sub.wait(lambda m: m.topic == topic, seconds, what=f"the reply on {topic}", start=mark).json()
+
+    def document(self, reply):
+        """The --json document the command printed, as the reply carries it (docs/fleet.md)."""
+        for key in ("output", "result", "document"):
+            if key in reply:
+                return reply[key]
+        return {k: v for k, v in reply.items() if k not in ("id", "exit")}
+
+    def test_get_set_trigger_and_a_profile_round_trip(self):
+        cap = self.start()
+        dev = self.dataman.selector
+        reply = self.request({"id": "g1", "argv": ["get", dev, "friendly-name"]}, "g1")
+        self.assertEqual((reply["id"], reply["exit"]), ("g1", 0), reply)
+        props = self.document(reply)["properties"]
+        self.assertEqual([(p["name"], p["value"]) for p in props], [("friendly-name", "Line 3 reader")])
+
+        reply = self.request({"id": "s1", "argv": ["set", dev, "friendly-name", "Dock 7"]}, "s1")
+        self.assertEqual((reply["id"], reply["exit"]), ("s1", 0), reply)
+        reply = self.request({"id": "g2", "argv": ["get", dev, "friendly-name"]}, "g2")
+        self.assertEqual(self.document(reply)["properties"][0]["value"], "Dock 7")
+
+        # A profile: what `get --all` printed, changed, sent inline for --from.
+        reply = self.request({"id": "g3", "argv": ["get", dev, "--all"]}, "g3")
+        self.assertEqual(reply["exit"], 0, reply)
+        profile = self.document(reply)
+        for p in profile["properties"]:
+            if p["name"] == "friendly-name":
+                p["value"] = "From profile"
+        reply = self.request({"id": "p1", "argv": ["set", dev, "--from", "-"], "profile": profile}, "p1")
+        self.assertEqual((reply["id"], reply["exit"]), ("p1", 0), reply)
+        reply = self.request({"id": "g4", "argv": ["get", dev, "friendly-name"]}, "g4")
+        self.assertEqual(self.document(reply)["properties"][0]["value"], "From profile")
+
+        # trigger: the reader reads, and the code is an event like any other.
+        reply = self.request({"id": "t1", "argv": ["trigger", dev, "start"]}, "t1")
+        self.assertEqual((reply["id"], reply["exit"]), ("t1", 0), reply)
+        docs = self.wait_codes(self.sub, 1, seconds=15)
+        self.assertEqual([d["text"] for d in docs], [DataManSimulator.READ_TEXT], cap.describe())
+
+    def test_a_duplicate_request_id_is_answered_again_and_not_run_twice(self):
+        self.start()
+        dev = self.dataman.selector
+        first = self.request({"id": "dup-1", "argv": ["trigger", dev, "start"]}, "dup-1")
+        self.assertEqual(first["exit"], 0, first)
+        self.wait_codes(self.sub, 1, seconds=15)
+        again = self.request({"id": "dup-1", "argv": ["trigger", dev, "start"]}, "dup-1")
+        self.assertEqual(again, first)
+        time.sleep(1.5)
+        triggers = [c for c in self.dataman.commands() if "TRIGGER ON" in str(c).upper()]
+        self.assertEqual(len(triggers), 1, self.dataman.commands())
+        self.assertEqual(len(self.wait_codes(self.sub, 2, seconds=0.1)), 1)
+
+    def test_malformed_requests_get_an_error_reply_and_run_nothing(self):
+        self.start()
+        dev = self.dataman.selector
+        acting = lambda: [c for c in self.dataman.commands() if c.upper().split(">")[-1].startswith(("TRIGGER", "SET"))]
+        before = acting()
+        # A request that is not well formed is ESKT_INVALIDFORMAT; a command line the parser refuses is a
+        # usage error, one not allowed ESKT_COMMANDDENIED (docs/fleet.md §5).
+        cases = [({"id": "m1", "argv": "trigger"}, EXIT_INVALID_FORMAT), ({"id": "m2"}, EXIT_INVALID_FORMAT),
+                 ({"id": "m3", "argv": [1, 2]}, EXIT_INVALID_FORMAT), ({"id": "m3b", "argv": []}, EXIT_INVALID_FORMAT),
+                 ({"id": "m6", "argv": ["trigger", dev, "start"], "run": "twice"}, EXIT_INVALID_FORMAT),
+                 ({"id": "m7", "argv": ["trigger", dev, "start"], "profile": []}, EXIT_INVALID_FORMAT),
+                 ({"id": "m8", "argv": ["trigger", dev, "start"], "pad": "x" * 70000}, EXIT_INVALID_FORMAT),
+                 ({"id": "m4", "argv": ["trigger", dev, "sideways"]}, EXIT_INVALID_PARAMETER),
+                 ({"id": "m5", "argv": ["no-such-command", dev]}, EXIT_COMMAND_DENIED),
+                 ({"id": "m9", "argv": ["set", dev, "--from", "/etc/passwd"]}, None)]
+        for body, status in cases:
+            with self.subTest(body=str(body)[:80]):
+                reply = self.request(body, body["id"])
+                self.assertEqual(reply["id"], body["id"])
+                self.assertIsInstance(reply["exit"], int)
+                if status is None:
+                    self.assertNotEqual(reply["exit"], 0, reply)
+                else:
+                    self.assertEqual(reply["exit"], status, reply)
+                # The error object every --json command prints on failure.
+                self.assertIsInstance(reply.get("error", {}).get("code"), int, reply)
+                self.assertIsInstance(reply["error"].get("message"), str, reply)
+        # Not JSON and no id at all: nothing to answer on, and nothing runs.
+        self.request(b"{not json")
+        self.request(json.dumps({"argv": ["trigger", dev, "start"]}))
+        time.sleep(1.0)
+        self.assertEqual(acting(), before)
+        self.assertEqual(self.wait_codes(self.sub, 1, seconds=0.1), [])
+
+    def test_connect_is_refused_unless_mqtt_commands_all(self):
+        self.start()
+        reply = self.request({"id": "c1", "argv": ["connect", self.dataman.selector]}, "c1")
+        self.assertEqual(reply["id"], "c1")
+        self.assertEqual(reply["exit"], EXIT_COMMAND_DENIED, reply)
+        self.assertEqual(reply["error"]["name"], "ESKT_COMMANDDENIED", reply)
+        reply = self.request({"id": "r1", "argv": ["remove", self.dataman.selector]}, "r1")
+        self.assertEqual(reply["exit"], EXIT_COMMAND_DENIED, reply)
+
+    def test_connect_runs_with_mqtt_commands_all(self):
+        self.start(commands=("--mqtt-commands", "all"))
+        reply = self.request({"id": "c2", "argv": ["connect", self.dataman.selector]}, "c2")
+        self.assertEqual((reply["id"], reply["exit"]), ("c2", 0), reply)
+
+    def test_commands_are_off_without_mqtt_commands(self):
+        self.start(commands=())
+        self.request({"id": "off1", "argv": ["trigger", self.dataman.selector, "start"]})
+        time.sleep(2.0)
+        self.assertEqual([m for m in self.sub.snapshot() if "/replies/" in m.topic], [])
+        self.assertEqual(self.wait_codes(self.sub, 1, seconds=0.1), [])
+
+
+class ConfirmDeliveryTests(Fixture):
+    """The good beep waits for the broker's PUBACK with --confirm-delivery broker. A serial scanner takes
+    no data confirmation (Sources/Drivers/Serial writes nothing back), so the observable device is a D600
+    on the BlueZ model, whose scan-control writes the rig records."""
+
+    def rig(self):
+        try:
+            rig = BlueZRig()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        return rig
+
+    def scan_control_writes(self, rig):
+        return [w for w in rig.ctl("GetWrites", D600_PATH) if D600_SCAN_CONTROL in str(w).lower()]
+
+    def bring_up(self, rig, cap, seconds=20):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if any(D600_CONFIG in str(w).lower() for w in rig.ctl("GetWrites", D600_PATH) or []):
+                time.sleep(0.3)
+                return
+            time.sleep(0.1)
+        self.fail(f"the D600 was never brought up\n{cap.describe()}")
+
+    def scan(self, rig, text):
+        for _ in range(100):
+            if rig.ctl("ScanText", D600_PATH, "4F", text):
+                return
+            time.sleep(0.1)
+        self.fail(f"the rig dropped the scan {text!r}")
+
+    def test_broker_mode_beeps_good_only_after_the_broker_acknowledged(self):
+        rig = self.rig()
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        cap = self.capture(broker, [D600], extra=["--confirm-delivery", "broker"], env=rig.env, json_out=False)
+        self.bring_up(rig, cap)
+        self.wait_online(sub, cap)
+        n = sub.subscriptions
+        broker.stop()
+        rig.ctl("ClearWrites", D600_PATH)
+        self.scan(rig, "WAIT-FOR-PUBACK")
+        time.sleep(2.0)
+        self.assertEqual(self.scan_control_writes(rig), [], "confirmed before the broker had the code")
+        broker.start()
+        sub.wait_resubscribed(n)
+        deadline = time.monotonic() + 20
+        while not self.scan_control_writes(rig) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertTrue(self.scan_control_writes(rig), f"never confirmed after the broker came back\n{cap.describe()}")
+        docs = self.wait_codes(sub, 1, seconds=10)
+        self.assertEqual([d["text"] for d in docs], ["WAIT-FOR-PUBACK"])
+
+    def test_spool_mode_beeps_good_with_the_broker_down(self):
+        rig = self.rig()
+        broker = self.broker()
+        sub = self.subscriber(broker)
+        cap = self.capture(broker, [D600], extra=["--confirm-delivery", "spool"], env=rig.env, json_out=False)
+        self.bring_up(rig, cap)
+        self.wait_online(sub, cap)
+        broker.stop()
+        rig.ctl("ClearWrites", D600_PATH)
+        self.scan(rig, "SAFE-ON-DISK")
+        deadline = time.monotonic() + 10
+        while not self.scan_control_writes(rig) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertTrue(self.scan_control_writes(rig), f"no confirmation once the code was spooled\n{cap.describe()}")
+
+    def test_a_code_a_full_spool_refuses_gets_a_confirmation_and_accepted_ones_none(self):
+        # Without --confirm-delivery an accepted code is not confirmed by capture (the scanner's own
+        # beep); a refused one is told bad (docs/fleet.md §4).
+        rig = self.rig()
+        broker = self.broker()
+        broker.stop()
+        cap = self.capture(broker, [D600], extra=["--mqtt-spool-max", "3"], env=rig.env)
+        self.bring_up(rig, cap)
+        rig.ctl("ClearWrites", D600_PATH)
+        refused = None
+        for i in range(6):
+            self.scan(rig, f"CODE-{i}")
+            time.sleep(0.7)
+            if any(e.get("event") == "error" for e in cap.events()):
+                refused = i
+                break
+            self.assertEqual(self.scan_control_writes(rig), [], f"CODE-{i} was accepted, yet confirmed")
+        self.assertIsNotNone(refused, f"the spool of 3 never refused a code\n{cap.describe()}")
+        deadline = time.monotonic() + 5
+        while not self.scan_control_writes(rig) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertTrue(self.scan_control_writes(rig), f"CODE-{refused} was refused without a bad confirmation")
+
+
+if __name__ == "__main__":
+    unittest.main()
