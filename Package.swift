@@ -20,7 +20,7 @@ let package = Package(
     // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MQTTClient runs its network
     // loop on a thread of its own.
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
-    .target(name: "MQTTClient", dependencies: ["CMosquitto"]),
+    .target(name: "MQTTClient", dependencies: ["CMosquitto", "CaptureCore"]),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
     .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPServer"]),

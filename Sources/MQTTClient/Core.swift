@@ -1,4 +1,5 @@
 import CMosquitto
+import CaptureCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -307,7 +308,8 @@ final class Core: Sendable {
   /// Connects, runs the connection, reports how it ended, waits, and tries again, until `stop` or a
   /// failure retrying cannot fix.
   private func run() {
-    var backoff = Backoff()
+    // The project's one reconnect policy (CaptureCore Backoff: 0.25 s doubling to 5 s).
+    var backoff = Backoff().delays()
     var first = true
     while !stopping {
       state.withLock { state in
@@ -339,7 +341,7 @@ final class Core: Sendable {
       delegate.disconnected(outcome.error, willRetry: !outcome.final)
       if outcome.final { return }
       if outcome.wasConnected { backoff.reset() }
-      pause(backoff.next())
+      pause(Self.seconds(backoff.next()))
     }
   }
 
@@ -390,6 +392,11 @@ final class Core: Sendable {
   }
 
   /// Waits `seconds` in short slices, so `stop` does not wait for the whole backoff.
+  static func seconds(_ duration: Duration) -> Double {
+    let (whole, fraction) = duration.components
+    return Double(whole) + Double(fraction) / 1e18
+  }
+
   private func pause(_ seconds: Double) {
     var left = seconds
     while left > 0 && !stopping {
@@ -476,43 +483,16 @@ final class Core: Sendable {
   }
 }
 
-/// The wait before the next connection attempt: 0.25 s, doubling up to 5 s.
-struct Backoff {
-  static let first = 0.25
-  static let longest = 5.0
-  private var current = Backoff.first
-
-  mutating func next() -> Double {
-    defer { current = min(current * 2, Backoff.longest) }
-    return current
-  }
-
-  mutating func reset() { current = Backoff.first }
-}
-
-/// Starts a detached pthread: the network loop blocks in select(2) and connect(2), so it must not be
-/// a thread of Swift's cooperative pool, nor left to libdispatch.
+/// The network loop blocks in select(2) and connect(2), so it runs on a thread of its own (CaptureCore's
+/// DetachedThread), never one of Swift's cooperative pool nor one left to libdispatch.
 enum LoopThread {
-  private final class Body: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-  }
-
   /// 0, or pthread_create's error (then `body` never runs).
   static func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    let box = Unmanaged.passRetained(Body(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(
-      &thread, nil,
-      { raw in
-        Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue().run()
-        return nil
-      }, box)
-    guard rc == 0 else {
-      Unmanaged<Body>.fromOpaque(box).release()
-      return rc
+    do throws(Errno) {
+      try DetachedThread.start(body)
+      return 0
+    } catch {
+      return error.code
     }
-    pthread_detach(thread)
-    return 0
   }
 }
