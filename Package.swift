@@ -1,8 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers (docs/architecture.md §2): capture → CaptureCLI → CaptureCore → Drivers → transports (Decoders) → C
-// shims.
+// Layers (docs/architecture.md §2): capture → front ends (CaptureCLI, and the CaptureService and CaptureMQTT
+// it starts) → CaptureCore → Drivers → transports (Decoders, DBus/BlueZ, Bluetooth, HTTPTransport,
+// MosquittoClient) → C shims. A front end never imports a driver or a device transport; the service and the
+// fleet front end speak to their clients through transports of their own (HTTPTransport, MosquittoClient).
 let package = Package(
   name: "capture",
   products: [
@@ -16,18 +18,18 @@ let package = Package(
     .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureService", "CaptureMQTT"]),
     // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
     // the engine over the MQTT transport (libmosquitto).
-    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "MQTTClient"]),
-    // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MQTTClient runs its network
+    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "MosquittoClient"]),
+    // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MosquittoClient runs its network
     // loop on a thread of its own.
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
-    .target(name: "MQTTClient", dependencies: ["CMosquitto", "CaptureCore"]),
+    .target(name: "MosquittoClient", dependencies: ["CMosquitto", "CaptureCore"]),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
-    .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPServer"]),
+    .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPTransport"]),
     // libwebsockets behind a C shim (its header is too large and macro-laden to import): one event
     // loop thread serves every HTTP and WebSocket connection.
     .target(name: "CWebSockets", linkerSettings: [.linkedLibrary("websockets")]),
-    .target(name: "HTTPServer", dependencies: ["CWebSockets", "CaptureCore"]),
+    .target(name: "HTTPTransport", dependencies: ["CWebSockets", "CaptureCore"]),
     .target(name: "CaptureCore"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
     // BlueZ over D-Bus: a general libdbus client, then one Swift type per BlueZ interface. Drivers reach
@@ -69,10 +71,11 @@ let package = Package(
     .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
     .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
-    .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-    .testTarget(name: "MQTTClientTests", dependencies: ["MQTTClient"]),
-    .testTarget(name: "CaptureMQTTTests", dependencies: ["CaptureMQTT", "CaptureCore", "MQTTClient"]),
-    .testTarget(name: "CaptureServiceTests", dependencies: ["CaptureService", "CaptureCore", "HTTPServer"]),
+    .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
+    .testTarget(name: "MosquittoClientTests", dependencies: ["MosquittoClient"]),
+    .testTarget(name: "CaptureMQTTTests", dependencies: ["CaptureMQTT", "CaptureCore", "MosquittoClient"]),
+    .testTarget(
+      name: "CaptureServiceTests", dependencies: ["CaptureService", "CaptureCore", "HTTPTransport"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17

@@ -1,5 +1,5 @@
 import CaptureCore
-import MQTTClient
+import MosquittoClient
 
 /// The fleet front end (`--mqtt` on listen and serve): every event spooled to disk, then published to an
 /// MQTT broker, retained host status and devices, and remote commands (docs/fleet.md).

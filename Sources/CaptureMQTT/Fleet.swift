@@ -1,5 +1,5 @@
 import CaptureCore
-import MQTTClient
+import MosquittoClient
 import Synchronization
 
 /// The fleet front end of one `listen` or `serve` (docs/fleet.md): a lane subscriber of the engine

@@ -1,6 +1,6 @@
 import CaptureCore
 import Dispatch
-import MQTTClient
+import MosquittoClient
 import Synchronization
 
 /// What the publisher needs of the MQTT transport (`MQTTConnection` is one); tests pass a recording

@@ -1,5 +1,5 @@
 import CaptureCore
-import MQTTClient
+import MosquittoClient
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,5 @@
 import CaptureCore
-import HTTPServer
+import HTTPTransport
 import Synchronization
 
 /// The Capture service for CaptureJS web apps (docs/capturejs.md): JSON-RPC over HTTP and a WebSocket

@@ -1,5 +1,5 @@
 import CaptureCore
-import HTTPServer
+import HTTPTransport
 
 /// The service's listening socket and the transport serving it; the transport's errors become
 /// `CaptureError` here, once (docs/architecture.md §2: one error type per layer).

@@ -1,6 +1,6 @@
 import CaptureCore
 import Glibc
-import MQTTClient
+import MosquittoClient
 import Synchronization
 import Testing
 

@@ -1,5 +1,5 @@
 import CaptureCore
-import HTTPServer
+import HTTPTransport
 import Testing
 
 @testable import CaptureService

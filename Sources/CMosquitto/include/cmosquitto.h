@@ -1,4 +1,4 @@
-// Debian's libmosquitto (libmosquitto-dev 2.0) for the MQTTClient target. mosquitto.h imports into
+// Debian's libmosquitto (libmosquitto-dev 2.0) for the MosquittoClient target. mosquitto.h imports into
 // Swift as it is; this shim adds what Swift cannot do well by itself: a once-only, thread-safe
 // mosquitto_lib_init (the library requires one call before any other, and none concurrently).
 #ifndef CMOSQUITTO_H
@@ -7,7 +7,7 @@
 #include <mosquitto.h>
 
 #if LIBMOSQUITTO_MAJOR < 2
-#error "MQTTClient needs libmosquitto 2.0 or later (MOSQ_OPT_TLS_USE_OS_CERTS, mosquitto_connack_string)"
+#error "MosquittoClient needs libmosquitto 2.0 or later (MOSQ_OPT_TLS_USE_OS_CERTS, mosquitto_connack_string)"
 #endif
 
 /// mosquitto_lib_init, run once per process whatever the number of callers and threads; returns its

@@ -1,4 +1,4 @@
-// A fixed-signature C layer over libwebsockets (Debian's libwebsockets-dev 4.1) for the HTTPServer
+// A fixed-signature C layer over libwebsockets (Debian's libwebsockets-dev 4.1) for the HTTPTransport
 // target. Swift does not import libwebsockets.h itself: the header is large, pulls in OpenSSL and its
 // callbacks multiplex a dozen meanings onto `void *in`. Each function here takes plain bytes and one
 // opaque connection pointer (`struct lws`), and the one callback the library makes is turned into a

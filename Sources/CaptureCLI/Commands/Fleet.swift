@@ -1,6 +1,6 @@
 import CaptureCore
 import CaptureMQTT
-import MQTTClient
+import MosquittoClient
 import Synchronization
 
 #if canImport(Glibc)

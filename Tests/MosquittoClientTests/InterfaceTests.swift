@@ -1,6 +1,6 @@
 import Testing
 
-@testable import MQTTClient
+@testable import MosquittoClient
 
 @Suite struct MQTTInterfaceTests {
   @Test func errorsDescribeThemselves() { #expect(MQTTError.notAuthorized("no").description == "no") }

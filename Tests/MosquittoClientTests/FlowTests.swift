@@ -5,7 +5,7 @@
 import Foundation
 import Testing
 
-@testable import MQTTClient
+@testable import MosquittoClient
 
 #if canImport(Glibc)
   import Glibc

@@ -6,7 +6,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import HTTPServer
+@testable import HTTPTransport
 
 #if canImport(Glibc)
   import Glibc

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import HTTPServer
+@testable import HTTPTransport
 
 @Suite struct HTTPServerPlaceholderTests {
   @Test func webSocketIDsDescribeThemselves() { #expect(WebSocketID(3).description == "ws#3") }

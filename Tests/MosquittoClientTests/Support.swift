@@ -7,7 +7,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import MQTTClient
+@testable import MosquittoClient
 
 #if canImport(Glibc)
   import Glibc

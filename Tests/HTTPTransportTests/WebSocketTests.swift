@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import HTTPServer
+@testable import HTTPTransport
 
 #if canImport(Glibc)
   import Glibc
