@@ -32,35 +32,11 @@ import Testing
   )
   func installAndVerify() async throws {
     let sandbox = try Sandbox()
-    let prefix = sandbox.path("prefix")
-    let unit = prefix + "/lib/systemd/user/" + Self.name
-    let make = try await Runner.run(
-      "/usr/bin/make",
-      ["-C", DocsTests.repositoryRoot, "--no-print-directory", "install-service", "PREFIX=\(prefix)"],
-      environment: sandbox.environment)
-    #expect(make.status == 0, "\(make)")
-    var info = stat()
-    #expect(stat(unit, &info) == 0 && info.st_mode & 0o777 == 0o644, "\(unit)")
-    let installed = ServiceUnitTests.keys(String(decoding: try sandbox.read(unit), as: UTF8.self))
+    let (prefix, paths) = try await UnitInstall.install(sandbox, [Self.name])
+    let installed = ServiceUnitTests.keys(String(decoding: try sandbox.read(paths[0]), as: UTF8.self))
     #expect(installed["Service"]?["ExecStart"]?.first?.hasPrefix("\(prefix)/bin/capture listen ") == true)
-
-    _ = try sandbox.makeDirectory("prefix/bin")
-    #expect(symlink(try Product.path(), prefix + "/bin/capture") == 0)
-    let analyze = try #require(Runner.which("systemd-analyze"))
-    let runtime = try sandbox.makeDirectory("runtime")
-    chmod(runtime, 0o700)
-    var environment = sandbox.environment
-    environment["XDG_RUNTIME_DIR"] = runtime
-    let verify = try await Runner.run(
-      analyze, ["verify", "--user", "--man=no", unit], environment: environment)
-    #expect(verify.status == 0, "\(verify)")
-    #expect(verify.stdout.isEmpty && verify.stderr.isEmpty, "\(verify)")
-
-    let uninstall = try await Runner.run(
-      "/usr/bin/make",
-      ["-C", DocsTests.repositoryRoot, "--no-print-directory", "uninstall", "PREFIX=\(prefix)"],
-      environment: sandbox.environment)
-    #expect(uninstall.status == 0, "\(uninstall)")
-    #expect(!sandbox.exists(unit))
+    try await UnitInstall.verify(
+      sandbox, prefix: prefix, paths, analyze: try #require(Runner.which("systemd-analyze")))
+    try await UnitInstall.uninstall(sandbox, prefix: prefix, paths)
   }
 }

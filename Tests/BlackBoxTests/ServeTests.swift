@@ -154,10 +154,6 @@ struct ServeTests {
     #expect(ended.status == 0 && ended.signal == nil && !ended.killed)
   }
 
-  static func units(_ prefix: String) -> [String] {
-    ["capture-serve.socket", "capture-serve.service"].map { prefix + "/lib/systemd/user/" + $0 }
-  }
-
   @Test("the socket listens on 127.0.0.1:18481 for capture-serve.service, which runs capture serve")
   func keys() throws {
     let root = DocsTests.repositoryRoot + "/contrib/"
@@ -180,39 +176,15 @@ struct ServeTests {
   )
   func installAndVerify() async throws {
     let sandbox = try Sandbox()
-    let prefix = sandbox.path("prefix")
-    let make = try await Runner.run(
-      "/usr/bin/make",
-      ["-C", DocsTests.repositoryRoot, "--no-print-directory", "install-service", "PREFIX=\(prefix)"],
-      environment: sandbox.environment)
-    #expect(make.status == 0, "\(make)")
-    for unit in Self.units(prefix) {
-      var info = stat()
-      #expect(stat(unit, &info) == 0 && info.st_mode & 0o777 == 0o644, "\(unit)")
-    }
-    let service = String(decoding: try sandbox.read(Self.units(prefix)[1]), as: UTF8.self)
+    let (prefix, paths) = try await UnitInstall.install(
+      sandbox, ["capture-serve.socket", "capture-serve.service"])
+    let service = String(decoding: try sandbox.read(paths[1]), as: UTF8.self)
     #expect(
       ServiceUnitTests.keys(service)["Service"]?["ExecStart"] == [
         "\(prefix)/bin/capture serve --listen 127.0.0.1:18481"
       ])
-
-    _ = try sandbox.makeDirectory("prefix/bin")
-    #expect(symlink(try Product.path(), prefix + "/bin/capture") == 0)
-    let analyze = try #require(Runner.which("systemd-analyze"))
-    let runtime = try sandbox.makeDirectory("runtime")
-    chmod(runtime, 0o700)
-    var environment = sandbox.environment
-    environment["XDG_RUNTIME_DIR"] = runtime
-    let verify = try await Runner.run(
-      analyze, ["verify", "--user", "--man=no"] + Self.units(prefix), environment: environment)
-    #expect(verify.status == 0, "\(verify)")
-    #expect(verify.stdout.isEmpty && verify.stderr.isEmpty, "\(verify)")
-
-    let uninstall = try await Runner.run(
-      "/usr/bin/make",
-      ["-C", DocsTests.repositoryRoot, "--no-print-directory", "uninstall", "PREFIX=\(prefix)"],
-      environment: sandbox.environment)
-    #expect(uninstall.status == 0, "\(uninstall)")
-    for unit in Self.units(prefix) { #expect(!sandbox.exists(unit)) }
+    try await UnitInstall.verify(
+      sandbox, prefix: prefix, paths, analyze: try #require(Runner.which("systemd-analyze")))
+    try await UnitInstall.uninstall(sandbox, prefix: prefix, paths)
   }
 }

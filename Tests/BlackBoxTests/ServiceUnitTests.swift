@@ -47,47 +47,19 @@ struct ServiceUnitTests {
   }
 
   @Test(
-    "make install-service puts the unit in PREFIX/lib/systemd/user for PREFIX/bin/capture; systemd-analyze verify --user accepts it; make uninstall removes it"
+    "make install-service puts the unit in PREFIX/lib/systemd/user for PREFIX/bin/capture; systemd-analyze verify --user accepts it; make uninstall removes it",
+    .enabled(if: Runner.which("systemd-analyze") != nil, "systemd-analyze is not installed")
   )
   func installAndVerify() async throws {
     let sandbox = try Sandbox()
-    let prefix = sandbox.path("prefix")
-    let make = try await Runner.run(
-      "/usr/bin/make",
-      ["-C", DocsTests.repositoryRoot, "--no-print-directory", "install-service", "PREFIX=\(prefix)"],
-      environment: sandbox.environment)
-    #expect(make.status == 0, "\(make)")
-    let installed = prefix + "/lib/systemd/user/capture-listen.service"
-    var info = stat()
-    #expect(stat(installed, &info) == 0 && info.st_mode & 0o777 == 0o644)
-    let text = String(decoding: try sandbox.read(installed), as: UTF8.self)
+    let (prefix, paths) = try await UnitInstall.install(sandbox, ["capture-listen.service"])
+    let text = String(decoding: try sandbox.read(paths[0]), as: UTF8.self)
     #expect(
       Self.keys(text)["Service"]?["ExecStart"] == [
         "\(prefix)/bin/capture listen --json --output %S/capture/events.jsonl"
       ])
-
-    // The verifier checks ExecStart's program exists: give it the capture under test.
-    _ = try sandbox.makeDirectory("prefix/bin")
-    #expect(symlink(try Product.path(), prefix + "/bin/capture") == 0)
-    if let analyze = Runner.which("systemd-analyze") {
-      // A user manager needs XDG_RUNTIME_DIR; --man=no: the man page is checked by DocsTests, not
-      // installed here.
-      let runtime = try sandbox.makeDirectory("runtime")
-      chmod(runtime, 0o700)
-      var environment = sandbox.environment
-      environment["XDG_RUNTIME_DIR"] = runtime
-      let verify = try await Runner.run(
-        analyze, ["verify", "--user", "--man=no", installed], environment: environment)
-      #expect(verify.status == 0, "\(verify)")
-      // Unknown keys and bad values are only warnings: any output is a finding.
-      #expect(verify.stdout.isEmpty && verify.stderr.isEmpty, "\(verify)")
-    }
-
-    let uninstall = try await Runner.run(
-      "/usr/bin/make",
-      ["-C", DocsTests.repositoryRoot, "--no-print-directory", "uninstall", "PREFIX=\(prefix)"],
-      environment: sandbox.environment)
-    #expect(uninstall.status == 0, "\(uninstall)")
-    #expect(!sandbox.exists(installed))
+    try await UnitInstall.verify(
+      sandbox, prefix: prefix, paths, analyze: try #require(Runner.which("systemd-analyze")))
+    try await UnitInstall.uninstall(sandbox, prefix: prefix, paths)
   }
 }
