@@ -34,6 +34,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "MQTT"))
 from broker import Broker  # noqa: E402
 
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from benchlib import holders, pty, wait_opened  # noqa: E402
+
 import paho.mqtt.client as paho  # noqa: E402
 
 capture = os.path.abspath(sys.argv[1])
@@ -45,37 +48,6 @@ HOST, PREFIX = "benchhost", "bench"
 TICK = os.sysconf("SC_CLK_TCK")
 TEXT = re.compile(rb'"text":"([^"]*)"')
 EVENT_ID = re.compile(rb'"eventId":"([^"]*)"')
-
-
-def pty():
-    master, slave = os.openpty()
-    path = os.ttyname(slave)
-    tty.setraw(slave)
-    os.close(slave)
-    return master, path
-
-
-def holders(path):
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) == os.getpid():
-            continue
-        try:
-            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == path for fd in os.listdir(f"/proc/{pid}/fd")):
-                found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
-def wait_opened(path, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if holders(path):
-            time.sleep(0.3)
-            return
-        time.sleep(0.05)
-    sys.exit(f"nobody opened {path}")
 
 
 def cpu(pid):

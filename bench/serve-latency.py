@@ -10,35 +10,14 @@ import http.client
 
 import websockets
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import post, pty, wait_opened  # noqa: E402
+
 capture = os.path.abspath(sys.argv[1])
 count = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
 WARM = 20
 APP_INFO = {"appId": "web:com.example.bench", "developerId": "bb57d8e1-f911-47ba-b510-693be162686a",
             "appKey": "MC4CFQDNCtjazxILEh8oyT6w/wlaVKqS1gIVAK7TkfS2mMCBkBP9hpfMd5flBlUj"}
-
-
-def pty():
-    master, slave = os.openpty()
-    path = os.ttyname(slave)
-    tty.setraw(slave)
-    os.close(slave)
-    return master, path
-
-
-def wait_opened(path, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            if int(pid) == os.getpid():
-                continue
-            try:
-                if any(os.readlink(f"/proc/{pid}/fd/{fd}") == path for fd in os.listdir(f"/proc/{pid}/fd")):
-                    time.sleep(0.3)
-                    return
-            except OSError:
-                pass
-        time.sleep(0.05)
-    sys.exit(f"nobody opened {path}")
 
 
 def pct(values, p):
@@ -71,15 +50,6 @@ def run_listen(state):
     proc.wait()
     os.close(master)
     return times[WARM:]
-
-
-def post(port, method, params):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("POST", "/Capture/v1/api", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
-                 {"Content-Type": "application/json"})
-    reply = json.loads(conn.getresponse().read())
-    conn.close()
-    return reply["result"]
 
 
 async def run_serve(state):

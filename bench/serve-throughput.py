@@ -18,6 +18,12 @@ Usage: serve-throughput.py CAPTURE [TOTAL] [CLIENTS] [PACE]
 """
 import base64, http.client, json, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, tty
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "Tests", "Service"))
+from benchlib import post, pty, wait_opened  # noqa: E402
+from serve_harness import server_frames  # noqa: E402
+
 capture = os.path.abspath(sys.argv[1])
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
 nclients = int(sys.argv[3]) if len(sys.argv) > 3 else 10
@@ -31,68 +37,12 @@ EXPECTED = [b",".join(b"%d" % c for c in code) for code in CODES]
 DATA = re.compile(rb'"data":\[([0-9,]*)\]')
 
 
-def pty():
-    master, slave = os.openpty()
-    path = os.ttyname(slave)
-    tty.setraw(slave)
-    os.close(slave)
-    return master, path
-
-
-def wait_opened(path, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            if int(pid) == os.getpid():
-                continue
-            try:
-                if any(os.readlink(f"/proc/{pid}/fd/{fd}") == path for fd in os.listdir(f"/proc/{pid}/fd")):
-                    time.sleep(0.3)
-                    return
-            except OSError:
-                pass
-        time.sleep(0.05)
-    sys.exit(f"nobody opened {path}")
-
-
 def proc_sample(pid):
     with open(f"/proc/{pid}/statm") as f:
         rss = int(f.read().split()[1]) * PAGE_KB
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return rss, (int(fields[11]) + int(fields[12])) / TICK
-
-
-def post(port, method, params):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("POST", "/Capture/v1/api", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
-                 {"Content-Type": "application/json"})
-    reply = json.loads(conn.getresponse().read())
-    conn.close()
-    if "result" not in reply:
-        sys.exit(f"{method} failed: {reply}")
-    return reply["result"]
-
-
-def frames(buf):
-    """Complete server frames (unmasked) at the start of buf: [(opcode, payload)], rest."""
-    out = []
-    at, size = 0, len(buf)
-    while size - at >= 2:
-        opcode, n, head = buf[at] & 0x0F, buf[at + 1] & 0x7F, 2
-        if n == 126:
-            if size - at < 4:
-                break
-            n, head = int.from_bytes(buf[at + 2:at + 4], "big"), 4
-        elif n == 127:
-            if size - at < 10:
-                break
-            n, head = int.from_bytes(buf[at + 2:at + 10], "big"), 10
-        if size - at < head + n:
-            break
-        out.append((opcode, buf[at + head:at + head + n]))
-        at += head + n
-    return out, buf[at:]
 
 
 class Client:
@@ -112,7 +62,7 @@ class Client:
             sys.exit(f"upgrade refused: {head!r}")
         self.send_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "waitforcaptureevent", "params": {"handle": self.handle}}))
         while True:
-            got, self.rest = frames(self.rest)
+            got, self.rest = server_frames(self.rest)
             for opcode, payload in got:
                 event = json.loads(payload)["result"]["event"]
                 if event["id"] == 1:
@@ -136,7 +86,7 @@ class Client:
         if not chunk:
             self.closed = self.closed or "EOF"
             return
-        got, self.rest = frames(self.rest + chunk)
+        got, self.rest = server_frames(self.rest + chunk)
         for opcode, payload in got:
             if opcode == 0x8:
                 self.closed = f"close frame {int.from_bytes(payload[:2], 'big') if len(payload) >= 2 else ''}"
