@@ -87,6 +87,15 @@ enum Interruption {
   /// must not take the signals from the command that runs it.
   @TaskLocal static var isNested = false
 
+  /// SIGHUP → `onHangUp`, from now on (after `watch`, whose relay delivers it). A service installs it
+  /// once it has read the state file itself, so a SIGHUP, or a file swapped when the handler shows,
+  /// never meets a start that has not read the file yet.
+  static func watchHangUp(_ onHangUp: @escaping @Sendable () -> Void) {
+    if isNested { return }
+    hangUpHandler = onHangUp
+    signal(SIGHUP, hangUpSignalHandler)
+  }
+
   static func watch(_ onSignal: @escaping @Sendable () -> Void, onHangUp: (@Sendable () -> Void)? = nil) {
     if isNested { return }
     handler = onSignal

@@ -132,17 +132,16 @@ enum ListenCommand {
     // The printer takes each device's events on that device's lane: no second queue, the devices
     // printed concurrently, and a --confirm verdict holds back only its own device.
     _ = engine.subscribe("the event stream") { event in await sink.take(event) }
-    // Only the service has a state file to re-read; otherwise SIGHUP keeps its default action.
-    var reload: (@Sendable () -> Void)? = nil
-    if serving { reload = { @Sendable in engine.reload() } }
-    Interruption.watch(
-      {
-        sink.markInterrupted()
-        judge?.stop()
-        Task { await engine.stop() }
-      }, onHangUp: reload)
+    Interruption.watch {
+      sink.markInterrupted()
+      judge?.stop()
+      Task { await engine.stop() }
+    }
     if serving {
       try engine.startService()
+      // Only the service has a state file to re-read, and only once it has read it (otherwise SIGHUP
+      // keeps its default action).
+      Interruption.watchHangUp { engine.reload() }
     } else {
       engine.attach(devices)
     }

@@ -112,7 +112,7 @@ enum ServeCommand {
         sink?.markInterrupted()
         service.shutdown()
         Task { await engine.stop() }
-      }, onHangUp: { engine.reload() })
+      })
     do throws(CaptureError) {
       try engine.startService(evenIfEmpty: true)
     } catch {
@@ -120,6 +120,8 @@ enum ServeCommand {
       await listener.shutdown()
       throw error
     }
+    // SIGHUP re-reads the state file once the service has read it.
+    Interruption.watchHangUp { engine.reload() }
     engine.attach(devices)
     do { try listener.start() } catch {
       await engine.stop()
