@@ -25,14 +25,17 @@ struct HostCause: Sendable, Equatable {
 
   /// `error` (its code and its line) ending with this cause and `pointer`.
   func explaining(_ error: CaptureError, subject: String? = nil) -> CaptureError {
-    let named = subject.map { "\($0): \(explanation)" } ?? explanation
-    return CaptureError(error.code, "\(error.message): \(named) \(Self.pointer)")
+    HostExplanation.explaining(error, [(self, subject)])
   }
 
   /// A check that could not be made because an earlier one failed: a failure with the earlier one's
   /// code, its message after "not checked: ", and no fix (the earlier row has it).
+  static let notCheckedPrefix = "not checked: "
+
   static func notChecked(because earlier: HostCheck) -> HostCause {
-    HostCause(message: "not checked: \(earlier.message)", fix: nil, code: earlier.code ?? .notAvailable)
+    // The root failure's message, not a chain of "not checked: not checked: …".
+    let root = earlier.message.hasPrefix(notCheckedPrefix) ? earlier.message : notCheckedPrefix + earlier.message
+    return HostCause(message: root, fix: nil, code: earlier.code ?? .notAvailable)
   }
 
   /// A shell word: `'…'` with every `'` written `'\''`, so a fix with a path can be pasted as it is.

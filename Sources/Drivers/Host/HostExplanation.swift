@@ -45,7 +45,7 @@ enum HostExplanation {
   /// The first failure that is a cause (not a "not checked" row), preferring one with the error's own
   /// code (a permission error is explained by a permission row).
   static func firstCause(_ rows: [HostCheck], code: ResultCode) -> HostCheck? {
-    let causes = rows.filter { $0.status == .failure && !$0.message.hasPrefix("not checked: ") }
+    let causes = rows.filter { $0.status == .failure && !$0.message.hasPrefix(HostCause.notCheckedPrefix) }
     return causes.first { $0.code == code } ?? causes.first
   }
 
@@ -53,10 +53,23 @@ enum HostExplanation {
     HostCause(message: row.message, fix: row.fix, code: row.code ?? .notAvailable)
   }
 
-  /// The error's line, then each cause (`subject: message; fix: …`), then the pointer to doctor.
+  /// The error's code and what it was doing, then each cause (`subject: message; fix: …`), then the
+  /// pointer to doctor. What it was doing is the error's text up to its first ": " ("starting
+  /// discovery", "cannot reach the system bus, so no Bluetooth"): the cause replaces the detail after
+  /// it, which only said less (libdbus's text, "the adapter is not ready (powered off?)"). A message
+  /// without a context ("bluetoothd is not running (…)") is all detail: "no Bluetooth" leads instead.
   static func explaining(_ error: CaptureError, _ causes: [(HostCause, String?)]) -> CaptureError {
     let text = causes.map { cause, subject in subject.map { "\($0): \(cause.explanation)" } ?? cause.explanation }
-    return CaptureError(error.code, "\(error.message): \(text.joined(separator: "; and ")) \(HostCause.pointer)")
+    return CaptureError(
+      error.code, "\(lead(of: error)): \(text.joined(separator: "; and ")) \(HostCause.pointer)")
+  }
+
+  static func lead(of error: CaptureError) -> String {
+    let text = Array(error.message.utf8)
+    if let colon = text.indices.dropLast().first(where: { text[$0] == UInt8(ascii: ":") && text[$0 + 1] == 0x20 }) {
+      return String(decoding: text[..<colon], as: UTF8.self)
+    }
+    return error.code == .bluetoothPermissionMissing ? "Bluetooth is not permitted" : "no Bluetooth"
   }
 
   /// A device node open refused (EACCES/EPERM): `context: <doctor's row message>; fix: … (capture
