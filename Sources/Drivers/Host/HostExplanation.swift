@@ -31,7 +31,7 @@ enum HostExplanation {
       var causes = [(cause(row), row.subject)]
       if route == .either, row.kind == .systemBus || row.kind == .bluetoothd {
         let kernel = await doctor.kernelRow()
-        if kernel.status == .failure { causes.append((cause(kernel), nil)) }
+        if kernel.status == .failure { causes.append((cause(kernel), "Bluetooth Classic")) }
       }
       return explaining(error, causes)
     }
@@ -66,7 +66,7 @@ enum HostExplanation {
       return "\(subject): \(cause.explanation)"
     }
     return CaptureError(
-      error.code, "\(lead): \(text.joined(separator: "; and ")) \(HostCause.pointer)")
+      error.code, "\(lead): \(text.joined(separator: "; ")) \(HostCause.pointer)")
   }
 
   static func lead(of error: CaptureError) -> String {
