@@ -2,8 +2,14 @@
 '''The BlueZ test rig: a private "system" dbus-daemon carrying the bluez566.py mock.
 
   rig.py start [--dir DIR] [--param KEY=VALUE]... [--stop-with PID]
+               [--power-state STATE | --no-adapter] [--deny-bluez-for USER]...
                                                     start bus + mock, add hci0, print the environment;
-                                                    --stop-with: stop the rig by itself when PID exits
+                                                    --stop-with: stop the rig by itself when PID exits;
+                                                    --power-state: hci0's Adapter1.PowerState (on, off,
+                                                    off-blocked, ...); --no-adapter: no hci0;
+                                                    --deny-bluez-for: the bus refuses USER's messages
+                                                    to org.bluez (AccessDenied), as a system bus whose
+                                                    policy allows org.bluez to a group USER is not in
   rig.py stop [--dir DIR] [--keep]                  SIGKILL the bus (the mock exits with it), remove DIR
   rig.py restart-bluez [--dir DIR]                  kill the mock and start it again (bluetoothd restart)
   rig.py ctl [--dir DIR] METHOD [ARG]...            call org.bluez.Mock.METHOD on /org/bluez
@@ -42,6 +48,12 @@ except ImportError:  # another python3 first on PATH (pyenv...): the Debian one 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUS_CONF = os.path.join(HERE, 'bus.conf')
+# The deny rule dbus-daemon applies after the default context: Debian's
+# /usr/share/dbus-1/system.d/bluetooth.conf allows send_destination="org.bluez" to root and the
+# bluetooth group only, so everyone else gets org.freedesktop.DBus.Error.AccessDenied from the bus.
+DENY_POLICY = ('  <policy user="%s">\n'
+               '    <deny send_destination="org.bluez"/>\n'
+               '  </policy>\n')
 TEMPLATE = os.path.join(HERE, 'bluez566.py')
 DEFAULT_ADAPTER = ('hci0', '00:AA:01:00:00:01')
 
@@ -152,16 +164,38 @@ class Rig:
 
     # --- processes ------------------------------------------------------------------------
 
-    def start(self, params=None, adapter=DEFAULT_ADAPTER):
-        '''Start the bus and the mock, add hci0. Returns self; environment() says where.'''
+    def bus_config(self, deny_bluez_for):
+        '''bus.conf, or (users to deny org.bluez) a copy in the rig directory with their deny rules.'''
+        if not deny_bluez_for:
+            return BUS_CONF
+        with open(BUS_CONF, encoding='utf-8') as f:
+            text = f.read()
+        rules = ''.join(DENY_POLICY % user for user in deny_bluez_for)
+        path = os.path.join(self.dir, 'bus-deny.conf')
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(text.replace('</busconfig>', rules + '</busconfig>'))
+        # The denied user must reach the socket to be refused by the bus rather than by the file system.
+        os.chmod(self.dir, 0o755)
+        return path
+
+    def start(self, params=None, adapter=DEFAULT_ADAPTER, power_state='on', deny_bluez_for=()):
+        '''Start the bus and the mock, add hci0 (in `power_state`; adapter=None: none). Returns
+        self; environment() says where.'''
+        import pwd
+        for user in deny_bluez_for:
+            try:
+                pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+            except KeyError as e:
+                raise RigError('no user %s' % user) from e
         if self.dir is None:
             self.dir = tempfile.mkdtemp(prefix='capture-rig.')
         os.makedirs(self.dir, exist_ok=True)
         self.params = {'StateFile': os.path.join(self.dir, 'bluetoothd-state.json')}
         self.params.update(params or {})
+        config = self.bus_config(list(deny_bluez_for))
         read_fd, write_fd = os.pipe()
         with open(os.path.join(self.dir, 'bus.log'), 'ab') as bus_log:
-            bus = subprocess.Popen(['dbus-daemon', '--config-file=' + BUS_CONF, '--address=' + self.address,
+            bus = subprocess.Popen(['dbus-daemon', '--config-file=' + config, '--address=' + self.address,
                                     '--nofork', '--nopidfile', '--print-address=%d' % write_fd],
                                    stdin=subprocess.DEVNULL, stdout=bus_log, stderr=bus_log,
                                    pass_fds=(write_fd,), start_new_session=True)
@@ -174,7 +208,7 @@ class Rig:
             raise RigError('dbus-daemon did not start; see %s/bus.log' % self.dir)
         self._start_mock()
         if adapter and '/org/bluez/' + adapter[0] not in self._adapters():
-            self.ctl('AddAdapter', adapter[0], adapter[1], signature='ss')
+            self.ctl('AddAdapterInState', adapter[0], adapter[1], power_state, signature='sss')
         self._write_env()
         return self
 
@@ -333,6 +367,12 @@ def main(argv):
                          help='template parameter; VALUE is JSON (2, true, "x") or a bare string')
     p_start.add_argument('--stop-with', type=int, metavar='PID',
                          help='a watcher stops the rig when this process exits (e.g. the test runner)')
+    p_start.add_argument('--power-state', default='on', metavar='STATE',
+                         help="hci0's Adapter1.PowerState: on (default), off, off-blocked, off-enabling, "
+                              'on-disabling')
+    p_start.add_argument('--no-adapter', action='store_true', help='start without hci0 (no adapter at all)')
+    p_start.add_argument('--deny-bluez-for', action='append', default=[], metavar='USER',
+                         help="the bus refuses this user's messages to org.bluez (AccessDenied)")
     p_watch = sub.add_parser('_watch')
     p_watch.add_argument('--dir', required=True)
     p_watch.add_argument('pid', type=int)
@@ -360,7 +400,8 @@ def main(argv):
                     params[key] = value
             rig = Rig(directory)
             try:
-                rig.start(params)
+                rig.start(params, adapter=None if a.no_adapter else DEFAULT_ADAPTER, power_state=a.power_state,
+                          deny_bluez_for=a.deny_bluez_for)
             except BaseException:
                 rig.stop(keep=True)
                 raise
