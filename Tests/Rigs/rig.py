@@ -12,6 +12,7 @@
                                                     policy allows org.bluez to a group USER is not in
   rig.py stop [--dir DIR] [--keep]                  SIGKILL the bus (the mock exits with it), remove DIR
   rig.py restart-bluez [--dir DIR]                  kill the mock and start it again (bluetoothd restart)
+  rig.py stop-bluez [--dir DIR]                     kill only the mock: the bus stays, org.bluez has no owner
   rig.py ctl [--dir DIR] METHOD [ARG]...            call org.bluez.Mock.METHOD on /org/bluez
   rig.py env [--dir DIR]                            print the environment of a running rig
 
@@ -269,6 +270,18 @@ class Rig:
         if not keep and self.dir and os.path.isdir(self.dir):
             shutil.rmtree(self.dir, ignore_errors=True)
 
+    def stop_bluez(self):
+        '''Kill only the mock (bluetoothd stopped): the bus stays, org.bluez has no owner once this
+        returns. restart_bluez() brings it back.'''
+        self._kill(self.mock_pid, 'dbusmock')
+        self._wait_gone(self.mock_pid, 5)
+        deadline = time.monotonic() + 5
+        while self.has_bluez():
+            if time.monotonic() > deadline:
+                raise RigError('org.bluez still has an owner 5 s after the mock was killed')
+            time.sleep(0.005)
+        return self
+
     def restart_bluez(self):
         '''Kill only the mock (org.bluez vanishes), start it again (it comes back; known
         devices are re-exported from the state file).'''
@@ -381,6 +394,8 @@ def main(argv):
     p_stop.add_argument('--keep', action='store_true', help='keep the rig directory (logs, state)')
     p_restart = sub.add_parser('restart-bluez')
     p_restart.add_argument('--dir')
+    p_stop_bluez = sub.add_parser('stop-bluez')
+    p_stop_bluez.add_argument('--dir')
     p_env = sub.add_parser('env')
     p_env.add_argument('--dir')
     p_ctl = sub.add_parser('ctl')
@@ -417,6 +432,8 @@ def main(argv):
                 Rig(a.dir).load().stop()
         elif a.command == 'stop':
             Rig(directory).load().stop(keep=a.keep)
+        elif a.command == 'stop-bluez':
+            Rig(directory).load().stop_bluez()
         elif a.command == 'restart-bluez':
             sys.stdout.write(Rig(directory).load().restart_bluez().env_text())
         elif a.command == 'env':

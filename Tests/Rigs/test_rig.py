@@ -681,6 +681,20 @@ class S550Test(RigTest):
         self.assertEqual(bytes(sn), b'C01122334455')
 
 
+class StopBluezTest(RigTest):
+    def test_stop_bluez_leaves_the_bus_without_org_bluez_and_restart_brings_it_back(self):
+        import subprocess
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'rig.py')
+        subprocess.run([script, 'stop-bluez', '--dir', self.rig.dir], check=True)
+        self.assertFalse(rigmod._alive(self.rig.mock_pid))
+        has = self.c.bus.call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                                       'NameHasOwner', 's', ('org.bluez',))
+        self.assertFalse(bool(has))
+        self.assertDBusError('org.freedesktop.DBus.Error.ServiceUnknown', None, self.c.objects)
+        self.rig.restart_bluez()
+        self.assertIn(dbus.ObjectPath(ADAPTER), self.client().objects())
+
+
 class RestartTest(RigTest):
     def test_restart_bluez(self):
         self.add(D600_ADDR, 'Socket D600 [7EF619]', 'd600', known=True)
