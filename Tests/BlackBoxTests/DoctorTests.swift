@@ -484,7 +484,8 @@ extension DoctorTests {
       let name = DoctorExpect.codeNames[code] ?? "?"
       let suffix = ": " + row.message + (row.fix.map { "; fix: " + $0 } ?? "") + causeSuffix
       #expect(
-        line.hasPrefix("capture: \(name) (-\(code)): ") && line.hasSuffix(suffix),
+        line.hasPrefix("capture: \(name) (-\(code)): ")
+          && DoctorExpect.stable(line).hasSuffix(DoctorExpect.stable(suffix)),
         "expected …\(suffix)\ngot \(line)", sourceLocation: sourceLocation)
     }
 
