@@ -443,6 +443,60 @@ struct DoctorTests {
       report.rows("state-file") == [.ok("state-file", "2 remembered devices", subject: sandbox.statePath)])
   }
 
+  /// Adapter1.PowerState of `adapter` on the rig's bus, read with busctl.
+  static func powerState(_ rig: BlueZRig, _ adapter: String) async throws -> String {
+    let outcome = try await Runner.run(
+      "/usr/bin/busctl",
+      [
+        "--address=\(rig.busAddress)", "get-property", "org.bluez", "/org/bluez/\(adapter)",
+        "org.bluez.Adapter1",
+        "PowerState",
+      ], environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+    return outcome.out.trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  @Test(
+    "read only: doctor leaves adapters as they are, never opens a remembered tty or hid node, writes nothing",
+    .enabled(
+      if: access("/usr/bin/strace", X_OK) == 0 && access("/usr/bin/busctl", X_OK) == 0,
+      "needs strace and busctl"))
+  func readOnly() async throws {
+    try await withRig(powerState: "off") { rig, sandbox in
+      try await rig.ctl("AddAdapterInState", "hci1", hci1Address, "off-blocked")
+      let pty = try ScannerPTY()
+      let hid = try sandbox.write("event-scanner", [])
+      try sandbox.write(
+        "state/capture/devices.json",
+        stateFile([("serial:\(pty.slavePath)", "serial"), ("hid:\(hid)", "hid")]))
+      #expect(chmod(sandbox.statePath, 0o644) == 0)
+      let trace = sandbox.path("doctor.strace")
+      let outcome = try await Runner.run(
+        "/usr/bin/strace",
+        [
+          "-f", "-qq", "-o", trace, "-e",
+          "trace=open,openat,openat2,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,chmod,fchmod,fchmodat,truncate,ftruncate",
+          try Product.path(), "doctor",
+        ], environment: sandbox.environment, directory: sandbox.root, timeLimit: 60)
+      #expect(outcome.status == 32, "\(outcome)")
+      let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
+      #expect(!calls.isEmpty)
+      for call in calls {
+        #expect(!call.contains("\"\(pty.slavePath)\""), "doctor opened the tty (DTR): \(call)")
+        #expect(!call.contains("\"\(hid)\""), "doctor opened the hid node: \(call)")
+        if call.contains(sandbox.root) {
+          let writes = [
+            "O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "rename", "unlink", "mkdir", "chmod", "truncate",
+          ]
+          #expect(!writes.contains { call.contains($0) }, "doctor changed the sandbox: \(call)")
+        }
+      }
+      #expect(try StateFiles.names(sandbox) == ["devices.json"])
+      #expect(StateFiles.mode(sandbox.statePath) == 0o644)
+      #expect(try await Self.powerState(rig, "hci0") == #"s "off""#)
+      #expect(try await Self.powerState(rig, "hci1") == #"s "off-blocked""#)
+    }
+  }
+
   @Test("doctor takes no operands: a usage error 18")
   func noOperands() async throws {
     let sandbox = try Sandbox()
