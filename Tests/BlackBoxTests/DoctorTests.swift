@@ -351,6 +351,37 @@ struct DoctorTests {
     }
   }
 
+  @Test(
+    "a user the group database lists in the node's group, in a session without it: 'log out and back in', no fix",
+    .enabled(
+      if: Unprivileged.available && Unprivileged.listedMember != nil,
+      "needs root, setpriv and a listed group member"))
+  func listedButNotInSession() async throws {
+    guard let member = Unprivileged.listedMember else { return }
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    try sandbox.write("state/capture/devices.json", stateFile([("serial:\(pty.slavePath)", "serial")]))
+    try Unprivileged.give(sandbox, uid: member.uid, gid: member.gid)
+    #expect(chmod(sandbox.statePath, 0o600) == 0)
+    #expect(chown(pty.slavePath, 0, member.groupID) == 0 && chmod(pty.slavePath, 0o660) == 0)
+    let report = DoctorReport.json(
+      try await Unprivileged.capture(sandbox, ["--json", "doctor"], uid: member.uid, gid: member.gid))
+    let rows = report.rows("serial")
+    #expect(rows.count == 1, "\(report.rows)")
+    if let row = rows.first {
+      #expect(
+        ExpectedRow(
+          "serial", subject: pty.slavePath, status: "failure", containing: ["log out and back in"], fix: nil,
+          code: -64
+        ).matches(row), "\(row)")
+      // The error names the same cause, without a fix to run.
+      let listen = try await Unprivileged.capture(
+        sandbox, ["listen", "serial:\(pty.slavePath)", "--count", "1"], uid: member.uid, gid: member.gid)
+      Causes.expectCause(listen, row: row, code: 64)
+      #expect(listen.errLines.first?.hasSuffix(": \(row.message)\(causeSuffix)") == true, "\(listen)")
+    }
+  }
+
   @Test("a state file wider than 0600 is a warning with `chmod 600 '<path>'`")
   func stateFileMode() async throws {
     let sandbox = try Sandbox()

@@ -436,8 +436,27 @@ enum Unprivileged {
 
   static var userName: String { getpwuid(uid).map { String(cString: $0.pointee.pw_name) } ?? "65534" }
 
+  /// A user the group database lists as a member of a group other than its own primary one: (user's uid,
+  /// its primary gid, that group's name and gid). A process of that user started without supplementary
+  /// groups is what a login session begun before `usermod -aG` looks like.
+  static let listedMember: (uid: uid_t, gid: gid_t, group: String, groupID: gid_t)? = {
+    guard let text = try? String(contentsOfFile: "/etc/group", encoding: .utf8) else { return nil }
+    for line in text.split(separator: "\n") {
+      let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+      guard fields.count == 4, let groupID = gid_t(fields[2]) else { continue }
+      for member in fields[3].split(separator: ",") {
+        guard let user = getpwnam(String(member)), user.pointee.pw_uid != 0, user.pointee.pw_gid != groupID
+        else {
+          continue
+        }
+        return (user.pointee.pw_uid, user.pointee.pw_gid, String(fields[0]), groupID)
+      }
+    }
+    return nil
+  }()
+
   /// Hands the sandbox (state directory included) to the user, so what doctor finds there is readable by it.
-  static func give(_ sandbox: Sandbox) throws {
+  static func give(_ sandbox: Sandbox, uid: uid_t = uid, gid: gid_t = gid) throws {
     try FileManager.default.createDirectory(atPath: sandbox.stateDirectory, withIntermediateDirectories: true)
     try FileManager.default.createDirectory(atPath: sandbox.root + "/home", withIntermediateDirectories: true)
     var paths = [sandbox.root]
@@ -449,10 +468,10 @@ enum Unprivileged {
     }
   }
 
-  /// `setpriv --reuid=65534 --regid=65534 --clear-groups -- capture ARGS` in the sandbox.
-  static func capture(_ sandbox: Sandbox, _ arguments: [String], timeLimit: Double = 30) async throws
-    -> Outcome
-  {
+  /// `setpriv --reuid=UID --regid=GID --clear-groups -- capture ARGS` in the sandbox (nobody by default).
+  static func capture(
+    _ sandbox: Sandbox, _ arguments: [String], uid: uid_t = uid, gid: gid_t = gid, timeLimit: Double = 30
+  ) async throws -> Outcome {
     let outcome = try await Runner.run(
       setpriv,
       ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", try Product.path()] + arguments,
