@@ -105,7 +105,7 @@ public enum BlueZHostProbe {
             name: adapter.name, address: adapter.address, powered: adapter.isPowered,
             powerState: adapter.properties[BlueZName.Property.powerState]?.stringValue)
         })
-    } catch where error.name == BlueZName.BusError.accessDenied {
+    } catch  where error.name == BlueZName.BusError.accessDenied {
       facts.objects = .denied(message: error.message)
     } catch {
       facts.objects = .failed(name: error.name, message: error.message)
@@ -120,7 +120,8 @@ public enum BlueZHostProbe {
   static func connectBounded(timeout: Duration) async -> Result<DBusConnection, DBusError>? {
     let race = Race<Result<DBusConnection, DBusError>>()
     return await withTaskCancellationHandler {
-      await withCheckedContinuation { (continuation: CheckedContinuation<Result<DBusConnection, DBusError>?, Never>) in
+      await withCheckedContinuation {
+        (continuation: CheckedContinuation<Result<DBusConnection, DBusError>?, Never>) in
         race.start(continuation)
         Task {
           let result: Result<DBusConnection, DBusError>

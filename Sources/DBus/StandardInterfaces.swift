@@ -76,7 +76,8 @@ extension DBusConnection {
 
   /// `org.freedesktop.DBus.GetConnectionUnixProcessID`: the pid of the process that owns `name`
   /// (the bus daemon's credentials of its connection). `NameHasNoOwner` when nobody owns it.
-  public func connectionUnixProcessID(_ name: String, timeout: Duration = .seconds(25)) async throws(DBusError)
+  public func connectionUnixProcessID(_ name: String, timeout: Duration = .seconds(25))
+    async throws(DBusError)
     -> UInt32
   {
     let reply = try await call(

@@ -33,7 +33,8 @@ public struct DriverSystem: DeviceSystem {
     async throws(CaptureError) -> [DiscoveredDeviceInfo]
   {
     do {
-      return try await ClassicDiscovery.inquiry(adapter: adapter, seconds: seconds, all: all, note: note).map {
+      return try await ClassicDiscovery.inquiry(adapter: adapter, seconds: seconds, all: all, note: note).map
+      {
         Self.info(DiscoveredDevice(inquiry: $0))
       }
     } catch {
@@ -46,7 +47,8 @@ public struct DriverSystem: DeviceSystem {
   {
     let connected: ConnectedDevice
     do {
-      connected = try await BLEManager.connect(address: address, adapter: adapter, pair: pair, timeout: timeout)
+      connected = try await BLEManager.connect(
+        address: address, adapter: adapter, pair: pair, timeout: timeout)
     } catch {
       throw await HostExplanation.explain(error, adapter: adapter, route: .blueZ)
     }

@@ -250,9 +250,9 @@ final class EvdevSource {
     case EACCES, EPERM:
       HostExplanation.nodeDenied(path, needsWrite: false, context: "input device \(path)")
         ?? CaptureError(
-        .fileAccessDenied,
-        "input device \(path): permission denied (add yourself to the 'input' group, or a udev rule granting access)"
-      )
+          .fileAccessDenied,
+          "input device \(path): permission denied (add yourself to the 'input' group, or a udev rule granting access)"
+        )
     case EBUSY: CaptureError(.notAvailable, "input device \(path) is grabbed by another program")
     default: CaptureError(.communicationError, "input device \(path): \(error.message)")
     }

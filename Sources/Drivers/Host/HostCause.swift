@@ -34,7 +34,8 @@ struct HostCause: Sendable, Equatable {
 
   static func notChecked(because earlier: HostCheck) -> HostCause {
     // The root failure's message, not a chain of "not checked: not checked: …".
-    let root = earlier.message.hasPrefix(notCheckedPrefix) ? earlier.message : notCheckedPrefix + earlier.message
+    let root =
+      earlier.message.hasPrefix(notCheckedPrefix) ? earlier.message : notCheckedPrefix + earlier.message
     return HostCause(message: root, fix: nil, code: earlier.code ?? .notAvailable)
   }
 

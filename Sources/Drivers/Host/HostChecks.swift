@@ -49,7 +49,8 @@ enum HostChecks {
     case .reachable(let address):
       HostCheck(.systemBus, status: .ok, message: "\(address) (system bus reachable)")
     case .unreachable(let address, let name, let message):
-      HostCause.systemBusUnreachable(address: address, detail: message.isEmpty ? name : message).row(.systemBus)
+      HostCause.systemBusUnreachable(address: address, detail: message.isEmpty ? name : message).row(
+        .systemBus)
     case .refused(let address, let message):
       HostCause.systemBusRefused(address: address, detail: message).row(.systemBus)
     case .timedOut(let address): HostCause.systemBusTimedOut(address: address).row(.systemBus)
@@ -68,7 +69,8 @@ enum HostChecks {
       let pidText = pid.map { "pid \($0)" } ?? "pid unknown"
       guard let version = identity.version else {
         let exe = identity.executable.map { ", \($0)" } ?? ""
-        return HostCheck(.bluetoothd, status: .ok, message: "org.bluez is running (\(pidText)\(exe)), version unknown")
+        return HostCheck(
+          .bluetoothd, status: .ok, message: "org.bluez is running (\(pidText)\(exe)), version unknown")
       }
       if let parts = versionParts(version), parts.lexicographicallyPrecedes(minimumBlueZ) {
         return HostCheck(
@@ -92,7 +94,8 @@ enum HostChecks {
   static func bluezPermission(_ facts: BlueZHostFacts, daemonRow: HostCheck) -> HostCheck {
     if daemonRow.status == .failure { return HostCause.notChecked(because: daemonRow).row(.bluezPermission) }
     switch facts.objects {
-    case .answered: return HostCheck(.bluezPermission, status: .ok, message: "this user may talk to org.bluez")
+    case .answered:
+      return HostCheck(.bluezPermission, status: .ok, message: "this user may talk to org.bluez")
     case .denied(let message): return HostCause.bluezAccessDenied(message).row(.bluezPermission)
     case .failed(let name, let message):
       return HostCause.busCallFailed("GetManagedObjects on org.bluez", name: name, message: message).row(
@@ -112,17 +115,21 @@ enum HostChecks {
       return [HostCause.notChecked(because: permissionRow).row(.adapter)]
     }
     if adapters.isEmpty { return [HostCause.noAdapter.row(.adapter)] }
-    let causes = adapters.map { cause(of: $0, rfkill: rfkill[$0.name], isDefault: $0.name == adapters[0].name) }
+    let causes = adapters.map {
+      cause(of: $0, rfkill: rfkill[$0.name], isDefault: $0.name == adapters[0].name)
+    }
     let noneUsable = causes.allSatisfy { $0 != nil }
     var rows: [HostCheck] = []
     if let selected, !adapters.contains(where: { $0.name == selected }) {
-      rows.append(HostCause.adapterMissing(selected, known: adapters.map(\.name)).row(.adapter, subject: selected))
+      rows.append(
+        HostCause.adapterMissing(selected, known: adapters.map(\.name)).row(.adapter, subject: selected))
     }
     for (adapter, cause) in zip(adapters, causes) {
       guard let cause else {
         rows.append(
           HostCheck(
-            .adapter, subject: adapter.name, status: .ok, message: "\(adapter.name) \(adapter.address), powered"))
+            .adapter, subject: adapter.name, status: .ok,
+            message: "\(adapter.name) \(adapter.address), powered"))
         continue
       }
       let failing = selected.map { $0 == adapter.name } ?? noneUsable
@@ -173,7 +180,8 @@ enum HostChecks {
         return HostCause.stateTooOpen(state.devices.count, mode: mode, path: path).row(
           .stateFile, subject: path, status: .warning)
       }
-      return HostCheck(.stateFile, subject: path, status: .ok, message: "\(state.devices.count) remembered devices")
+      return HostCheck(
+        .stateFile, subject: path, status: .ok, message: "\(state.devices.count) remembered devices")
     case .failure(let error):
       let cause: HostCause
       switch error.code {

@@ -31,7 +31,7 @@ enum HostExplanation {
       var causes = [(cause(row), row.subject)]
       if route == .either, row.kind == .systemBus || row.kind == .bluetoothd {
         let kernel = await doctor.kernelRow()
-        if kernel.status == .failure { causes.append((cause(kernel), nil)) }
+        if kernel.status == .failure { causes.append((cause(kernel), "Bluetooth Classic")) }
       }
       return explaining(error, causes)
     }
@@ -59,14 +59,21 @@ enum HostExplanation {
   /// it, which only said less (libdbus's text, "the adapter is not ready (powered off?)"). A message
   /// without a context ("bluetoothd is not running (…)") is all detail: "no Bluetooth" leads instead.
   static func explaining(_ error: CaptureError, _ causes: [(HostCause, String?)]) -> CaptureError {
-    let text = causes.map { cause, subject in subject.map { "\($0): \(cause.explanation)" } ?? cause.explanation }
+    let lead = lead(of: error)
+    // "Bluetooth adapter hci0: hci0: …" says the adapter once.
+    let text = causes.map { cause, subject in
+      guard let subject, !lead.hasSuffix(" " + subject) else { return cause.explanation }
+      return "\(subject): \(cause.explanation)"
+    }
     return CaptureError(
-      error.code, "\(lead(of: error)): \(text.joined(separator: "; and ")) \(HostCause.pointer)")
+      error.code, "\(lead): \(text.joined(separator: "; ")) \(HostCause.pointer)")
   }
 
   static func lead(of error: CaptureError) -> String {
     let text = Array(error.message.utf8)
-    if let colon = text.indices.dropLast().first(where: { text[$0] == UInt8(ascii: ":") && text[$0 + 1] == 0x20 }) {
+    if let colon = text.indices.dropLast().first(where: {
+      text[$0] == UInt8(ascii: ":") && text[$0 + 1] == 0x20
+    }) {
       return String(decoding: text[..<colon], as: UTF8.self)
     }
     return error.code == .bluetoothPermissionMissing ? "Bluetooth is not permitted" : "no Bluetooth"

@@ -111,7 +111,10 @@ struct HostProbes: Sendable {
     sigemptyset(&defaults)
     for s in [SIGPIPE, SIGINT, SIGTERM] { sigaddset(&defaults, s) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    // A process group of its own, so a timed-out child is killed with anything it started.
+    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setflags(
+      &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
     let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
     let environment = ["LC_ALL=C"]
     let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
@@ -129,7 +132,7 @@ struct HostProbes: Sendable {
     if waitpid(pid, &status, WNOHANG) != pid {
       // Still running after its output ended, the time ran out or the job was cancelled.
       if output == nil || waitAfterEOF(pid) == false {
-        kill(pid, SIGKILL)
+        kill(-pid, SIGKILL)
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return nil
       }
