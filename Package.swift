@@ -71,6 +71,8 @@ let package = Package(
     .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
     .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
+    // capture doctor's checks: the rules over the probes' facts, and the probes over a fake /sys, /proc.
+    .testTarget(name: "HostTests", dependencies: ["Drivers", "BlueZ", "Bluetooth", "CaptureCore"]),
     .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
     .testTarget(name: "MosquittoClientTests", dependencies: ["MosquittoClient"]),
     .testTarget(name: "CaptureMQTTTests", dependencies: ["CaptureMQTT", "CaptureCore", "MosquittoClient"]),

@@ -26,7 +26,7 @@ _capture() {
     if [[ "$cur" == -* ]]; then
       COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "discover connect remove list trigger get set listen serve partnership" -- "$cur"))
+      COMPREPLY=($(compgen -W "discover connect remove list trigger get set listen serve partnership doctor" -- "$cur"))
     fi
     return
   fi
@@ -61,6 +61,9 @@ _capture() {
     partnership)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam status set reset" -- "$cur")); fi ;;
+    doctor)
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
+      else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
   esac
 }
 complete -F _capture capture

@@ -65,7 +65,7 @@ public final class BlueZClient: Sendable {
     }
     guard adapter.isPowered else {
       throw CaptureError(
-        .notAvailable, "Bluetooth adapter \(adapterName) is powered off (bluetoothctl power on)")
+        .notAvailable, "Bluetooth adapter \(adapterName): powered off (bluetoothctl power on)")
     }
     return adapter
   }

@@ -52,6 +52,8 @@ public enum BlueZName {
   public enum Property {
     // Adapter1
     public static let powered = "Powered"
+    /// "on", "off", "off-enabling", "on-disabling" or "off-blocked" (rfkill), BlueZ ≥ 5.64.
+    public static let powerState = "PowerState"
     public static let discovering = "Discovering"
     // Adapter1 and Device1
     public static let address = "Address"

@@ -63,6 +63,9 @@ public protocol BluetoothSystem: Sendable {
   /// Writes some of `bytes`; returns how many.
   func write(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) -> Int
   func close(_ fd: Int32)
+  /// Opens and closes a raw HCI socket (socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI)): does this kernel
+  /// have Bluetooth, and may this process use it? EAFNOSUPPORT when the bluetooth module is missing.
+  func probeHCISocket() throws(Errno)
   /// The local HCI adapters (HCIGETDEVLIST).
   func hciDeviceList() throws(Errno) -> [HCIDevice]
   /// The BD address of adapter `device` (hci_devba).

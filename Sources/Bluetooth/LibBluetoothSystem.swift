@@ -98,6 +98,10 @@ public struct LibBluetoothSystem: BluetoothSystem {
 
   public func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
+  public func probeHCISocket() throws(Errno) {
+    if cbt_hci_socket_probe() != 0 { throw .current }
+  }
+
   public func hciDeviceList() throws(Errno) -> [HCIDevice] {
     // HCI_MAX_DEV is 16 (bluetooth/hci.h).
     try hciDeviceList(capacity: 16)

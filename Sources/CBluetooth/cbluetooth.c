@@ -48,6 +48,13 @@ int cbt_rfcomm_accept(int fd, uint8_t peer_le[6], uint8_t *channel) {
   return client;
 }
 
+int cbt_hci_socket_probe(void) {
+  int sock = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC, BTPROTO_HCI);
+  if (sock < 0) return -1;
+  close(sock);
+  return 0;
+}
+
 int cbt_hci_device_list(uint16_t *ids, uint8_t *is_up, int max) {
   // The caller's arrays hold `max` entries: never write more. No room at all is the caller's error,
   // checked before any socket so it is reported the same on a kernel without Bluetooth.

@@ -417,6 +417,12 @@ extern "C" {
 
 int czx_abort_trap(void) { return CZX_ABORT_TRAP; }
 
+void czx_version(int *major, int *minor, int *patch) {
+  *major = ZXING_VERSION_MAJOR;
+  *minor = ZXING_VERSION_MINOR;
+  *patch = ZXING_VERSION_PATCH;
+}
+
 int czx_fault_trap_selftest(void) {
   // The trap's own check: a read through a null pointer inside the guard, as zxing-cpp's out-of-bounds
   // table read would fault. 1 when it was caught and the thread goes on.

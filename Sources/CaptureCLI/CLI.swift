@@ -131,6 +131,7 @@ public enum CaptureCLI {
       case "serve": outcome = try await ServeCommand.run(try ServeCommand.Options(parsed), context)
       case "partnership":
         outcome = .status(try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context))
+      case "doctor": outcome = await DoctorCommand.run(try DoctorCommand.Options(parsed), context)
       case "__generate-docs": outcome = .status(try GenerateDocsCommand.run(parsed, context))
       default: throw UsageError(message: ArgumentParser.unknownCommandMessage(command.name))
       }

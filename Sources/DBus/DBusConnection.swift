@@ -26,11 +26,15 @@ public final class DBusConnection: Sendable {
   /// own `dbus_bus_get` caches it once per process), else `unix:path=/var/run/dbus/system_bus_socket`,
   /// the default the D-Bus specification gives for the system bus.
   public static func system() throws(DBusError) -> DBusConnection {
-    var address = "unix:path=/var/run/dbus/system_bus_socket"
+    try DBusConnection(address: systemBusAddress)
+  }
+
+  /// The address `system()` connects to: `DBUS_SYSTEM_BUS_ADDRESS`, else the specification's default.
+  public static var systemBusAddress: String {
     if let value = getenv("DBUS_SYSTEM_BUS_ADDRESS").map({ String(cString: $0) }), !value.isEmpty {
-      address = value
+      return value
     }
-    return try DBusConnection(address: address)
+    return "unix:path=/var/run/dbus/system_bus_socket"
   }
 
   /// Connects to the bus at `address` (D-Bus address syntax, e.g. `unix:path=/run/dbus/socket`) and

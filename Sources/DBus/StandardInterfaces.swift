@@ -4,11 +4,12 @@
 extension DBusConnection {
   /// `org.freedesktop.DBus.ObjectManager.GetManagedObjects` (`a{oa{sa{sv}}}`): object path →
   /// interface → property → value, with property values' variants unwrapped.
-  public func getManagedObjects(destination: String, path: String = "/") async throws(DBusError)
-    -> [String: [String: [String: DBusValue]]]
-  {
+  public func getManagedObjects(
+    destination: String, path: String = "/", timeout: Duration = .seconds(25)
+  ) async throws(DBusError) -> [String: [String: [String: DBusValue]]] {
     let reply = try await call(
-      destination: destination, path: path, interface: DBusNames.objectManager, member: "GetManagedObjects")
+      destination: destination, path: path, interface: DBusNames.objectManager, member: "GetManagedObjects",
+      timeout: timeout)
     guard reply.count == 1, case .array("{oa{sa{sv}}}", let objects) = reply[0] else {
       throw .unexpectedReply("a{oa{sa{sv}}}", reply)
     }
@@ -65,12 +66,25 @@ extension DBusConnection {
   }
 
   /// `org.freedesktop.DBus.NameHasOwner`.
-  public func nameHasOwner(_ name: String) async throws(DBusError) -> Bool {
+  public func nameHasOwner(_ name: String, timeout: Duration = .seconds(25)) async throws(DBusError) -> Bool {
     let reply = try await call(
       destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
-      member: "NameHasOwner", [.string(name)])
+      member: "NameHasOwner", [.string(name)], timeout: timeout)
     guard reply.count == 1, let owned = reply[0].boolValue else { throw .unexpectedReply("b", reply) }
     return owned
+  }
+
+  /// `org.freedesktop.DBus.GetConnectionUnixProcessID`: the pid of the process that owns `name`
+  /// (the bus daemon's credentials of its connection). `NameHasNoOwner` when nobody owns it.
+  public func connectionUnixProcessID(_ name: String, timeout: Duration = .seconds(25))
+    async throws(DBusError)
+    -> UInt32
+  {
+    let reply = try await call(
+      destination: DBusNames.bus, path: DBusNames.busPath, interface: DBusNames.busInterface,
+      member: "GetConnectionUnixProcessID", [.string(name)], timeout: timeout)
+    guard reply.count == 1, let pid = reply[0].uint32Value else { throw .unexpectedReply("u", reply) }
+    return pid
   }
 
   /// `org.freedesktop.DBus.ListNames`.

@@ -44,6 +44,22 @@ public struct DriverRegistry: DeviceOpener {
   static func openBluetooth(_ address: String, request: OpenRequest, state: StateStore)
     async throws(CaptureError) -> any Device
   {
+    do {
+      return try await openBluetoothDevice(address, request: request, state: state)
+    } catch {
+      // inspect, not load: the state was read (and a corrupt file moved aside) by the open itself.
+      var isClassic = false
+      if case .success(let file?) = state.inspect().result {
+        isClassic = file.devices.first { $0.id == address }?.transport == RememberedDevice.classicTransport
+      }
+      let route: HostExplanation.Route = isClassic ? .classic : .either
+      throw await HostExplanation.explain(error, adapter: request.adapter, route: route)
+    }
+  }
+
+  static func openBluetoothDevice(_ address: String, request: OpenRequest, state: StateStore)
+    async throws(CaptureError) -> any Device
+  {
     let remembered = try state.load().devices.first { $0.id == address }
     guard let bdaddr = BluetoothAddress(address) else {
       throw .invalidParameter("'\(address)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")

@@ -4,6 +4,7 @@ import CaptureCore
 /// BlueZ manager, Classic pairing and discovery, and evdev, converted once here into Core's types.
 public struct DriverSystem: DeviceSystem {
   private let registry = DriverRegistry()
+  private let doctor = HostDoctor()
 
   public init() {}
 
@@ -14,10 +15,14 @@ public struct DriverSystem: DeviceSystem {
   public func discover(
     _ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void
   ) async throws(CaptureError) -> Int {
-    try await BLEManager.discover(
-      adapter: request.adapter, transport: request.transport, all: request.all,
-      namePattern: request.namePattern, timeout: request.timeout
-    ) { device in found(Self.info(device)) }
+    do {
+      return try await BLEManager.discover(
+        adapter: request.adapter, transport: request.transport, all: request.all,
+        namePattern: request.namePattern, timeout: request.timeout
+      ) { device in found(Self.info(device)) }
+    } catch {
+      throw await HostExplanation.explain(error, adapter: request.adapter, route: .blueZ)
+    }
   }
 
   public func bluetoothdReachable(adapter: String?) async -> Bool {
@@ -27,16 +32,26 @@ public struct DriverSystem: DeviceSystem {
   public func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
     async throws(CaptureError) -> [DiscoveredDeviceInfo]
   {
-    try await ClassicDiscovery.inquiry(adapter: adapter, seconds: seconds, all: all, note: note).map {
-      Self.info(DiscoveredDevice(inquiry: $0))
+    do {
+      return try await ClassicDiscovery.inquiry(adapter: adapter, seconds: seconds, all: all, note: note).map
+      {
+        Self.info(DiscoveredDevice(inquiry: $0))
+      }
+    } catch {
+      throw await HostExplanation.explain(error, adapter: adapter, route: .classic)
     }
   }
 
   public func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
     async throws(CaptureError) -> BluetoothDeviceInfo
   {
-    let connected = try await BLEManager.connect(
-      address: address, adapter: adapter, pair: pair, timeout: timeout)
+    let connected: ConnectedDevice
+    do {
+      connected = try await BLEManager.connect(
+        address: address, adapter: adapter, pair: pair, timeout: timeout)
+    } catch {
+      throw await HostExplanation.explain(error, adapter: adapter, route: .blueZ)
+    }
     return BluetoothDeviceInfo(
       address: connected.address, name: connected.name, deviceTypes: connected.family.deviceTypes,
       isPaired: connected.isPaired)
@@ -45,7 +60,11 @@ public struct DriverSystem: DeviceSystem {
   public func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError)
     -> String
   {
-    try await ClassicPairing.pair(address: address, adapter: adapter, timeout: timeout).name
+    do {
+      return try await ClassicPairing.pair(address: address, adapter: adapter, timeout: timeout).name
+    } catch {
+      throw await HostExplanation.explain(error, adapter: adapter, route: .blueZ)
+    }
   }
 
   public func probeClassic(address: String, request: OpenRequest, name: String?)
@@ -53,20 +72,32 @@ public struct DriverSystem: DeviceSystem {
   {
     var request = request
     request.wantsEvents = false
-    let device = try await ClassicSPPScanner.open(address: address, request: request, name: name)
+    let device: ClassicSPPScanner
+    do {
+      device = try await ClassicSPPScanner.open(address: address, request: request, name: name)
+    } catch {
+      throw await HostExplanation.explain(error, adapter: request.adapter, route: .classic)
+    }
     let probe = ClassicProbe(info: device.info, channel: device.channel)
     await device.close()
     return probe
   }
 
   public func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? {
-    guard let removed = try await BLEManager.remove(address: address, adapter: adapter) else { return nil }
+    let found: (name: String, family: BLEFamily)?
+    do { found = try await BLEManager.remove(address: address, adapter: adapter) } catch {
+      throw await HostExplanation.explain(error, adapter: adapter, route: .blueZ)
+    }
+    guard let removed = found else { return nil }
     return BluetoothDeviceInfo(
       address: address, name: removed.name, deviceTypes: removed.family.deviceTypes, isPaired: false)
   }
 
   public func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
-    let p = try await BLEManager.partnership(address: address, adapter: adapter)
+    let p: BLEManager.Partnership
+    do { p = try await BLEManager.partnership(address: address, adapter: adapter) } catch {
+      throw await HostExplanation.explain(error, adapter: adapter, route: .blueZ)
+    }
     return PartnershipInfo(
       device: BluetoothDeviceInfo(
         address: p.address, name: p.name, deviceTypes: p.family.deviceTypes, isPaired: p.isPaired),
@@ -74,7 +105,11 @@ public struct DriverSystem: DeviceSystem {
   }
 
   public func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] {
-    try await BLEManager.connected(adapter: adapter).map { device in
+    let devices: [ConnectedDevice]
+    do { devices = try await BLEManager.connected(adapter: adapter) } catch {
+      throw await HostExplanation.explain(error, adapter: adapter, route: .blueZ)
+    }
+    return devices.map { device in
       BluetoothDeviceInfo(
         address: device.address, name: device.name, deviceTypes: device.family.deviceTypes,
         isPaired: device.isPaired)
@@ -82,11 +117,18 @@ public struct DriverSystem: DeviceSystem {
   }
 
   public func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
-    try await ClassicSPPScanner.accept(channel: channel, request: request)
+    do {
+      return try await ClassicSPPScanner.accept(channel: channel, request: request)
+    } catch {
+      throw await HostExplanation.explain(error, adapter: request.adapter, route: .classic)
+    }
   }
 
   public func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
-    let code = try await ClassicDiscovery.pairingCode(adapter: adapter)
+    let code: PairingCode
+    do { code = try await ClassicDiscovery.pairingCode(adapter: adapter) } catch {
+      throw await HostExplanation.explain(error, adapter: adapter, route: .either)
+    }
     return PairingBarcodes(host: code.hostText, linear: code.linear, twoDimensional: code.twoDimensional)
   }
 
@@ -99,6 +141,10 @@ public struct DriverSystem: DeviceSystem {
           isScanner: $0.isScanner)
       }, unreadable
     )
+  }
+
+  public func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] {
+    await doctor.diagnose(request)
   }
 
   /// The one conversion of a discovered device into Core's type (bluetoothd LE and BR/EDR, and HCI

@@ -172,7 +172,7 @@ struct BLEDeviceTests {
       #expect(gone.status == 32, "\(gone)")
       #expect(
         gone.errLines == [
-          "capture: ESKT_NOTAVAILABLE (-32): bluetoothd is not running (no org.bluez on the system bus)"
+          "capture: ESKT_NOTAVAILABLE (-32): no Bluetooth: org.bluez has no owner: bluetoothd is not running (is bluez installed? sudo apt-get install bluez); fix: sudo systemctl enable --now bluetooth (capture doctor checks the host)"
         ])
     }
   }

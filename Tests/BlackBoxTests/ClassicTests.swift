@@ -80,7 +80,8 @@ struct ClassicBlackBoxTests {
     #expect(listen.status == 32, "\(listen)")
     #expect(
       listen.errLines == [
-        Self.noBluetooth + "opening an RFCOMM socket: Address family not supported by protocol"
+        Self.noBluetooth
+          + "the kernel has no Bluetooth support (socket(AF_BLUETOOTH): Address family not supported by protocol); Bluetooth Classic and every adapter need it; fix: sudo modprobe bluetooth (capture doctor checks the host)"
       ])
   }
 
@@ -105,7 +106,11 @@ struct ClassicBlackBoxTests {
     #expect(outcome.status == 32, "\(outcome)")
     #expect(outcome.errLines.count == 1, "\(outcome)")
     #expect(outcome.errLines.first?.contains("cannot reach the system bus") == true)
+    // Each way's cause as capture doctor names it, with its fix.
+    #expect(outcome.errLines.first?.contains("; fix: sudo systemctl start dbus; Bluetooth Classic: ") == true)
     #expect(
-      outcome.errLines.first?.contains("Bluetooth Classic: no Bluetooth in this kernel/adapter") == true)
+      outcome.errLines.first?.hasSuffix(
+        "Bluetooth Classic: the kernel has no Bluetooth support (socket(AF_BLUETOOTH): Address family not supported by protocol); Bluetooth Classic and every adapter need it; fix: sudo modprobe bluetooth (capture doctor checks the host)"
+      ) == true, "\(outcome)")
   }
 }

@@ -153,7 +153,7 @@ struct ServiceTests {
       #expect(kinds(outcome, of: s550) == ["deviceArrival", "decodedData", "deviceRemoval"], "\(outcome)")
       #expect(
         outcome.errLines == [
-          "capture: cannot discover Bluetooth devices (bluetoothd is not running (no org.bluez on the system bus)); trying again in the background"
+          "capture: cannot discover Bluetooth devices (no Bluetooth: org.bluez has no owner: bluetoothd is not running (is bluez installed? sudo apt-get install bluez); fix: sudo systemctl enable --now bluetooth (capture doctor checks the host)); trying again in the background"
         ], "\(outcome)")
     }
   }

@@ -97,6 +97,7 @@ private final class FakeSystem: DeviceSystem, Sendable {
       twoDimensional: "#FNC SPP Initiator 001A7DDA7113#")
   }
   func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { [] }
 }
 
 /// What one command wrote, and its exit status.

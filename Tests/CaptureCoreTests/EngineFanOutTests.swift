@@ -81,6 +81,7 @@ private final class TableSystem: DeviceSystem, Sendable {
     throw CaptureError(.notAvailable, "no adapter")
   }
   func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { [] }
 }
 
 /// Everything one subscriber was given, as "device-id text" (decoded) or "device-id kind" lines.

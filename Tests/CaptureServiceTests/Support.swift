@@ -199,6 +199,7 @@ final class FakeSystem: DeviceSystem, Sendable {
     throw CaptureError(.notAvailable, "no adapter")
   }
   func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { [] }
 }
 
 /// What a callback was given, in order.

@@ -20,6 +20,8 @@ final class FakeBluetoothSystem: BluetoothSystem {
     /// Reads for any connected fd, in order; when empty a read is idle.
     var reads: [Result<BluetoothRead, Errno>] = []
     var hciDevices: Result<[HCIDevice], Errno> = .success([HCIDevice(id: 0, isUp: true)])
+    /// What socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI) gives (`doctor`'s kernel check).
+    var hciSocket: Errno? = nil
     var adapterAddress: Result<BluetoothAddress, Errno> = .success(BluetoothAddress("00:1A:7D:DA:71:13")!)
     var inquiry: Result<[InquiryResult], Errno> = .success([])
     /// How long an inquiry blocks its thread, as the real one does for length × 1.28 s.
@@ -55,6 +57,10 @@ final class FakeBluetoothSystem: BluetoothSystem {
       return s[keyPath: queue].isEmpty ? nil : s[keyPath: queue].removeFirst()
     }
     if let outcome { throw outcome }
+  }
+
+  func probeHCISocket() throws(Errno) {
+    if let failure = state.withLock({ $0.hciSocket }) { throw failure }
   }
 
   func socket() throws(Errno) -> Int32 {

@@ -62,6 +62,10 @@ SERVICE = 'org.bluez.GattService1'
 CHAR = 'org.bluez.GattCharacteristic1'
 DESC = 'org.bluez.GattDescriptor1'
 
+# Adapter1.PowerState (BlueZ 5.66 doc/adapter-api.txt): "on", "off", the two transitions, and
+# "off-blocked" (rfkill blocks the controller). Powered is true only in "on".
+POWER_STATES = ('on', 'off', 'off-enabling', 'on-disabling', 'off-blocked')
+
 AGENT_CAPABILITIES = ('DisplayOnly', 'DisplayYesNo', 'KeyboardOnly', 'NoInputNoOutput', 'KeyboardDisplay')
 DISCOVERY_FILTERS = ('UUIDs', 'RSSI', 'Pathloss', 'Transport', 'DuplicateData', 'Discoverable', 'Pattern')
 
@@ -506,6 +510,32 @@ class Manager(Obj):
         W.save()
         return dbus.ObjectPath(adapter.path)
 
+    @dbus.service.method(MOCK, in_signature='sss', out_signature='o')
+    def AddAdapterInState(self, name, address, power_state):
+        '''AddAdapterInState(s name, s address, s powerState) -> o: export /org/bluez/<name> with
+        Adapter1.PowerState `powerState` ("on", "off", "off-blocked" = rfkill-blocked, or a
+        transition "off-enabling"/"on-disabling"); Powered is true only for "on".'''
+        if name in W.adapters:
+            raise mock_error('adapter %s exists' % name)
+        if power_state not in POWER_STATES:
+            raise mock_error('power state %r is not one of %s' % (power_state, ', '.join(POWER_STATES)))
+        adapter = W.add_adapter(str(name), str(address).upper(), power_state=str(power_state))
+        W.save()
+        return dbus.ObjectPath(adapter.path)
+
+    @dbus.service.method(MOCK, in_signature='os', out_signature='')
+    def SetPowerState(self, adapter, power_state):
+        '''SetPowerState(o adapter, s powerState): what rfkill or the kernel does to the controller
+        under bluetoothd: "off-blocked" = `rfkill block` (powered off: discovery ends, links drop),
+        "off" = `rfkill unblock` (bluetoothd 5.66 does not power it on again by itself), "on".'''
+        found = [a for a in W.adapters.values() if a.path == str(adapter)]
+        if not found:
+            raise mock_error('no adapter at %s' % adapter)
+        if power_state not in POWER_STATES:
+            raise mock_error('power state %r is not one of %s' % (power_state, ', '.join(POWER_STATES)))
+        found[0].change_power_state(str(power_state))
+        W.save()
+
     @dbus.service.method(MOCK, in_signature='sssnb', out_signature='o')
     def AddLEDevice(self, address, name, profile, rssi, known):
         '''AddLEDevice(s address, s name, s profile, n rssi, b known) -> o device path.
@@ -737,7 +767,10 @@ class Adapter(Obj):
                 (ADAPTER, 'DiscoverableTimeout'): 'u', (ADAPTER, 'Pairable'): 'b',
                 (ADAPTER, 'PairableTimeout'): 'u'}
 
-    def __init__(self, name, address, powered=True):
+    def __init__(self, name, address, powered=True, power_state=None):
+        if power_state is None:
+            power_state = 'on' if powered else 'off'
+        powered = power_state == 'on'
         self.name = name
         self.address = address
         self.filters = {}   # client -> filter dict (set with SetDiscoveryFilter)
@@ -750,6 +783,7 @@ class Adapter(Obj):
             'Alias': dbus.String('capture-rig'),
             'Class': dbus.UInt32(0),
             'Powered': dbus.Boolean(powered),
+            'PowerState': dbus.String(power_state),
             'Discoverable': dbus.Boolean(False),
             'DiscoverableTimeout': dbus.UInt32(180),
             'Pairable': dbus.Boolean(True),
@@ -769,18 +803,41 @@ class Adapter(Obj):
     def discovering(self):
         return bool(self.sessions)
 
+    @property
+    def power_state(self):
+        return str(self.props[ADAPTER]['PowerState'])
+
     def set_property(self, iface, name, value):
+        if name == 'Powered':
+            # bluetoothd 5.66 (src/adapter.c): the controller is rfkill-blocked, so the kernel refuses
+            # Set Powered with MGMT_STATUS_RFKILLED, whose text is "Blocked through rfkill".
+            if value and self.power_state == 'off-blocked':
+                raise failed('Blocked through rfkill')
+            if bool(value) != self.powered:
+                # PowerState passes through the transition, then lands with Powered in one signal.
+                self.update(ADAPTER, PowerState=dbus.String('off-enabling' if value else 'on-disabling'))
+                self.change_power_state('on' if value else 'off')
+            W.save()
+            return
         if name == 'Alias' and value == '':
             value = self.props[ADAPTER]['Name']
         self.update(ADAPTER, **{name: value})
-        if name == 'Powered' and not value:
+        W.save()
+
+    def change_power_state(self, state):
+        '''PowerState = state, Powered = (state == "on"); powering off ends discovery and drops links.'''
+        was_powered = self.powered
+        changed = {'PowerState': dbus.String(state)}
+        if was_powered != (state == 'on'):
+            changed['Powered'] = dbus.Boolean(state == 'on')
+        self.update(ADAPTER, **changed)
+        if was_powered and not self.powered:
             for client in list(self.sessions):
                 self.sessions.discard(client)
             self.discovery_changed()
             for peer in W.peers.values():
                 if peer.adapter is self and peer.connected:
                     peer.link_down('adapter powered off')
-        W.save()
 
     # --- discovery ---------------------------------------------------------------------------
 
@@ -1833,8 +1890,8 @@ class World:
         self.default_agent = None
         self.restoring = False
 
-    def add_adapter(self, name, address, powered=True):
-        adapter = Adapter(name, address, powered)
+    def add_adapter(self, name, address, powered=True, power_state=None):
+        adapter = Adapter(name, address, powered, power_state)
         self.adapters[name] = adapter
         interfaces_added(adapter.path, {ADAPTER: adapter.props[ADAPTER]})
         return adapter
@@ -1897,7 +1954,8 @@ class World:
         path = self.params['StateFile']
         if not path or self.restoring:
             return
-        state = {'adapters': [{'name': a.name, 'address': a.address, 'powered': a.powered}
+        state = {'adapters': [{'name': a.name, 'address': a.address, 'powered': a.powered,
+                               'powerState': a.power_state}
                               for a in self.adapters.values()],
                  'peers': [p.save() for p in self.peers.values()]}
         tmp = path + '.tmp'
@@ -1914,7 +1972,7 @@ class World:
         self.restoring = True
         try:
             for a in state.get('adapters', []):
-                self.add_adapter(a['name'], a['address'], a.get('powered', True))
+                self.add_adapter(a['name'], a['address'], a.get('powered', True), a.get('powerState'))
             for s in state.get('peers', []):
                 peer = self.add_peer(s['address'], s['name'], s['profile'], s['rssi'], False,
                                      self.adapters[s['adapter']], cod=s.get('cod'), uuids=s.get('adv_uuids'))

@@ -2,10 +2,17 @@
 '''The BlueZ test rig: a private "system" dbus-daemon carrying the bluez566.py mock.
 
   rig.py start [--dir DIR] [--param KEY=VALUE]... [--stop-with PID]
+               [--power-state STATE | --no-adapter] [--deny-bluez-for USER]...
                                                     start bus + mock, add hci0, print the environment;
-                                                    --stop-with: stop the rig by itself when PID exits
+                                                    --stop-with: stop the rig by itself when PID exits;
+                                                    --power-state: hci0's Adapter1.PowerState (on, off,
+                                                    off-blocked, ...); --no-adapter: no hci0;
+                                                    --deny-bluez-for: the bus refuses USER's messages
+                                                    to org.bluez (AccessDenied), as a system bus whose
+                                                    policy allows org.bluez to a group USER is not in
   rig.py stop [--dir DIR] [--keep]                  SIGKILL the bus (the mock exits with it), remove DIR
   rig.py restart-bluez [--dir DIR]                  kill the mock and start it again (bluetoothd restart)
+  rig.py stop-bluez [--dir DIR]                     kill only the mock: the bus stays, org.bluez has no owner
   rig.py ctl [--dir DIR] METHOD [ARG]...            call org.bluez.Mock.METHOD on /org/bluez
   rig.py env [--dir DIR]                            print the environment of a running rig
 
@@ -42,6 +49,12 @@ except ImportError:  # another python3 first on PATH (pyenv...): the Debian one 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUS_CONF = os.path.join(HERE, 'bus.conf')
+# The deny rule dbus-daemon applies after the default context: Debian's
+# /usr/share/dbus-1/system.d/bluetooth.conf allows send_destination="org.bluez" to root and the
+# bluetooth group only, so everyone else gets org.freedesktop.DBus.Error.AccessDenied from the bus.
+DENY_POLICY = ('  <policy user="%s">\n'
+               '    <deny send_destination="org.bluez"/>\n'
+               '  </policy>\n')
 TEMPLATE = os.path.join(HERE, 'bluez566.py')
 DEFAULT_ADAPTER = ('hci0', '00:AA:01:00:00:01')
 
@@ -152,16 +165,38 @@ class Rig:
 
     # --- processes ------------------------------------------------------------------------
 
-    def start(self, params=None, adapter=DEFAULT_ADAPTER):
-        '''Start the bus and the mock, add hci0. Returns self; environment() says where.'''
+    def bus_config(self, deny_bluez_for):
+        '''bus.conf, or (users to deny org.bluez) a copy in the rig directory with their deny rules.'''
+        if not deny_bluez_for:
+            return BUS_CONF
+        with open(BUS_CONF, encoding='utf-8') as f:
+            text = f.read()
+        rules = ''.join(DENY_POLICY % user for user in deny_bluez_for)
+        path = os.path.join(self.dir, 'bus-deny.conf')
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(text.replace('</busconfig>', rules + '</busconfig>'))
+        # The denied user must reach the socket to be refused by the bus rather than by the file system.
+        os.chmod(self.dir, 0o755)
+        return path
+
+    def start(self, params=None, adapter=DEFAULT_ADAPTER, power_state='on', deny_bluez_for=()):
+        '''Start the bus and the mock, add hci0 (in `power_state`; adapter=None: none). Returns
+        self; environment() says where.'''
+        import pwd
+        for user in deny_bluez_for:
+            try:
+                pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+            except KeyError as e:
+                raise RigError('no user %s' % user) from e
         if self.dir is None:
             self.dir = tempfile.mkdtemp(prefix='capture-rig.')
         os.makedirs(self.dir, exist_ok=True)
         self.params = {'StateFile': os.path.join(self.dir, 'bluetoothd-state.json')}
         self.params.update(params or {})
+        config = self.bus_config(list(deny_bluez_for))
         read_fd, write_fd = os.pipe()
         with open(os.path.join(self.dir, 'bus.log'), 'ab') as bus_log:
-            bus = subprocess.Popen(['dbus-daemon', '--config-file=' + BUS_CONF, '--address=' + self.address,
+            bus = subprocess.Popen(['dbus-daemon', '--config-file=' + config, '--address=' + self.address,
                                     '--nofork', '--nopidfile', '--print-address=%d' % write_fd],
                                    stdin=subprocess.DEVNULL, stdout=bus_log, stderr=bus_log,
                                    pass_fds=(write_fd,), start_new_session=True)
@@ -174,7 +209,7 @@ class Rig:
             raise RigError('dbus-daemon did not start; see %s/bus.log' % self.dir)
         self._start_mock()
         if adapter and '/org/bluez/' + adapter[0] not in self._adapters():
-            self.ctl('AddAdapter', adapter[0], adapter[1], signature='ss')
+            self.ctl('AddAdapterInState', adapter[0], adapter[1], power_state, signature='sss')
         self._write_env()
         return self
 
@@ -234,6 +269,18 @@ class Rig:
             self._wait_gone(self.mock_pid, 2)
         if not keep and self.dir and os.path.isdir(self.dir):
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stop_bluez(self):
+        '''Kill only the mock (bluetoothd stopped): the bus stays, org.bluez has no owner once this
+        returns. restart_bluez() brings it back.'''
+        self._kill(self.mock_pid, 'dbusmock')
+        self._wait_gone(self.mock_pid, 5)
+        deadline = time.monotonic() + 5
+        while self.has_bluez():
+            if time.monotonic() > deadline:
+                raise RigError('org.bluez still has an owner 5 s after the mock was killed')
+            time.sleep(0.005)
+        return self
 
     def restart_bluez(self):
         '''Kill only the mock (org.bluez vanishes), start it again (it comes back; known
@@ -333,6 +380,12 @@ def main(argv):
                          help='template parameter; VALUE is JSON (2, true, "x") or a bare string')
     p_start.add_argument('--stop-with', type=int, metavar='PID',
                          help='a watcher stops the rig when this process exits (e.g. the test runner)')
+    p_start.add_argument('--power-state', default='on', metavar='STATE',
+                         help="hci0's Adapter1.PowerState: on (default), off, off-blocked, off-enabling, "
+                              'on-disabling')
+    p_start.add_argument('--no-adapter', action='store_true', help='start without hci0 (no adapter at all)')
+    p_start.add_argument('--deny-bluez-for', action='append', default=[], metavar='USER',
+                         help="the bus refuses this user's messages to org.bluez (AccessDenied)")
     p_watch = sub.add_parser('_watch')
     p_watch.add_argument('--dir', required=True)
     p_watch.add_argument('pid', type=int)
@@ -341,6 +394,8 @@ def main(argv):
     p_stop.add_argument('--keep', action='store_true', help='keep the rig directory (logs, state)')
     p_restart = sub.add_parser('restart-bluez')
     p_restart.add_argument('--dir')
+    p_stop_bluez = sub.add_parser('stop-bluez')
+    p_stop_bluez.add_argument('--dir')
     p_env = sub.add_parser('env')
     p_env.add_argument('--dir')
     p_ctl = sub.add_parser('ctl')
@@ -360,7 +415,8 @@ def main(argv):
                     params[key] = value
             rig = Rig(directory)
             try:
-                rig.start(params)
+                rig.start(params, adapter=None if a.no_adapter else DEFAULT_ADAPTER, power_state=a.power_state,
+                          deny_bluez_for=a.deny_bluez_for)
             except BaseException:
                 rig.stop(keep=True)
                 raise
@@ -376,6 +432,8 @@ def main(argv):
                 Rig(a.dir).load().stop()
         elif a.command == 'stop':
             Rig(directory).load().stop(keep=a.keep)
+        elif a.command == 'stop-bluez':
+            Rig(directory).load().stop_bluez()
         elif a.command == 'restart-bluez':
             sys.stdout.write(Rig(directory).load().restart_bluez().env_text())
         elif a.command == 'env':

@@ -681,6 +681,20 @@ class S550Test(RigTest):
         self.assertEqual(bytes(sn), b'C01122334455')
 
 
+class StopBluezTest(RigTest):
+    def test_stop_bluez_leaves_the_bus_without_org_bluez_and_restart_brings_it_back(self):
+        import subprocess
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'rig.py')
+        subprocess.run([script, 'stop-bluez', '--dir', self.rig.dir], check=True)
+        self.assertFalse(rigmod._alive(self.rig.mock_pid))
+        has = self.c.bus.call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                                       'NameHasOwner', 's', ('org.bluez',))
+        self.assertFalse(bool(has))
+        self.assertDBusError('org.freedesktop.DBus.Error.ServiceUnknown', None, self.c.objects)
+        self.rig.restart_bluez()
+        self.assertIn(dbus.ObjectPath(ADAPTER), self.client().objects())
+
+
 class RestartTest(RigTest):
     def test_restart_bluez(self):
         self.add(D600_ADDR, 'Socket D600 [7EF619]', 'd600', known=True)
@@ -703,6 +717,129 @@ class RestartTest(RigTest):
         self.assertFalse(objs[dbus.ObjectPath(D600)][DEVICE]['Connected'])
         self.assertTrue(objs[dbus.ObjectPath(D600)][DEVICE]['Paired'])
         c.connect(D600)
+
+
+class PowerStateTest(RigTest):
+    '''Adapter1.PowerState as bluetoothd 5.66 has it, rfkill blocks, adapters in any state.'''
+
+    def props(self, path=ADAPTER):
+        return self.c.call(path, PROPS, 'GetAll', 's', 'org.bluez.Adapter1')
+
+    def power_changes(self, path=ADAPTER):
+        return [{str(k): (str(v) if k == 'PowerState' else bool(v)) for k, v in e[4][1].items()
+                 if k in ('PowerState', 'Powered')}
+                for e in self.c.signals('PropertiesChanged', path)
+                if e[4][0] == 'org.bluez.Adapter1' and ('PowerState' in e[4][1] or 'Powered' in e[4][1])]
+
+    def test_default_adapter_is_on(self):
+        p = self.props()
+        self.assertEqual((str(p['PowerState']), bool(p['Powered'])), ('on', True))
+
+    def test_adapters_added_in_each_state(self):
+        for name, state, powered in (('hci1', 'off', False), ('hci2', 'off-blocked', False), ('hci3', 'on', True),
+                                     ('hci4', 'off-enabling', False), ('hci5', 'on-disabling', False)):
+            path = self.c.mock('AddAdapterInState', 'sss', name, '00:AA:01:00:00:0%s' % name[-1], state)
+            self.assertEqual(str(path), '/org/bluez/' + name)
+            p = self.props(path)
+            self.assertEqual((str(p['PowerState']), bool(p['Powered'])), (state, powered), name)
+        self.assertDBusError('org.bluez.Mock.Error', None, self.c.mock, 'AddAdapterInState', 'sss', 'hci9',
+                             '00:AA:01:00:00:09', 'blocked')
+
+    def test_blocked_adapter_refuses_power_on_with_bluetoothd_error(self):
+        path = str(self.c.mock('AddAdapterInState', 'sss', 'hci1', '00:AA:01:00:00:02', 'off-blocked'))
+        self.assertDBusError('org.bluez.Error.Failed', 'Blocked through rfkill', self.c.call, path, PROPS, 'Set',
+                             'ssv', 'org.bluez.Adapter1', 'Powered', dbus.Boolean(True))
+        self.assertEqual(str(self.props(path)['PowerState']), 'off-blocked')
+        self.assertDBusError('org.bluez.Error.NotReady', 'Resource Not Ready', self.c.call, path,
+                             'org.bluez.Adapter1', 'StartDiscovery')
+        # rfkill unblock: "off", and now it powers on through "off-enabling".
+        self.c.mock('SetPowerState', 'os', path, 'off')
+        self.c.call(path, PROPS, 'Set', 'ssv', 'org.bluez.Adapter1', 'Powered', dbus.Boolean(True))
+        p = self.props(path)
+        self.assertEqual((str(p['PowerState']), bool(p['Powered'])), ('on', True))
+        self.c.pump(lambda: len(self.power_changes(path)) >= 3)
+        self.assertEqual(self.power_changes(path), [{'PowerState': 'off'}, {'PowerState': 'off-enabling'},
+                                                    {'PowerState': 'on', 'Powered': True}])
+
+    def test_rfkill_block_ends_discovery_and_powering_off_passes_on_disabling(self):
+        c = self.c
+        c.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
+        c.pump(lambda: bool(self.props()['Discovering']))
+        c.mock('SetPowerState', 'os', ADAPTER, 'off-blocked')
+        p = self.props()
+        self.assertEqual((str(p['PowerState']), bool(p['Powered']), bool(p['Discovering'])),
+                         ('off-blocked', False, False))
+        c.mock('SetPowerState', 'os', ADAPTER, 'on')
+        c.call(ADAPTER, PROPS, 'Set', 'ssv', 'org.bluez.Adapter1', 'Powered', dbus.Boolean(False))
+        c.pump(lambda: len(self.power_changes()) >= 4)
+        self.assertEqual(self.power_changes(), [
+            {'PowerState': 'off-blocked', 'Powered': False}, {'PowerState': 'on', 'Powered': True},
+            {'PowerState': 'on-disabling'}, {'PowerState': 'off', 'Powered': False}])
+        self.assertDBusError('org.bluez.Mock.Error', None, c.mock, 'SetPowerState', 'os', '/org/bluez/hci7', 'on')
+
+    def test_power_state_survives_a_bluetoothd_restart(self):
+        self.c.mock('AddAdapterInState', 'sss', 'hci1', '00:AA:01:00:00:02', 'off-blocked')
+        self.rig.restart_bluez()
+        c = self.client()
+        self.assertEqual(str(c.call('/org/bluez/hci1', PROPS, 'Get', 'ss', 'org.bluez.Adapter1', 'PowerState')),
+                         'off-blocked')
+        self.assertEqual(str(c.call(ADAPTER, PROPS, 'Get', 'ss', 'org.bluez.Adapter1', 'PowerState')), 'on')
+
+
+class StartOptionsTest(unittest.TestCase):
+    '''rig.py start --power-state / --no-adapter / --deny-bluez-for.'''
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'rig.py')
+
+    def start(self, *options):
+        import subprocess
+        out = subprocess.run([self.script, 'start'] + list(options), check=True, capture_output=True,
+                             text=True).stdout
+        env = dict(line.split('=', 1) for line in out.splitlines())
+        self.addCleanup(subprocess.run, [self.script, 'stop', '--dir', env['RIG_DIR']], check=True)
+        return env
+
+    def adapters(self, env):
+        bus = dbus.bus.BusConnection(env['DBUS_SYSTEM_BUS_ADDRESS'])
+        self.addCleanup(bus.close)
+        objects = bus.call_blocking('org.bluez', '/', OM, 'GetManagedObjects', '', ())
+        return {str(p): str(i['org.bluez.Adapter1']['PowerState']) for p, i in objects.items()
+                if 'org.bluez.Adapter1' in i}
+
+    def test_power_state_and_no_adapter(self):
+        self.assertEqual(self.adapters(self.start('--power-state', 'off-blocked')), {ADAPTER: 'off-blocked'})
+        self.assertEqual(self.adapters(self.start('--power-state', 'off')), {ADAPTER: 'off'})
+        self.assertEqual(self.adapters(self.start('--no-adapter')), {})
+
+    @unittest.skipUnless(os.geteuid() == 0, 'needs root to run a client as another user')
+    def test_deny_bluez_for_a_user_is_access_denied_from_the_bus(self):
+        import shutil
+        import subprocess
+        if shutil.which('setpriv') is None or shutil.which('dbus-send') is None:
+            self.skipTest('setpriv or dbus-send missing')
+        env = self.start('--deny-bluez-for', 'nobody')
+        run = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=env['DBUS_SYSTEM_BUS_ADDRESS'])
+        as_nobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'dbus-send', '--system',
+                     '--print-reply']
+        denied = subprocess.run(as_nobody + ['--dest=org.bluez', '/', OM + '.GetManagedObjects'],
+                                capture_output=True, text=True, env=run)
+        self.assertEqual(denied.returncode, 1, denied)
+        self.assertTrue(denied.stderr.startswith('Error org.freedesktop.DBus.Error.AccessDenied: '), denied.stderr)
+        # The bus itself still answers that user (it knows who owns org.bluez), and root is not denied.
+        pid = subprocess.run(as_nobody + ['--dest=org.freedesktop.DBus', '/org/freedesktop/DBus',
+                                          'org.freedesktop.DBus.GetConnectionUnixProcessID', 'string:org.bluez'],
+                             capture_output=True, text=True, env=run)
+        self.assertEqual(pid.returncode, 0, pid)
+        self.assertEqual(pid.stdout.split()[-1], env['RIG_MOCK_PID'])
+        self.assertIn(ADAPTER, self.adapters(env))
+
+    def test_deny_bluez_for_an_unknown_user_fails_the_start(self):
+        import subprocess
+        done = subprocess.run([self.script, 'start', '--deny-bluez-for', 'no-such-user-h14'], capture_output=True,
+                              text=True)
+        self.assertEqual(done.returncode, 1)
+        self.assertEqual(done.stderr, 'rig.py: no user no-such-user-h14\n')
+        self.assertEqual(done.stdout, '')
 
 
 if __name__ == '__main__':

@@ -605,6 +605,164 @@ def ble_remove(ctx):
     check(again.stderr.startswith("capture: ESKT_NOTFOUND (-17): "), f"second remove: {again.stderr!r}")
 
 
+DOCTOR_KEYS = ["check", "code", "fix", "message", "status", "subject"]
+UNBLOCK = "rfkill unblock bluetooth"
+CAUSE_SUFFIX = " (capture doctor checks the host)"
+
+
+def doctor_rows(ctx, expect):
+    """`capture --json doctor`: one document with the four keys, every row with all six (sorted)."""
+    done = ctx.run(["--json", "doctor"], expect=expect)
+    documents = json_lines(done.stdout)
+    equal(len(documents), 1, "doctor --json documents")
+    document = documents[0]
+    equal(sorted(document), ["checks", "error", "failures", "warnings"], "doctor document keys")
+    for row in document["checks"]:
+        equal(list(row), DOCTOR_KEYS, f"keys of {row}")
+    return document, done
+
+
+def node_row(check, paths, readable_mode, many, none):
+    """What doctor says of a node check as root: every node is readable, so one ok row."""
+    denied = [p for p in paths if not os.access(p, readable_mode)]
+    if denied:
+        raise Failure(f"root cannot open {denied}?")
+    return {"check": check, "code": None, "fix": None, "message": many(len(paths)) if paths else none,
+            "status": "ok", "subject": None}
+
+
+def zbar_version():
+    import ctypes
+    lib = ctypes.CDLL("libzbar.so.0")
+    major, minor, patch = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    lib.zbar_version(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch))
+    return f"ZBar {major.value}.{minor.value}.{patch.value}"
+
+
+def adapter_power(name):
+    props = bluez_objects().get(f"/org/bluez/{name}", {}).get("org.bluez.Adapter1", {})
+    return str(props.get("PowerState", "")), bool(props.get("Powered", False))
+
+
+def rfkill_soft(name):
+    """The soft state of the rfkill switch the kernel gave adapter NAME (its /sys rfkillN)."""
+    base = f"/sys/class/bluetooth/{name}"
+    switches = [e for e in os.listdir(base) if e.startswith("rfkill")]
+    equal(len(switches), 1, f"rfkill switches of {name}")
+    with open(os.path.join(base, switches[0], "soft")) as f:
+        return f.read().strip()
+
+
+def doctor(ctx):
+    """capture doctor on a real host: bluetoothd 5.66 (its version from its own binary), the kernel's
+    AF_BLUETOOTH, both adapters powered: exit 0. Then rfkill blocks Bluetooth: both adapters fail
+    with `rfkill unblock bluetooth` (exit 32), and discover names that cause in its one error line.
+    rfkill is unblocked after, whatever happened."""
+    state_path = os.path.join(ctx.state, "capture", "devices.json")
+    pid = STACK["bluetoothd"].pid
+    inputs = sorted(p for p in os.listdir("/dev/input") if p.startswith("event")) if os.path.isdir("/dev/input") else []
+    serial = sorted(f"/dev/{p}" for p in os.listdir("/dev") if p.startswith(("ttyUSB", "ttyACM", "rfcomm")))
+    video = sorted(f"/dev/{p}" for p in os.listdir("/dev") if p.startswith("video"))
+    host_rows = [
+        {"check": "kernel-bluetooth", "code": None, "fix": None, "message": "AF_BLUETOOTH sockets available",
+         "status": "ok", "subject": None},
+        node_row("input", [f"/dev/input/{p}" for p in inputs], os.R_OK, lambda n: f"{n} input devices readable",
+                 "no input devices (/dev/input/event*)"),
+        node_row("serial", serial, os.R_OK | os.W_OK, lambda n: f"{n} serial devices readable", "no serial devices"),
+        node_row("video", video, os.R_OK, lambda n: f"{n} cameras readable", "no cameras (/dev/video*)"),
+        {"check": "state-file", "code": None, "fix": None, "message": "no state file yet", "status": "ok",
+         "subject": state_path},
+        {"check": "zbar", "code": None, "fix": None, "message": zbar_version(), "status": "ok", "subject": None},
+    ]
+    version = subprocess.run(["/usr/libexec/bluetooth/bluetoothd", "--version"], capture_output=True, text=True)
+    equal(version.stdout.strip(), "5.66", "bluetoothd --version")
+
+    def bus_rows(adapters):
+        return [
+            {"check": "system-bus", "code": None, "fix": None, "message": None, "status": "ok", "subject": None},
+            {"check": "bluetoothd", "code": None, "fix": None, "message": f"bluetoothd 5.66 is running (pid {pid})",
+             "status": "ok", "subject": None},
+        ] + adapters + [
+            {"check": "bluez-permission", "code": None, "fix": None, "message": "this user may talk to org.bluez",
+             "status": "ok", "subject": None}]
+
+    def check_rows(rows, expected):
+        zxing = rows[-1]
+        equal({k: zxing[k] for k in DOCTOR_KEYS if k != "message"},
+              {"check": "zxing", "code": None, "fix": None, "status": "ok", "subject": None}, "zxing row")
+        check(zxing["message"].startswith("zxing-cpp ") and all(
+            part.isdigit() for part in zxing["message"].split(" ", 1)[1].split(".")), f"zxing row {zxing}")
+        for index, (got, want) in enumerate(zip(rows[:-1], expected)):
+            if want.get("message") is None:  # a message the contract leaves open: non-empty, and checked below
+                check(isinstance(got["message"], str) and got["message"], f"row {index} message {got}")
+                want = dict(want, message=got["message"])
+            equal(got, want, f"doctor row {index}")
+        equal(len(rows), len(expected) + 1, "doctor rows")
+
+    adapters_ok = [
+        {"check": "adapter", "code": None, "fix": None, "message": f"{name} {address}, powered", "status": "ok",
+         "subject": name} for name, address in (("hci0", ctx.host), ("hci1", ctx.scanner))]
+    document, done = doctor_rows(ctx, expect=0)
+    check_rows(document["checks"], bus_rows(adapters_ok) + host_rows)
+    # No DBUS_SYSTEM_BUS_ADDRESS here: libdbus's default system bus, which Debian's dbus puts in /run
+    # (/var/run is a link to it).
+    check(document["checks"][0]["message"] in (
+        "unix:path=/run/dbus/system_bus_socket (system bus reachable)",
+        "unix:path=/var/run/dbus/system_bus_socket (system bus reachable)"), f"system-bus row {document['checks'][0]}")
+    equal((document["error"], document["failures"], document["warnings"]), (None, 0, 0), "error, failures, warnings")
+    equal(done.stderr, "", "doctor stderr")
+    plain = ctx.run(["doctor"], expect=0)
+    equal(plain.stdout.splitlines()[1], f"ok bluetoothd: bluetoothd 5.66 is running (pid {pid})", "plain bluetoothd row")
+    equal(ctx.run(["-q", "doctor"], expect=0).stdout, "", "doctor -q with nothing wrong")
+
+    errors = []
+    try:
+        subprocess.run(["rfkill", "block", "bluetooth"], check=True)
+        ctx.log("$ rfkill block bluetooth")
+        wait(lambda: all(rfkill_soft(n) == "1" and not adapter_power(n)[1] for n in ("hci0", "hci1")), 20,
+             "both adapters blocked and powered off")
+        props = bluez_objects().get("/org/bluez/hci0", {}).get("org.bluez.Adapter1", {})
+        ctx.log(f"  hci0 Adapter1 while blocked: Powered {bool(props.get('Powered'))}, PowerState "
+                f"{str(props.get('PowerState', '(not exported)'))}")
+        blocked = [
+            {"check": "adapter", "code": -32, "fix": UNBLOCK, "message": None, "status": "failure", "subject": name}
+            for name in ("hci0", "hci1")]
+        document, done = doctor_rows(ctx, expect=32)
+        rows = document["checks"]
+        check_rows(rows, bus_rows(blocked) + host_rows)
+        first = rows[2]
+        check("rfkill" in first["message"], f"the blocked adapter's message names rfkill: {first}")
+        message = f"doctor: 2 checks failed; the first: adapter hci0: {first['message']}"
+        equal(document["error"], {"code": -32, "message": message, "name": "ESKT_NOTAVAILABLE"}, "doctor error")
+        equal((document["failures"], document["warnings"]), (2, 0), "failures, warnings")
+        equal(done.stderr, f"capture: ESKT_NOTAVAILABLE (-32): {message}\n", "doctor stderr")
+        plain = ctx.run(["doctor"], expect=32)
+        equal(plain.stdout.splitlines()[2], f"failure adapter hci0: {first['message']}; fix: {UNBLOCK}",
+              "plain adapter row")
+        # The commands that need the adapter say the same cause and fix in their one line (each is
+        # checked; the failures are reported together once rfkill is unblocked again).
+        suffix = f": {first['message']}; fix: {UNBLOCK}{CAUSE_SUFFIX}"
+        for args in (["discover", "--le", "--timeout", "2s"], ["discover", "--classic", "--timeout", "2s"],
+                     ["--timeout", "5s", "connect", ctx.scanner, "--classic"]):
+            failed = ctx.run(args, expect=None)
+            lines = failed.stderr.splitlines()
+            if failed.returncode != 32 or len(lines) != 1 or not (
+                    lines[0].startswith("capture: ESKT_NOTAVAILABLE (-32): ") and lines[0].endswith(suffix)):
+                errors.append(f"capture {' '.join(args)}: exit {failed.returncode}, stderr {failed.stderr!r}; "
+                              f"expected exit 32 and one line ending {suffix!r}")
+    finally:
+        subprocess.run(["rfkill", "unblock", "bluetooth"], check=False)
+        ctx.log("$ rfkill unblock bluetooth")
+    wait(lambda: all(rfkill_soft(n) == "0" for n in ("hci0", "hci1")), 20, "both adapters unblocked")
+    import dbus
+    for name in ("hci0", "hci1"):
+        if not adapter_power(name)[1]:
+            set_adapter(name, Powered=dbus.Boolean(True))
+    doctor_rows(ctx, expect=0)
+    if errors:
+        raise Failure("; ".join(errors))
+
+
 SCENARIOS = {
     "pairing-code": pairing_code,
     "discover-hci": discover_hci,
@@ -622,6 +780,7 @@ SCENARIOS = {
     "ble-reconnect": ble_reconnect,
     "ble-controller-loss": ble_controller_loss,
     "ble-remove": ble_remove,
+    "doctor": doctor,
 }
 
 

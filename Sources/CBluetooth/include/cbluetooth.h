@@ -20,6 +20,11 @@ int cbt_rfcomm_bind(int fd, const uint8_t local_le[6], uint8_t channel);
 /// accept4(2) with SOCK_CLOEXEC; fills the peer's address and channel.
 int cbt_rfcomm_accept(int fd, uint8_t peer_le[6], uint8_t *channel);
 
+/// socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC, BTPROTO_HCI), closed at once: 0 when the kernel has
+/// Bluetooth sockets, -1 with errno (EAFNOSUPPORT without the bluetooth module, EPERM/EACCES when
+/// refused). What `capture doctor` checks; it opens no adapter.
+int cbt_hci_socket_probe(void);
+
 /// HCIGETDEVLIST on a raw HCI socket: up to `max` device ids (at most HCI_MAX_DEV, 16); `is_up` gets
 /// HCI_UP of each. Both arrays hold `max` entries. Returns the number of devices; -1 with errno EINVAL
 /// when `max` <= 0 or an array is NULL.

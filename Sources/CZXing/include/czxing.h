@@ -97,6 +97,10 @@ typedef struct czx_result {
 // ReadBarcodes plainly. Decided at build time from ZXVersion.h.
 int czx_abort_trap(void);
 
+// The zxing-cpp version this shim was compiled against (ZXVersion.h's ZXING_VERSION_MAJOR, _MINOR,
+// _PATCH): the library has no run-time version call.
+void czx_version(int *major, int *minor, int *patch);
+
 // Reads through a null pointer under the shim's SIGSEGV trap (the one every zxing-cpp call runs in);
 // 1 when the fault was caught. For the tests.
 int czx_fault_trap_selftest(void);

@@ -355,6 +355,18 @@ enum CommandTree {
     ],
     examples: [("capture partnership status AA:BB:CC:DD:EE:FF", "Is the scanner bonded to this host?")])
 
+  static let doctor = CommandSpec(
+    // No operands: the bare synopsis, as list's.
+    name: "doctor", abstract: "Check what stands between this host and its scanners, and say how to fix it.",
+    synopsis: [""],
+    discussion:
+      "Prints one row per check, STATUS CHECK[ SUBJECT]: MESSAGE[; fix: COMMAND], in this order: system-bus (the D-Bus system bus is reachable), bluetoothd (org.bluez is running; its pid and version), adapter (one row per adapter: powered, rfkill soft or hard block, address; --adapter selects the one that must be usable, otherwise a failure only when none is), bluez-permission (this user may talk to org.bluez), kernel-bluetooth (AF_BLUETOOTH sockets exist), input (/dev/input/event*, keyboard-wedge scanners), serial (/dev/ttyUSB*, /dev/ttyACM*, /dev/rfcomm* and remembered serial: devices, read and write), video (/dev/video*) (for these three, one row per node this user may not open, or one ok row), state-file (readable, valid, mode 0600), zbar and zxing (the decoders' versions). STATUS is ok, warning or failure; a failure or warning names the command that fixes it (rfkill unblock bluetooth, sudo usermod -aG dialout \"$USER\", ...) when there is one. A check that depends on one that failed says \"not checked\". Read only: doctor never powers an adapter, never moves a corrupt state file aside, never opens a device node (only stat and access) and never starts bluetoothd. -q prints only warnings and failures; --json prints one document, {\"checks\":[{\"check\",\"code\",\"fix\",\"message\",\"status\",\"subject\"}...],\"error\",\"failures\",\"warnings\"}, with code, fix, subject and error null when there is none. Exit status: 0 when no check failed (warnings do not fail), otherwise the code of the first failure: 32 for a missing bus, bluetoothd, adapter or kernel support, 64 for a device node or state file this user may not use, 85 for a corrupt state file, 86 for one from a newer capture, 99 when the bus denies this user org.bluez; 42 for a check cut short by --timeout. Commands that fail for one of these reasons name the same cause and fix in their error.",
+    examples: [
+      ("capture doctor", "Check this host."),
+      ("capture doctor -q", "Show only what is wrong."),
+      ("capture --json doctor", "The checks as one JSON document."),
+    ])
+
   /// Generates man pages and completions from this tree (make docs); not part of the user contract.
   static let generateDocs = CommandSpec(
     name: "__generate-docs", abstract: "Write man pages and shell completions.", synopsis: ["DIR"],
@@ -364,7 +376,7 @@ enum CommandTree {
     isHidden: true)
 
   static let commands: [CommandSpec] = [
-    discover, connect, remove, list, trigger, get, set, listen, serve, partnership, generateDocs,
+    discover, connect, remove, list, trigger, get, set, listen, serve, partnership, doctor, generateDocs,
   ]
   static var visibleCommands: [CommandSpec] { commands.filter { !$0.isHidden } }
 

@@ -168,6 +168,7 @@ struct EngineHeldSystem: DeviceSystem {
     try await base.pairingBarcodes(adapter: adapter)
   }
   func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { base.inputDevices() }
+  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { await base.diagnose(request) }
 }
 
 /// An engine's device lent to a remote command: everything goes to the device but `close`, which only

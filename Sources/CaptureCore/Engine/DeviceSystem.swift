@@ -41,8 +41,9 @@ public protocol DeviceManagement: Sendable {
   func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String])
 }
 
-/// Everything a front end needs from the drivers: opening a device by selector, and device management.
-public protocol DeviceSystem: DeviceOpener, DeviceManagement {}
+/// Everything a front end needs from the drivers: opening a device by selector, device management, and
+/// the host checks of `capture doctor`.
+public protocol DeviceSystem: DeviceOpener, DeviceManagement, HostDiagnostics {}
 
 /// One discovery session.
 public struct DiscoveryRequest: Sendable, Equatable {

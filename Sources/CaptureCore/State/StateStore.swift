@@ -344,3 +344,41 @@ public struct StateStore: Sendable {
     }
   }
 }
+
+/// What `capture doctor` finds of the state file: read only, never moved aside or created.
+public struct StateInspection: Sendable {
+  /// The file's path, for messages and the `doctor` row's subject.
+  public var path: String
+  /// The file's permission bits (stat(2) st_mode & 0o7777); nil when there is no file.
+  public var mode: UInt32?
+  /// The state (nil: no state file yet), or why it cannot be used: FILEACCESSDENIED (unreadable),
+  /// INVALIDFORMAT (corrupt or truncated), INVALIDVERSION (newer schema), UNABLEREADFILE (not a
+  /// regular file, too large).
+  public var result: Result<StateFile?, CaptureError>
+
+  public init(path: String, mode: UInt32?, result: Result<StateFile?, CaptureError>) {
+    self.path = path
+    self.mode = mode
+    self.result = result
+  }
+}
+
+extension StateStore {
+  /// Reads and validates the state file without the lock and without moving a corrupt one aside
+  /// (`load` quarantines it; `doctor` only reports what it finds).
+  public func inspect() -> StateInspection {
+    var info = stat()
+    let mode: UInt32? = file.withCString { stat($0, &info) } == 0 ? UInt32(info.st_mode) & 0o7777 : nil
+    let result: Result<StateFile?, CaptureError>
+    do throws(CaptureError) {
+      if let bytes = try readBytes() {
+        result = .success(try decode(bytes))
+      } else {
+        result = .success(nil)
+      }
+    } catch {
+      result = .failure(error)
+    }
+    return StateInspection(path: path, mode: mode, result: result)
+  }
+}

@@ -248,10 +248,11 @@ final class EvdevSource {
     switch error.code {
     case ENOENT, ENOTDIR: CaptureError(.fileNotFound, "input device \(path) not found")
     case EACCES, EPERM:
-      CaptureError(
-        .fileAccessDenied,
-        "input device \(path): permission denied (add yourself to the 'input' group, or a udev rule granting access)"
-      )
+      HostExplanation.nodeDenied(path, needsWrite: false, context: "input device \(path)")
+        ?? CaptureError(
+          .fileAccessDenied,
+          "input device \(path): permission denied (add yourself to the 'input' group, or a udev rule granting access)"
+        )
     case EBUSY: CaptureError(.notAvailable, "input device \(path) is grabbed by another program")
     default: CaptureError(.communicationError, "input device \(path): \(error.message)")
     }

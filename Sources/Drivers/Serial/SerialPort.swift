@@ -168,7 +168,9 @@ final class SerialPort {
   static func captureError(_ error: Errno, path: String) -> CaptureError {
     switch error.code {
     case ENOENT, ENOTDIR: CaptureError(.fileNotFound, "serial device \(path) not found")
-    case EACCES, EPERM: CaptureError(.fileAccessDenied, "serial device \(path): permission denied")
+    case EACCES, EPERM:
+      HostExplanation.nodeDenied(path, needsWrite: true, context: "serial device \(path)")
+        ?? CaptureError(.fileAccessDenied, "serial device \(path): permission denied")
     case EBUSY: CaptureError(.notAvailable, "serial device \(path) is busy (in use by another program)")
     default: CaptureError(.communicationError, "serial device \(path): \(error.message)")
     }

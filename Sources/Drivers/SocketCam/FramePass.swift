@@ -357,7 +357,9 @@ final class FramePass: Sendable {
   static func cameraError(_ error: ImageError, path: String) -> CaptureError {
     switch error {
     case .notFound(let m): CaptureError(.notAvailable, "camera \(path) is not available: \(m)")
-    case .accessDenied(let m): CaptureError(.fileAccessDenied, "camera \(path): \(m)")
+    case .accessDenied(let m):
+      HostExplanation.nodeDenied(path, needsWrite: false, context: "camera \(path)")
+        ?? CaptureError(.fileAccessDenied, "camera \(path): \(m)")
     case .unsupportedFormat(let m): CaptureError(.notAvailable, "camera \(path) cannot be used: \(m)")
     case .corrupt(let m), .unreadable(let m): CaptureError(.communicationError, "camera \(path): \(m)")
     }

@@ -12,12 +12,26 @@ final class BlueZRig: @unchecked Sendable {
   static let rigScript = DocsTests.repositoryRoot + "/Tests/Rigs/rig.py"
   let directory: String
   let busAddress: String
+  /// The pid of the bluetoothd model (the process owning org.bluez).
+  let mockPID: Int32?
 
-  init(parameters: [String: String] = ["TemporaryTimeout": "2"]) async throws {
+  /// `powerState`: hci0's Adapter1.PowerState (`on`, `off`, `off-blocked`, …), nil for no adapter at
+  /// all; `denyBluezFor`: users the bus refuses messages to org.bluez (AccessDenied from dbus-daemon).
+  /// `reachableByAll`: the rig directory is made 0755 so another user's process reaches the bus socket.
+  init(
+    parameters: [String: String] = ["TemporaryTimeout": "2"], powerState: String? = "on",
+    denyBluezFor: [String] = [], reachableByAll: Bool = false
+  ) async throws {
     var arguments = [Self.rigScript, "start", "--stop-with", String(getpid())]
     for (key, value) in parameters.sorted(by: { $0.key < $1.key }) {
       arguments += ["--param", "\(key)=\(value)"]
     }
+    if let powerState {
+      arguments += ["--power-state", powerState]
+    } else {
+      arguments.append("--no-adapter")
+    }
+    for user in denyBluezFor { arguments += ["--deny-bluez-for", user] }
     let outcome = try await Runner.run(
       "/usr/bin/python3", arguments, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
     guard outcome.status == 0 else { throw HarnessError(description: "rig.py start failed: \(outcome)") }
@@ -31,6 +45,18 @@ final class BlueZRig: @unchecked Sendable {
     }
     directory = dir
     busAddress = bus
+    mockPID = values["RIG_MOCK_PID"].flatMap { Int32($0) }
+    if reachableByAll && chmod(dir, 0o755) != 0 {
+      throw HarnessError(description: "chmod \(dir): \(String(cString: strerror(errno)))")
+    }
+  }
+
+  /// bluetoothd stops: the bus stays, org.bluez has no owner when this returns.
+  func stopBluez() async throws {
+    let outcome = try await Runner.run(
+      "/usr/bin/python3", [Self.rigScript, "stop-bluez", "--dir", directory],
+      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+    guard outcome.status == 0 else { throw HarnessError(description: "stop-bluez failed: \(outcome)") }
   }
 
   func stop() async {
@@ -78,9 +104,13 @@ final class BlueZRig: @unchecked Sendable {
 
 /// Runs `body` with a fresh rig and always stops it.
 func withRig(
-  _ parameters: [String: String] = ["TemporaryTimeout": "2"], _ body: (BlueZRig, Sandbox) async throws -> Void
+  _ parameters: [String: String] = ["TemporaryTimeout": "2"], powerState: String? = "on",
+  denyBluezFor: [String] = [], reachableByAll: Bool = false,
+  _ body: (BlueZRig, Sandbox) async throws -> Void
 ) async throws {
-  let rig = try await BlueZRig(parameters: parameters)
+  let rig = try await BlueZRig(
+    parameters: parameters, powerState: powerState, denyBluezFor: denyBluezFor, reachableByAll: reachableByAll
+  )
   do {
     try await body(rig, try rig.sandbox())
   } catch {

@@ -142,6 +142,7 @@ enum Shape {
     "connect": ["usage: capture connect DEVICE [--pair] [--alias NAME]"],
     "remove": ["usage: capture remove DEVICE"],
     "list": ["usage: capture list"],
+    "doctor": ["usage: capture doctor"],
     "trigger": ["usage: capture trigger DEVICE start|stop|continuous|enable|disable [--wait] [SOURCE]"],
     "get": [
       "usage: capture get DEVICE PROPERTY...", "       capture get DEVICE --all", "       capture get --list",

@@ -1,0 +1,24 @@
+import CZBar
+import CZXing
+
+/// The decoding libraries' versions, as `capture doctor` reports them.
+public enum DecoderLibraries {
+  /// ZBar's version at run time (zbar.h zbar_version: the library actually loaded), "0.23.92".
+  public static var zbarVersion: String {
+    var major: UInt32 = 0
+    var minor: UInt32 = 0
+    var patch: UInt32 = 0
+    _ = zbar_version(&major, &minor, &patch)
+    return "\(major).\(minor).\(patch)"
+  }
+
+  /// zxing-cpp's version this build was compiled against (ZXing/ZXVersion.h: the library has no
+  /// run-time version call), "1.4.0".
+  public static var zxingVersion: String {
+    var major: Int32 = 0
+    var minor: Int32 = 0
+    var patch: Int32 = 0
+    czx_version(&major, &minor, &patch)
+    return "\(major).\(minor).\(patch)"
+  }
+}

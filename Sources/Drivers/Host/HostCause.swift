@@ -1,0 +1,190 @@
+import CaptureCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One cause that stands between a user and their scanner, as `capture doctor` reports it and as a
+/// failing command names it (the same function builds both, so the text is the same): what was found,
+/// the command that fixes it, and the SKT code a command failing for it exits with.
+struct HostCause: Sendable, Equatable {
+  var message: String
+  var fix: String?
+  var code: ResultCode
+
+  /// What every error that names a host cause ends with.
+  static let pointer = "(capture doctor checks the host)"
+
+  /// The `doctor` row for this cause.
+  func row(_ kind: HostCheck.Kind, subject: String? = nil, status: HostCheck.Status = .failure) -> HostCheck {
+    HostCheck(kind, subject: subject, status: status, message: message, fix: fix, code: code)
+  }
+
+  /// `<message>; fix: <fix>` (or the message alone): the cause as an error line ends with it.
+  var explanation: String { fix.map { "\(message); fix: \($0)" } ?? message }
+
+  /// `error` (its code and its line) ending with this cause and `pointer`.
+  func explaining(_ error: CaptureError, subject: String? = nil) -> CaptureError {
+    HostExplanation.explaining(error, [(self, subject)])
+  }
+
+  /// A check that could not be made because an earlier one failed: a failure with the earlier one's
+  /// code, its message after "not checked: ", and no fix (the earlier row has it).
+  static let notCheckedPrefix = "not checked: "
+
+  static func notChecked(because earlier: HostCheck) -> HostCause {
+    // The root failure's message, not a chain of "not checked: not checked: …".
+    let root =
+      earlier.message.hasPrefix(notCheckedPrefix) ? earlier.message : notCheckedPrefix + earlier.message
+    return HostCause(message: root, fix: nil, code: earlier.code ?? .notAvailable)
+  }
+
+  /// A shell word: `'…'` with every `'` written `'\''`, so a fix with a path can be pasted as it is.
+  static func quoted(_ text: String) -> String {
+    "'" + text.replacing("'", with: "'\\''") + "'"
+  }
+
+  // MARK: the system bus and bluetoothd
+
+  static func systemBusUnreachable(address: String, detail: String) -> HostCause {
+    HostCause(
+      message: "cannot connect to the system bus at \(address): \(detail)", fix: "sudo systemctl start dbus",
+      code: .notAvailable)
+  }
+
+  /// The bus refused this user (AccessDenied at authentication or Hello): only its administrator's
+  /// policy can change that.
+  static func systemBusRefused(address: String, detail: String) -> HostCause {
+    HostCause(
+      message: "the system bus at \(address) refused this user: \(detail)", fix: nil,
+      code: .bluetoothPermissionMissing)
+  }
+
+  static func systemBusTimedOut(address: String) -> HostCause {
+    HostCause(
+      message: "the system bus at \(address) did not answer in time", fix: nil, code: .requestTimedOut)
+  }
+
+  /// Nobody owns org.bluez: bluetoothd is not running (or BlueZ is not installed).
+  static let bluetoothdNotRunning = HostCause(
+    message:
+      "org.bluez has no owner: bluetoothd is not running (is bluez installed? sudo apt-get install bluez)",
+    fix: "sudo systemctl enable --now bluetooth", code: .notAvailable)
+
+  /// A bus call about bluetoothd that failed for another reason (a timeout, a broken bus).
+  static func busCallFailed(_ what: String, name: String, message: String) -> HostCause {
+    if name == BusErrorName.noReply || name == BusErrorName.timeout || name == BusErrorName.cancelled {
+      return HostCause(message: "\(what): no answer in time", fix: nil, code: .requestTimedOut)
+    }
+    let detail = message.isEmpty ? name : "\(message) (\(name))"
+    return HostCause(message: "\(what): \(detail)", fix: nil, code: .notAvailable)
+  }
+
+  /// The bus policy denies this user org.bluez (the `bluetooth` group's rule in BlueZ's
+  /// /usr/share/dbus-1/system.d/bluetooth.conf on Debian).
+  static func bluezAccessDenied(_ detail: String) -> HostCause {
+    HostCause(
+      message:
+        "the system bus denies this user org.bluez (AccessDenied: \(detail)); after adding the user to the bluetooth group, log in again",
+      fix: "sudo usermod -aG bluetooth \"$USER\"", code: .bluetoothPermissionMissing)
+  }
+
+  // MARK: adapters
+
+  static let noAdapter = HostCause(
+    message:
+      "no Bluetooth adapter (bluetoothd sees none): plug one in; dmesg | grep -i bluetooth shows why the kernel has none",
+    fix: nil, code: .notAvailable)
+
+  static func adapterMissing(_ name: String, known: [String]) -> HostCause {
+    HostCause(
+      message: "no Bluetooth adapter \(name) (bluetoothd has: \(known.joined(separator: ", ")))", fix: nil,
+      code: .notAvailable)
+  }
+
+  /// Powered off. bluetoothctl acts on its default controller, the first adapter; any other is powered
+  /// through Adapter1.Powered itself (doc/org.bluez.Adapter.rst).
+  static func adapterPoweredOff(_ name: String, isDefault: Bool) -> HostCause {
+    HostCause(
+      message: "powered off",
+      fix: isDefault
+        ? "bluetoothctl power on"
+        : "busctl set-property org.bluez /org/bluez/\(name) org.bluez.Adapter1 Powered b true",
+      code: .notAvailable)
+  }
+
+  static let adapterSoftBlocked = HostCause(
+    message: "blocked by rfkill (soft block)", fix: "rfkill unblock bluetooth", code: .notAvailable)
+
+  static let adapterHardBlocked = HostCause(
+    message: "blocked by a hardware switch (rfkill hard block): turn the wireless switch on", fix: nil,
+    code: .notAvailable)
+
+  // MARK: the kernel
+
+  static func kernelBluetooth(_ error: Errno) -> HostCause {
+    switch error.code {
+    case EPERM, EACCES:
+      return HostCause(
+        message: "socket(AF_BLUETOOTH) is refused to this process (\(error.message))", fix: nil,
+        code: .bluetoothPermissionMissing)
+    default:
+      return HostCause(
+        message:
+          "the kernel has no Bluetooth support (socket(AF_BLUETOOTH): \(error.message)); Bluetooth Classic and every adapter need it",
+        fix: "sudo modprobe bluetooth", code: .notAvailable)
+    }
+  }
+
+  // MARK: device nodes and the state file
+
+  /// A device node this process may not open as `doctor` checked it (read, or read and write).
+  static func nodeDenied(_ node: NodeAccess) -> HostCause {
+    let need = node.needsWrite ? "read and write" : "read"
+    let group = node.groupName ?? String(node.gid)
+    let mode = "0" + String(node.mode & 0o777, radix: 8)
+    if node.processHasGroup {
+      return HostCause(
+        message:
+          "permission denied: this user may not \(need) it (mode \(mode) gives its group \(group) no such access)",
+        fix: nil, code: .fileAccessDenied)
+    }
+    if node.userListedInGroup {
+      return HostCause(
+        message:
+          "permission denied: this user is in group \(group), but this login session is not yet: log out and back in",
+        fix: nil, code: .fileAccessDenied)
+    }
+    return HostCause(
+      message: "permission denied: only group \(group) may \(need) it, and this user is not in it",
+      fix: "sudo usermod -aG \(group) \"$USER\"", code: .fileAccessDenied)
+  }
+
+  static func stateUnreadable(_ error: CaptureError, path: String) -> HostCause {
+    HostCause(message: error.message, fix: "sudo chown \"$USER\" \(quoted(path))", code: .fileAccessDenied)
+  }
+
+  static func stateCorrupt(_ error: CaptureError) -> HostCause {
+    HostCause(
+      message: "\(error.message); capture list moves it aside", fix: "capture list", code: .invalidFormat)
+  }
+
+  static func stateOther(_ error: CaptureError) -> HostCause {
+    HostCause(message: error.message, fix: nil, code: error.code)
+  }
+
+  static func stateTooOpen(_ count: Int, mode: UInt32, path: String) -> HostCause {
+    HostCause(
+      message:
+        "\(count) remembered devices; mode 0\(String(mode & 0o777, radix: 8)) lets other users read it (0600 expected)",
+      fix: "chmod 600 \(quoted(path))", code: .fileAccessDenied)
+  }
+}
+
+/// The D-Bus error names the causes tell apart (D-Bus specification, "Message Bus Messages"); Drivers
+/// do not import DBus.
+enum BusErrorName {
+  static let noReply = "org.freedesktop.DBus.Error.NoReply"
+  static let timeout = "org.freedesktop.DBus.Error.Timeout"
+  static let cancelled = "org.freedesktop.DBus.Error.Cancelled"
+}

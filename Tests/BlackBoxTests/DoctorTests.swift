@@ -1,0 +1,682 @@
+// `capture doctor` through the built binary: this machine's real conditions (no system bus, the kernel's
+// AF_BLUETOOTH, the device nodes under /dev), the BlueZ rig (adapters powered, off and rfkill-blocked, no
+// adapter, bluetoothd stopped, a bus that denies org.bluez to a user), device nodes and a state file this
+// user may not open, and the causes the failing commands name (discover, connect, listen) with doctor's own
+// text. Facts relied on: BlueZ 5.66 doc/adapter-api.txt (PowerState, "off-blocked"), rfkill(8), and the
+// D-Bus specification's org.freedesktop.DBus.Error.AccessDenied for a message the bus policy refuses.
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+private let hci0Address = "00:AA:01:00:00:01"
+private let hci1Address = "00:AA:01:00:00:02"
+private let d600 = "00:11:22:7E:F6:19"
+private let causeSuffix = " (capture doctor checks the host)"
+private let powerOnDefault = "bluetoothctl power on"
+private let powerOnHci1 = "busctl set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true"
+private let unblock = "rfkill unblock bluetooth"
+private let joinBluetooth = #"sudo usermod -aG bluetooth "$USER""#
+
+/// A remembered device of each kind doctor looks at (BLE ones name no device node).
+private func stateFile(_ ids: [(id: String, transport: String)]) -> String {
+  let devices = ids.map {
+    #"{"id":"\#($0.id)","name":"Scanner","type":0,"transport":"\#($0.transport)","lastSeen":"2026-01-01T00:00:00.000Z"}"#
+  }
+  return #"{"schemaVersion":1,"devices":["# + devices.joined(separator: ",") + "]}"
+}
+
+private let twoBLEDevices = stateFile([("00:11:22:7E:F6:19", "ble"), ("00:11:22:7E:F6:1A", "ble")])
+
+@Suite("capture doctor: every check, its fix and the exit status")
+struct DoctorTests {
+  // MARK: expected rows
+
+  /// The rows after bluez-permission, which depend on the host (and on who runs doctor).
+  static func hostRows(
+    _ sandbox: Sandbox, state: ExpectedRow? = nil, uid: uid_t? = nil, rememberedHID: [String] = [],
+    rememberedSerial: [String] = []
+  ) -> [ExpectedRow] {
+    [HostFacts.kernelRow()]
+      + HostFacts.nodeRows(
+        uid: uid, gid: uid == nil ? 0 : Unprivileged.gid, rememberedHID: rememberedHID,
+        rememberedSerial: rememberedSerial)
+      + [state ?? ExpectedRow(.ok("state-file", "no state file yet", subject: sandbox.statePath))]
+      + HostFacts.decoderRows()
+  }
+
+  /// system-bus and bluetoothd rows with the rig's bus reachable and its bluetoothd model running.
+  static func rigBusRows(_ rig: BlueZRig, unprivileged: Bool = false) -> [ExpectedRow] {
+    let pid = rig.mockPID ?? -1
+    // The model is a python process: its executable is not named bluetoothd, so no --version is run.
+    let exe = HostFacts.executable(pid: pid, readableLink: !unprivileged) ?? "?"
+    return [
+      ExpectedRow(.ok("system-bus", "\(rig.busAddress) (system bus reachable)")),
+      ExpectedRow(.ok("bluetoothd", "org.bluez is running (pid \(pid), \(exe)), version unknown")),
+    ]
+  }
+
+  static func adapterOK(_ name: String, _ address: String) -> ExpectedRow {
+    ExpectedRow(.ok("adapter", "\(name) \(address), powered", subject: name))
+  }
+
+  static func poweredOff(_ name: String, status: String = "failure", fix: String) -> ExpectedRow {
+    ExpectedRow(
+      DoctorRow(check: "adapter", subject: name, status: status, message: "powered off", fix: fix, code: -32))
+  }
+
+  static func softBlocked(_ name: String, status: String = "failure") -> ExpectedRow {
+    ExpectedRow("adapter", subject: name, status: status, containing: ["rfkill"], fix: unblock, code: -32)
+  }
+
+  static let permissionOK = ExpectedRow(.ok("bluez-permission", "this user may talk to org.bluez"))
+
+  static func doctor(_ sandbox: Sandbox, _ arguments: [String] = []) async throws -> (
+    json: Outcome, plain: Outcome, quiet: Outcome
+  ) {
+    let json = try await sandbox.capture(["--json", "doctor"] + arguments)
+    let plain = try await sandbox.capture(["doctor"] + arguments)
+    let quiet = try await sandbox.capture(["-q", "doctor"] + arguments)
+    return (json, plain, quiet)
+  }
+
+  static func doctorUnprivileged(_ sandbox: Sandbox, _ arguments: [String] = []) async throws -> (
+    json: Outcome, plain: Outcome
+  ) {
+    let json = try await Unprivileged.capture(sandbox, ["--json", "doctor"] + arguments)
+    let plain = try await Unprivileged.capture(sandbox, ["doctor"] + arguments)
+    return (json, plain)
+  }
+
+  // MARK: this machine, no system bus
+
+  @Test(
+    "no system bus: system-bus fails 32 with `sudo systemctl start dbus`; the Bluetooth rows are not checked")
+  func noSystemBus() async throws {
+    let sandbox = try Sandbox()
+    let runs = try await Self.doctor(sandbox)
+    let expected =
+      [
+        ExpectedRow(
+          "system-bus", status: "failure", containing: [], fix: "sudo systemctl start dbus", code: -32),
+        .notChecked("bluetoothd", after: "system-bus", code: -32),
+        .notChecked("adapter", after: "system-bus", code: -32),
+        .notChecked("bluez-permission", after: "system-bus", code: -32),
+      ] + Self.hostRows(sandbox)
+    let rows = DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+    #expect(rows.map(\.check) == doctorCheckOrder, "one row per check, in the published order")
+    #expect(runs.json.status == 32)
+    // Read only: doctor made no state directory.
+    #expect(!sandbox.exists(sandbox.stateDirectory))
+  }
+
+  @Test(
+    "kernel-bluetooth follows socket(AF_BLUETOOTH) here: EAFNOSUPPORT is a failure 32 with `sudo modprobe bluetooth`"
+  )
+  func kernelBluetooth() async throws {
+    let sandbox = try Sandbox()
+    let report = DoctorReport.json(try await sandbox.capture(["--json", "doctor"]))
+    let row = report.rows("kernel-bluetooth")
+    #expect(row.count == 1)
+    if let row = row.first {
+      #expect(HostFacts.kernelRow().matches(row), "\(row) vs \(HostFacts.kernelRow())")
+    }
+    if HostFacts.kernelLacksBluetooth {
+      #expect(
+        row.first?.plain
+          == "failure kernel-bluetooth: \(HostFacts.kernelMessageNoSupport); fix: sudo modprobe bluetooth")
+    }
+  }
+
+  // MARK: the rig's bluetoothd
+
+  @Test(
+    "one powered adapter: the bus, bluetoothd (version unknown: not a bluetoothd binary), hci0 and permission ok"
+  )
+  func onePoweredAdapter() async throws {
+    try await withRig { rig, sandbox in
+      let runs = try await Self.doctor(sandbox)
+      let expected =
+        Self.rigBusRows(rig) + [Self.adapterOK("hci0", hci0Address), Self.permissionOK]
+        + Self.hostRows(sandbox)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      // Read only: the adapter was not touched.
+      #expect(try await rig.ctl("GetDiscovery", "/org/bluez/hci0").contains(#""Discovering": false"#))
+    }
+  }
+
+  @Test(
+    "a powered and an unpowered adapter: hci1 is a warning (code -32, the busctl fix) and not the exit status"
+  )
+  func poweredAndUnpowered() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddAdapterInState", "hci1", hci1Address, "off")
+      let runs = try await Self.doctor(sandbox)
+      let expected =
+        Self.rigBusRows(rig) + [
+          Self.adapterOK("hci0", hci0Address), Self.poweredOff("hci1", status: "warning", fix: powerOnHci1),
+          Self.permissionOK,
+        ] + Self.hostRows(sandbox)
+      let rows = DoctorExpect.verify(
+        json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      #expect(!rows.contains { $0.check == "adapter" && $0.status == "failure" })
+      // The adapter is still off: doctor never powers one.
+      let state = try await rig.ctl("GetDiscovery", "/org/bluez/hci1")
+      #expect(state.contains(#""Discovering": false"#), "\(state)")
+    }
+  }
+
+  @Test(
+    "only an unpowered hci0: failure 32 with `bluetoothctl power on`, the exit status and the stderr line")
+  func onlyUnpowered() async throws {
+    try await withRig(powerState: "off") { rig, sandbox in
+      let runs = try await Self.doctor(sandbox)
+      let expected =
+        Self.rigBusRows(rig) + [Self.poweredOff("hci0", fix: powerOnDefault), Self.permissionOK]
+        + Self.hostRows(sandbox)
+      let rows = DoctorExpect.verify(
+        json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      #expect(runs.plain.status == 32)
+      #expect(runs.plain.outLines.contains("failure adapter hci0: powered off; fix: bluetoothctl power on"))
+      let failures = rows.filter { $0.status == "failure" }.count
+      #expect(
+        runs.plain.errLines == [
+          "capture: ESKT_NOTAVAILABLE (-32): doctor: \(failures == 1 ? "1 check failed" : "\(failures) checks failed"); the first: adapter hci0: powered off"
+        ])
+    }
+  }
+
+  @Test("an rfkill-blocked adapter (PowerState off-blocked): failure 32 with `rfkill unblock bluetooth`")
+  func blocked() async throws {
+    try await withRig(powerState: "off-blocked") { rig, sandbox in
+      let runs = try await Self.doctor(sandbox)
+      let expected =
+        Self.rigBusRows(rig) + [Self.softBlocked("hci0"), Self.permissionOK] + Self.hostRows(sandbox)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      #expect(runs.json.status == 32)
+    }
+  }
+
+  @Test("a blocked hci0 beside a powered hci1: a warning with `rfkill unblock bluetooth`")
+  func blockedBesideUsable() async throws {
+    try await withRig(powerState: "off-blocked") { rig, sandbox in
+      try await rig.ctl("AddAdapterInState", "hci1", hci1Address, "on")
+      let runs = try await Self.doctor(sandbox)
+      let expected =
+        Self.rigBusRows(rig) + [
+          Self.softBlocked("hci0", status: "warning"), Self.adapterOK("hci1", hci1Address), Self.permissionOK,
+        ] + Self.hostRows(sandbox)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+    }
+  }
+
+  @Test("--adapter hci1 selects the unpowered one: failure 32 with the busctl fix; hci0 stays ok")
+  func selectedAdapter() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddAdapterInState", "hci1", hci1Address, "off")
+      let runs = try await Self.doctor(sandbox, ["--adapter", "hci1"])
+      let expected =
+        Self.rigBusRows(rig) + [
+          Self.adapterOK("hci0", hci0Address), Self.poweredOff("hci1", fix: powerOnHci1),
+        ]
+        + [Self.permissionOK] + Self.hostRows(sandbox)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      #expect(runs.json.status == 32)
+      #expect(
+        runs.plain.outLines.contains(
+          "failure adapter hci1: powered off; fix: busctl set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true"
+        ))
+    }
+  }
+
+  @Test("--adapter hci0 with a blocked hci1: hci1 is only a warning")
+  func selectedUsable() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddAdapterInState", "hci1", hci1Address, "off-blocked")
+      let runs = try await Self.doctor(sandbox, ["--adapter", "hci0"])
+      let expected =
+        Self.rigBusRows(rig) + [
+          Self.adapterOK("hci0", hci0Address), Self.softBlocked("hci1", status: "warning"),
+        ]
+        + [Self.permissionOK] + Self.hostRows(sandbox)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+    }
+  }
+
+  @Test("no adapter at all: one adapter row without subject, failure 32, no fix, the dmesg hint")
+  func noAdapter() async throws {
+    try await withRig(powerState: nil) { rig, sandbox in
+      let runs = try await Self.doctor(sandbox)
+      let expected =
+        Self.rigBusRows(rig) + [
+          ExpectedRow(
+            DoctorRow(
+              check: "adapter", subject: nil, status: "failure",
+              message:
+                "no Bluetooth adapter (bluetoothd sees none): plug one in; dmesg | grep -i bluetooth shows why the kernel has none",
+              fix: nil, code: -32)),
+          Self.permissionOK,
+        ] + Self.hostRows(sandbox)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      #expect(runs.json.status == 32)
+    }
+  }
+
+  @Test(
+    "bluetoothd stopped: failure 32 with `sudo systemctl enable --now bluetooth`; adapter and permission not checked"
+  )
+  func bluetoothdStopped() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.stopBluez()
+      let runs = try await Self.doctor(sandbox)
+      let expected =
+        [
+          ExpectedRow(.ok("system-bus", "\(rig.busAddress) (system bus reachable)")),
+          ExpectedRow(
+            "bluetoothd", status: "failure", containing: ["is bluez installed? sudo apt-get install bluez"],
+            fix: "sudo systemctl enable --now bluetooth", code: -32),
+          .notChecked("adapter", after: "bluetoothd", code: -32),
+          .notChecked("bluez-permission", after: "bluetoothd", code: -32),
+        ] + Self.hostRows(sandbox)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      #expect(runs.json.status == 32)
+    }
+  }
+
+  @Test(
+    "a bus that denies org.bluez to this user: bluez-permission fails 99 with `sudo usermod -aG bluetooth`",
+    .enabled(if: Unprivileged.available, "needs root and setpriv to run doctor as user 65534"))
+  func deniedUser() async throws {
+    try await withRig(denyBluezFor: [Unprivileged.userName]) { rig, sandbox in
+      try Unprivileged.give(sandbox)
+      let runs = try await Self.doctorUnprivileged(sandbox)
+      // Decision (the contract names no order for it): the adapters cannot be read without org.bluez, so
+      // the adapter row is "not checked" with the permission failure's message and code.
+      let expected =
+        Self.rigBusRows(rig, unprivileged: true) + [
+          .notChecked("adapter", after: "bluez-permission", code: -99),
+          ExpectedRow(
+            "bluez-permission", status: "failure", containing: [], fix: joinBluetooth, code: -99),
+        ] + Self.hostRows(sandbox, uid: Unprivileged.uid)
+      DoctorExpect.verify(json: runs.json, plain: runs.plain, expected: expected)
+      #expect(runs.json.status == 99)
+      // The same bus lets root through: the deny is the bus policy's, for that user only.
+      let root = DoctorReport.json(try await sandbox.capture(["--json", "doctor"]))
+      #expect(root.rows("bluez-permission").map(\.status) == ["ok"])
+    }
+  }
+
+  // MARK: device nodes and the state file
+
+  @Test(
+    "a remembered pty and hid node this user may not open: one failure 64 each, `usermod -aG` the node's group",
+    .enabled(if: Unprivileged.available, "needs root and setpriv to run doctor as user 65534"))
+  func unreadableNodes() async throws {
+    try await withRig(reachableByAll: true) { rig, sandbox in
+      let pty = try ScannerPTY()
+      let hid = sandbox.path("event-scanner")
+      try sandbox.write(
+        "state/capture/devices.json",
+        stateFile([("serial:\(pty.slavePath)", "serial"), ("hid:\(hid)", "hid")]))
+      try Unprivileged.give(sandbox)
+      #expect(chmod(sandbox.statePath, 0o600) == 0)
+      // A character device (1:3, what /dev/null is) owned by root:input, 0660: readable to the input group.
+      guard mknod(hid, S_IFCHR | 0o660, (1 << 8) | 3) == 0 else {
+        Issue.record("mknod \(hid): \(String(cString: strerror(errno)))")
+        return
+      }
+      let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
+      #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
+      let ptyGroup = HostFacts.nodeGroup(pty.slavePath) ?? "?"
+      let runs = try await Self.doctorUnprivileged(sandbox)
+      let expected =
+        Self.rigBusRows(rig, unprivileged: true) + [Self.adapterOK("hci0", hci0Address), Self.permissionOK]
+        + Self.hostRows(
+          sandbox, state: ExpectedRow(.ok("state-file", "2 remembered devices", subject: sandbox.statePath)),
+          uid: Unprivileged.uid, rememberedHID: [hid], rememberedSerial: [pty.slavePath])
+      let rows = DoctorExpect.verify(json: runs.json, plain: runs.plain, expected: expected)
+      let serial = rows.filter { $0.check == "serial" && $0.subject == pty.slavePath }
+      #expect(serial.map(\.fix) == ["sudo usermod -aG \(ptyGroup) \"$USER\""], "\(rows)")
+      #expect(serial.map(\.code) == [-64])
+      let hidRows = rows.filter { $0.check == "input" && $0.subject == hid }
+      #expect(hidRows.map(\.fix) == [#"sudo usermod -aG input "$USER""#], "\(rows)")
+      #expect(hidRows.map(\.code) == [-64])
+      // Root may open both: the same state gives ok rows.
+      let root = DoctorReport.json(try await sandbox.capture(["--json", "doctor"]))
+      #expect(root.rows("serial").map(\.status) == ["ok"], "\(root.rows)")
+      #expect(root.rows("input").map(\.status) == ["ok"], "\(root.rows)")
+    }
+  }
+
+  @Test(
+    "a user the group database lists in the node's group, in a session without it: 'log out and back in', no fix",
+    .enabled(
+      if: Unprivileged.available && Unprivileged.listedMember != nil,
+      "needs root, setpriv and a listed group member"))
+  func listedButNotInSession() async throws {
+    guard let member = Unprivileged.listedMember else { return }
+    let sandbox = try Sandbox()
+    let pty = try ScannerPTY()
+    try sandbox.write("state/capture/devices.json", stateFile([("serial:\(pty.slavePath)", "serial")]))
+    try Unprivileged.give(sandbox, uid: member.uid, gid: member.gid)
+    #expect(chmod(sandbox.statePath, 0o600) == 0)
+    #expect(chown(pty.slavePath, 0, member.groupID) == 0 && chmod(pty.slavePath, 0o660) == 0)
+    let report = DoctorReport.json(
+      try await Unprivileged.capture(sandbox, ["--json", "doctor"], uid: member.uid, gid: member.gid))
+    let rows = report.rows("serial")
+    #expect(rows.count == 1, "\(report.rows)")
+    if let row = rows.first {
+      #expect(
+        ExpectedRow(
+          "serial", subject: pty.slavePath, status: "failure", containing: ["log out and back in"], fix: nil,
+          code: -64
+        ).matches(row), "\(row)")
+      // The error names the same cause, without a fix to run.
+      let listen = try await Unprivileged.capture(
+        sandbox, ["listen", "serial:\(pty.slavePath)", "--count", "1"], uid: member.uid, gid: member.gid)
+      Causes.expectCause(listen, row: row, code: 64)
+      #expect(listen.errLines.first?.hasSuffix(": \(row.message)\(causeSuffix)") == true, "\(listen)")
+    }
+  }
+
+  @Test("a state file wider than 0600 is a warning with `chmod 600 '<path>'`")
+  func stateFileMode() async throws {
+    let sandbox = try Sandbox()
+    try sandbox.write("state/capture/devices.json", twoBLEDevices)
+    #expect(chmod(sandbox.statePath, 0o644) == 0)
+    let runs = try await Self.doctor(sandbox)
+    // Decision: the warning carries the code the failure for that file would have, FILEACCESSDENIED.
+    let state = ExpectedRow(
+      "state-file", subject: sandbox.statePath, status: "warning", containing: [],
+      fix: "chmod 600 '\(sandbox.statePath)'", code: -64)
+    let rows = DoctorExpect.verify(
+      json: runs.json, plain: runs.plain, quiet: runs.quiet,
+      expected: [
+        ExpectedRow(
+          "system-bus", status: "failure", containing: [], fix: "sudo systemctl start dbus", code: -32),
+        .notChecked("bluetoothd", after: "system-bus", code: -32),
+        .notChecked("adapter", after: "system-bus", code: -32),
+        .notChecked("bluez-permission", after: "system-bus", code: -32),
+      ] + Self.hostRows(sandbox, state: state))
+    #expect(rows.filter { $0.status == "warning" }.count == 1)
+    #expect(StateFiles.mode(sandbox.statePath) == 0o644, "doctor changes nothing")
+  }
+
+  @Test("a corrupt state file: failure 85 with `capture list`, and the file is left where it is")
+  func stateFileCorrupt() async throws {
+    try await withRig { rig, sandbox in
+      let corrupt = Array(#"{"schemaVersion":1,"devices":[{"id":"#.utf8)
+      try sandbox.write("state/capture/devices.json", corrupt)
+      #expect(chmod(sandbox.statePath, 0o600) == 0)
+      let runs = try await Self.doctor(sandbox)
+      let state = ExpectedRow(
+        "state-file", subject: sandbox.statePath, status: "failure", containing: [], fix: "capture list",
+        code: -85)
+      DoctorExpect.verify(
+        json: runs.json, plain: runs.plain, quiet: runs.quiet,
+        expected: Self.rigBusRows(rig) + [Self.adapterOK("hci0", hci0Address), Self.permissionOK]
+          + Self.hostRows(sandbox, state: state))
+      #expect(try sandbox.read(sandbox.statePath) == corrupt, "not moved aside, not rewritten")
+      #expect(try StateFiles.names(sandbox) == ["devices.json"])
+      if !HostFacts.kernelLacksBluetooth { #expect(runs.json.status == 85) }
+    }
+  }
+
+  @Test("a state file of a newer schema: failure 86, no fix, untouched")
+  func stateFileNewer() async throws {
+    let sandbox = try Sandbox()
+    let newer = Array(#"{"schemaVersion": 2, "devices": [], "future": true}"#.utf8)
+    try sandbox.write("state/capture/devices.json", newer)
+    #expect(chmod(sandbox.statePath, 0o600) == 0)
+    let report = DoctorReport.json(try await sandbox.capture(["--json", "doctor"]))
+    let rows = report.rows("state-file")
+    #expect(rows.count == 1)
+    if let row = rows.first {
+      #expect(
+        ExpectedRow(
+          "state-file", subject: sandbox.statePath, status: "failure", containing: [], fix: nil, code: -86
+        ).matches(row), "\(row)")
+    }
+    #expect(try sandbox.read(sandbox.statePath) == newer)
+    #expect(try StateFiles.names(sandbox) == ["devices.json"])
+  }
+
+  @Test(
+    "a state file this user cannot read: failure 64 with `sudo chown \"$USER\" '<path>'`",
+    .enabled(if: Unprivileged.available, "needs root and setpriv to run doctor as user 65534"))
+  func stateFileUnreadable() async throws {
+    let sandbox = try Sandbox()
+    try sandbox.write("state/capture/devices.json", twoBLEDevices)
+    try Unprivileged.give(sandbox)
+    #expect(chown(sandbox.statePath, 0, 0) == 0 && chmod(sandbox.statePath, 0o600) == 0)
+    let report = DoctorReport.json(try await Unprivileged.capture(sandbox, ["--json", "doctor"]))
+    let rows = report.rows("state-file")
+    #expect(rows.count == 1)
+    if let row = rows.first {
+      #expect(
+        ExpectedRow(
+          "state-file", subject: sandbox.statePath, status: "failure", containing: [],
+          fix: #"sudo chown "$USER" '"# + sandbox.statePath + "'", code: -64
+        ).matches(row), "\(row)")
+    }
+  }
+
+  @Test("a readable 0600 state file: ok, 'N remembered devices'")
+  func stateFileOK() async throws {
+    let sandbox = try Sandbox()
+    try sandbox.write("state/capture/devices.json", twoBLEDevices)
+    #expect(chmod(sandbox.statePath, 0o600) == 0)
+    let report = DoctorReport.json(try await sandbox.capture(["--json", "doctor"]))
+    #expect(
+      report.rows("state-file") == [.ok("state-file", "2 remembered devices", subject: sandbox.statePath)])
+  }
+
+  /// Adapter1.PowerState of `adapter` on the rig's bus, read with busctl.
+  static func powerState(_ rig: BlueZRig, _ adapter: String) async throws -> String {
+    let outcome = try await Runner.run(
+      "/usr/bin/busctl",
+      [
+        "--address=\(rig.busAddress)", "get-property", "org.bluez", "/org/bluez/\(adapter)",
+        "org.bluez.Adapter1",
+        "PowerState",
+      ], environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+    return outcome.out.trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  @Test(
+    "read only: doctor leaves adapters as they are, never opens a remembered tty or hid node, writes nothing",
+    .enabled(
+      if: access("/usr/bin/strace", X_OK) == 0 && access("/usr/bin/busctl", X_OK) == 0,
+      "needs strace and busctl"))
+  func readOnly() async throws {
+    try await withRig(powerState: "off") { rig, sandbox in
+      try await rig.ctl("AddAdapterInState", "hci1", hci1Address, "off-blocked")
+      let pty = try ScannerPTY()
+      let hid = try sandbox.write("event-scanner", [])
+      try sandbox.write(
+        "state/capture/devices.json",
+        stateFile([("serial:\(pty.slavePath)", "serial"), ("hid:\(hid)", "hid")]))
+      #expect(chmod(sandbox.statePath, 0o644) == 0)
+      let trace = sandbox.path("doctor.strace")
+      let outcome = try await Runner.run(
+        "/usr/bin/strace",
+        [
+          "-f", "-qq", "-o", trace, "-e",
+          "trace=open,openat,openat2,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,chmod,fchmod,fchmodat,truncate,ftruncate",
+          try Product.path(), "doctor",
+        ], environment: sandbox.environment, directory: sandbox.root, timeLimit: 60)
+      #expect(outcome.status == 32, "\(outcome)")
+      let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
+      #expect(!calls.isEmpty)
+      for call in calls {
+        #expect(!call.contains("\"\(pty.slavePath)\""), "doctor opened the tty (DTR): \(call)")
+        #expect(!call.contains("\"\(hid)\""), "doctor opened the hid node: \(call)")
+        if call.contains(sandbox.root) {
+          let writes = [
+            "O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "rename", "unlink", "mkdir", "chmod", "truncate",
+          ]
+          #expect(!writes.contains { call.contains($0) }, "doctor changed the sandbox: \(call)")
+        }
+      }
+      #expect(try StateFiles.names(sandbox) == ["devices.json"])
+      #expect(StateFiles.mode(sandbox.statePath) == 0o644)
+      #expect(try await Self.powerState(rig, "hci0") == #"s "off""#)
+      #expect(try await Self.powerState(rig, "hci1") == #"s "off-blocked""#)
+    }
+  }
+
+  @Test("doctor takes no operands: a usage error 18")
+  func noOperands() async throws {
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture(["doctor", "hci0"])
+    #expect(outcome.status == 18, "\(outcome)")
+    #expect(outcome.stdout.isEmpty)
+    #expect(outcome.errLines.first?.hasPrefix(Shape.invalidParameterPrefix) == true, "\(outcome)")
+  }
+}
+
+// MARK: - deliverable 4: the cause and its fix in the one error line
+
+extension DoctorTests {
+  @Suite("Failing commands name the host cause doctor finds, with its fix")
+  struct Causes {
+    /// The row doctor reports for `check` in this sandbox (as root or as user 65534).
+    static func doctorRow(
+      _ sandbox: Sandbox, _ check: String, subject: String? = nil, unprivileged: Bool = false
+    ) async throws -> DoctorRow? {
+      let outcome =
+        unprivileged
+        ? try await Unprivileged.capture(sandbox, ["--json", "doctor"])
+        : try await sandbox.capture(["--json", "doctor"])
+      let rows = DoctorReport.json(outcome).rows(check).filter { subject == nil || $0.subject == subject }
+      #expect(rows.count == 1, "doctor's \(check) rows: \(rows)")
+      return rows.first
+    }
+
+    /// exit |code|, stdout empty, exactly one stderr line `capture: NAME (code): …: <message>[; fix: F] (capture
+    /// doctor checks the host)` with doctor's message and fix.
+    static func expectCause(
+      _ outcome: Outcome, row: DoctorRow?, code: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+      #expect(outcome.status == Int32(code), "\(outcome)", sourceLocation: sourceLocation)
+      #expect(outcome.stdout.isEmpty, "\(outcome)", sourceLocation: sourceLocation)
+      #expect(outcome.errLines.count == 1, "\(outcome)", sourceLocation: sourceLocation)
+      guard let row, let line = outcome.errLines.first else { return }
+      #expect(row.code == -code, "doctor's row: \(row)", sourceLocation: sourceLocation)
+      let name = DoctorExpect.codeNames[code] ?? "?"
+      let suffix = ": " + row.message + (row.fix.map { "; fix: " + $0 } ?? "") + causeSuffix
+      #expect(
+        line.hasPrefix("capture: \(name) (-\(code)): ")
+          && DoctorExpect.stable(line).hasSuffix(DoctorExpect.stable(suffix)),
+        "expected …\(suffix)\ngot \(line)", sourceLocation: sourceLocation)
+    }
+
+    static let commands: [[String]] = [
+      ["--timeout", "2s", "discover", "--le"],
+      ["--timeout", "5s", "connect", d600],
+    ]
+
+    @Test("no system bus: discover and connect exit 32 naming it, `sudo systemctl start dbus`")
+    func noBus() async throws {
+      let sandbox = try Sandbox()
+      let row = try await Self.doctorRow(sandbox, "system-bus")
+      #expect(row?.fix == "sudo systemctl start dbus")
+      for arguments in Self.commands {
+        Self.expectCause(try await sandbox.capture(arguments), row: row, code: 32)
+      }
+    }
+
+    @Test("bluetoothd stopped: discover and connect exit 32 with `sudo systemctl enable --now bluetooth`")
+    func noBluetoothd() async throws {
+      try await withRig { rig, sandbox in
+        try await rig.stopBluez()
+        let row = try await Self.doctorRow(sandbox, "bluetoothd")
+        #expect(row?.fix == "sudo systemctl enable --now bluetooth")
+        for arguments in Self.commands {
+          Self.expectCause(try await sandbox.capture(arguments), row: row, code: 32)
+        }
+      }
+    }
+
+    @Test(
+      "hci0 powered off / rfkill-blocked: discover and connect exit 32 with doctor's adapter cause and fix",
+      arguments: [("off", powerOnDefault), ("off-blocked", unblock)])
+    func adapterNotUsable(_ state: String, _ fix: String) async throws {
+      try await withRig(powerState: state) { rig, sandbox in
+        try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+        let row = try await Self.doctorRow(sandbox, "adapter", subject: "hci0")
+        #expect(row?.fix == fix)
+        for arguments in Self.commands {
+          Self.expectCause(try await sandbox.capture(arguments), row: row, code: 32)
+        }
+      }
+    }
+
+    @Test(
+      "a user the bus denies org.bluez: discover and connect exit 99 with `sudo usermod -aG bluetooth`",
+      .enabled(if: Unprivileged.available, "needs root and setpriv to run capture as user 65534"))
+    func denied() async throws {
+      try await withRig(denyBluezFor: [Unprivileged.userName]) { rig, sandbox in
+        try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
+        try Unprivileged.give(sandbox)
+        let row = try await Self.doctorRow(sandbox, "bluez-permission", unprivileged: true)
+        #expect(row?.fix == joinBluetooth)
+        for arguments in Self.commands {
+          Self.expectCause(try await Unprivileged.capture(sandbox, arguments), row: row, code: 99)
+        }
+      }
+    }
+
+    @Test(
+      "listen serial:PTY and hid:NODE this user may not open: exit 64 with `sudo usermod -aG <the node's group>`",
+      .enabled(if: Unprivileged.available, "needs root and setpriv to run capture as user 65534"))
+    func unreadableNode() async throws {
+      let sandbox = try Sandbox()
+      let pty = try ScannerPTY()
+      let hid = sandbox.path("event-scanner")
+      try sandbox.write(
+        "state/capture/devices.json",
+        stateFile([("serial:\(pty.slavePath)", "serial"), ("hid:\(hid)", "hid")]))
+      try Unprivileged.give(sandbox)
+      #expect(chmod(sandbox.statePath, 0o600) == 0)
+      guard mknod(hid, S_IFCHR | 0o660, (1 << 8) | 3) == 0 else {
+        Issue.record("mknod \(hid): \(String(cString: strerror(errno)))")
+        return
+      }
+      let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
+      #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
+
+      let serialRow = try await Self.doctorRow(sandbox, "serial", subject: pty.slavePath, unprivileged: true)
+      #expect(serialRow?.fix == "sudo usermod -aG \(HostFacts.nodeGroup(pty.slavePath) ?? "?") \"$USER\"")
+      Self.expectCause(
+        try await Unprivileged.capture(sandbox, ["listen", "serial:\(pty.slavePath)", "--count", "1"]),
+        row: serialRow, code: 64)
+
+      let hidRow = try await Self.doctorRow(sandbox, "input", subject: hid, unprivileged: true)
+      #expect(hidRow?.fix == #"sudo usermod -aG input "$USER""#)
+      Self.expectCause(
+        try await Unprivileged.capture(sandbox, ["listen", "hid:\(hid)", "--count", "1"]), row: hidRow,
+        code: 64)
+    }
+
+    @Test(
+      "Classic without AF_BLUETOOTH: connect --classic exits 32 with doctor's kernel-bluetooth cause (`sudo modprobe bluetooth`)",
+      .enabled(if: HostFacts.kernelLacksBluetooth, "the kernel here has AF_BLUETOOTH"))
+    func classicWithoutKernelSupport() async throws {
+      try await withRig { rig, sandbox in
+        let address = "00:06:66:0A:1B:2C"
+        try await rig.ctl(
+          "AddClassicDevice", address, "Barcode scanner", "0x000540",
+          "1101,A1220169-E854-473E-9CB5-873ACBDF1F13", "--", "-55", "true")
+        let row = try await Self.doctorRow(sandbox, "kernel-bluetooth")
+        #expect(row?.fix == "sudo modprobe bluetooth")
+        Self.expectCause(
+          try await sandbox.capture(["--timeout", "10s", "connect", address, "--classic"]), row: row, code: 32
+        )
+      }
+    }
+  }
+}

@@ -1,0 +1,207 @@
+import CaptureCore
+import Synchronization
+import Testing
+
+@testable import CaptureCLI
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Drivers whose only answer is the doctor's rows it was given; it records the request.
+private final class DoctorSystem: DeviceSystem, Sendable {
+  let rows: [HostCheck]
+  let requests = Mutex<[DiagnosisRequest]>([])
+  init(_ rows: [HostCheck]) { self.rows = rows }
+
+  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] {
+    requests.withLock { $0.append(request) }
+    return rows
+  }
+
+  static let none = CaptureError(.notSupported, "not in this test")
+  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
+    throw Self.none
+  }
+  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
+    async throws(CaptureError) -> Int
+  { throw Self.none }
+  func bluetoothdReachable(adapter: String?) async -> Bool { false }
+  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
+    async throws(CaptureError) -> [DiscoveredDeviceInfo]
+  { throw Self.none }
+  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
+    async throws(CaptureError) -> BluetoothDeviceInfo
+  { throw Self.none }
+  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
+  {
+    throw Self.none
+  }
+  func probeClassic(address: String, request: OpenRequest, name: String?)
+    async throws(CaptureError) -> ClassicProbe
+  { throw Self.none }
+  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? {
+    throw Self.none
+  }
+  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
+    throw Self.none
+  }
+  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { throw Self.none }
+  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device { throw Self.none }
+  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes { throw Self.none }
+  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+}
+
+private struct DoctorRun {
+  var status: Int32
+  var stdout: [String]
+  var stderr: [String]
+}
+
+private func doctor(_ arguments: [String], _ system: DoctorSystem, state: StateStore? = nil) async throws
+  -> DoctorRun
+{
+  let parsed = try ArgumentParser.parse(arguments)
+  let command = try #require(parsed.command)
+  let globals = try CaptureCLI.globalOptions(parsed)
+  var outTemplate = Array("/tmp/capture-doctor-out.XXXXXX".utf8CString)
+  var errTemplate = Array("/tmp/capture-doctor-err.XXXXXX".utf8CString)
+  let out = mkstemp(&outTemplate)
+  let err = mkstemp(&errTemplate)
+  try #require(out >= 0 && err >= 0)
+  defer {
+    outTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    errTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+  }
+  // Files, not a terminal: single spaces between the columns.
+  let output = Output(
+    mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: false, stdoutFD: out, stderrFD: err)
+  let context = Context(
+    globals: globals, output: output, state: state ?? StateStore(directory: "/nonexistent/capture-doctor"),
+    system: system)
+  let status = await CaptureCLI.run(command, parsed, context)
+  func lines(_ fd: Int32) -> [String] {
+    lseek(fd, 0, SEEK_SET)
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = read(fd, &buffer, buffer.count)
+      if n <= 0 { break }
+      bytes += buffer[0..<n]
+    }
+    close(fd)
+    return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+  }
+  return DoctorRun(status: status, stdout: lines(out), stderr: lines(err))
+}
+
+@Suite("capture doctor: rendering and exit status")
+struct DoctorCommandTests {
+  static let busFailure = HostCheck(
+    .systemBus, status: .failure, message: "cannot connect to the system bus at unix:path=/x: gone",
+    fix: "sudo systemctl start dbus", code: .notAvailable)
+  static let notChecked = HostCheck(
+    .bluetoothd, status: .failure,
+    message: "not checked: cannot connect to the system bus at unix:path=/x: gone",
+    code: .notAvailable)
+  static let adapterWarning = HostCheck(
+    .adapter, subject: "hci1", status: .warning, message: "powered off",
+    fix: "busctl set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true",
+    code: .notAvailable)
+  static let serialDenied = HostCheck(
+    .serial, subject: "/dev/ttyUSB0", status: .failure,
+    message: "permission denied: only group dialout may read and write it, and this user is not in it",
+    fix: "sudo usermod -aG dialout \"$USER\"", code: .fileAccessDenied)
+  static let zbar = HostCheck(.zbar, status: .ok, message: "ZBar 0.23.92")
+
+  @Test(
+    "plain: one STATUS CHECK[ SUBJECT]: MESSAGE[; fix: FIX] line per row, exit |code| of the first failure")
+  func plain() async throws {
+    let run = try await doctor(
+      ["doctor"],
+      DoctorSystem([Self.busFailure, Self.notChecked, Self.adapterWarning, Self.serialDenied, Self.zbar]))
+    #expect(run.status == 32)
+    #expect(
+      run.stdout == [
+        "failure system-bus: cannot connect to the system bus at unix:path=/x: gone; fix: sudo systemctl start dbus",
+        "failure bluetoothd: not checked: cannot connect to the system bus at unix:path=/x: gone",
+        "warning adapter hci1: powered off; fix: busctl set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true",
+        "failure serial /dev/ttyUSB0: permission denied: only group dialout may read and write it, and this user is not in it; fix: sudo usermod -aG dialout \"$USER\"",
+        "ok zbar: ZBar 0.23.92",
+      ])
+    #expect(
+      run.stderr == [
+        "capture: ESKT_NOTAVAILABLE (-32): doctor: 3 checks failed; the first: system-bus: cannot connect to the system bus at unix:path=/x: gone"
+      ])
+  }
+
+  @Test("-q prints only the warnings and failures")
+  func quiet() async throws {
+    let run = try await doctor(
+      ["-q", "doctor"], DoctorSystem([Self.zbar, Self.adapterWarning, Self.serialDenied]))
+    #expect(run.stdout.count == 2)
+    #expect(run.stdout[0].hasPrefix("warning adapter hci1: "))
+    #expect(run.stdout[1].hasPrefix("failure serial /dev/ttyUSB0: "))
+    #expect(run.status == 64)
+    #expect(
+      run.stderr == [
+        "capture: ESKT_FILEACCESSDENIED (-64): doctor: 1 check failed; the first: serial /dev/ttyUSB0: permission denied: only group dialout may read and write it, and this user is not in it"
+      ])
+  }
+
+  @Test("warnings alone do not fail: exit 0, nothing on stderr")
+  func warningsOnly() async throws {
+    let run = try await doctor(["doctor"], DoctorSystem([Self.adapterWarning, Self.zbar]))
+    #expect(run.status == 0)
+    #expect(run.stderr.isEmpty)
+  }
+
+  @Test(
+    "--json: one document, every key present, null where there is none, the error object beside the checks")
+  func json() async throws {
+    let run = try await doctor(
+      ["--json", "doctor"], DoctorSystem([Self.busFailure, Self.adapterWarning, Self.zbar]))
+    #expect(run.status == 32)
+    #expect(
+      run.stdout == [
+        #"{"checks":[{"check":"system-bus","code":-32,"fix":"sudo systemctl start dbus","message":"cannot connect to the system bus at unix:path=/x: gone","status":"failure","subject":null},{"check":"adapter","code":-32,"fix":"busctl set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true","message":"powered off","status":"warning","subject":"hci1"},{"check":"zbar","code":null,"fix":null,"message":"ZBar 0.23.92","status":"ok","subject":null}],"error":{"code":-32,"message":"doctor: 1 check failed; the first: system-bus: cannot connect to the system bus at unix:path=/x: gone","name":"ESKT_NOTAVAILABLE"},"failures":1,"warnings":1}"#
+      ])
+    #expect(run.stderr.count == 1)
+  }
+
+  @Test("--json with nothing failed: error is null, exit 0")
+  func jsonClean() async throws {
+    let run = try await doctor(["--json", "doctor"], DoctorSystem([Self.zbar]))
+    #expect(run.status == 0)
+    #expect(
+      run.stdout == [
+        #"{"checks":[{"check":"zbar","code":null,"fix":null,"message":"ZBar 0.23.92","status":"ok","subject":null}],"error":null,"failures":0,"warnings":0}"#
+      ])
+  }
+
+  @Test("--adapter and the remembered serial: and hid: nodes reach the drivers")
+  func request() async throws {
+    var template = Array("/tmp/capture-doctor-state.XXXXXX".utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    let directory = try #require(made.map { String(cString: $0) })
+    defer { _ = system("rm -rf '\(directory)'") }
+    let store = StateStore(directory: directory)
+    try store.remember(
+      RememberedDevice(
+        id: "serial:/dev/ttyACM3", alias: nil, name: "S", type: 0, transport: "serial", lastSeen: nil))
+    try store.remember(
+      RememberedDevice(
+        id: "hid:/dev/input/event7", alias: nil, name: "H", type: 0, transport: "hid", lastSeen: nil))
+    let fake = DoctorSystem([Self.zbar])
+    _ = try await doctor(["--adapter", "hci1", "doctor"], fake, state: store)
+    let seen = try #require(fake.requests.withLock { $0.first })
+    #expect(seen.adapter == "hci1")
+    #expect(Set(seen.rememberedNodes) == [FilePath("/dev/ttyACM3"), FilePath("/dev/input/event7")])
+  }
+
+  @Test("doctor takes no operands")
+  func operands() async throws {
+    let run = try await doctor(["doctor", "extra"], DoctorSystem([]))
+    #expect(run.status == 18)
+  }
+}
