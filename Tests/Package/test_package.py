@@ -85,8 +85,13 @@ def package():
     if len(debs) != 1:
         raise AssertionError(f"make deb made {debs} in {out}, expected one capture_*.deb")
     log(f"built {debs[0]} in {time.monotonic() - started:.0f} s")
-    _package["path"] = debs[0]
+    _package["path"], _package["dir"] = debs[0], out
     return debs[0]
+
+
+def tearDownModule():
+    if "dir" in _package:
+        shutil.rmtree(_package["dir"], ignore_errors=True)
 
 
 def field(deb, name):
@@ -208,6 +213,62 @@ class PackageTests(unittest.TestCase):
         # dpkg reads it back as the package's changelog.
         parsed = run(["dpkg-parsechangelog", "-l", "-", "-S", "Version"], input=text)
         self.assertEqual(parsed.stdout.strip(), version(), parsed.stderr)
+
+
+class ChangelogGeneratorTests(unittest.TestCase):
+    """scripts/debian-changelog on a CHANGELOG.md of its own: the entries it writes, and what it refuses."""
+
+    CONTROL = f"Source: capture\nMaintainer: {MAINTAINER}\n\nPackage: capture\n"
+
+    def generate(self, changelog):
+        with tempfile.TemporaryDirectory() as work:
+            paths = [os.path.join(work, "CHANGELOG.md"), os.path.join(work, "control")]
+            for path, text in zip(paths, [changelog, self.CONTROL]):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+            return run([os.path.join(REPO, "scripts/debian-changelog")] + paths)
+
+    def test_one_entry_per_release_newest_first_unreleased_left_out(self):
+        result = self.generate(
+            "# Changelog\n\nProse.\n\n## [Unreleased]\n\n### Added\n- not released yet\n\n"
+            "## [0.2.0] - 2027-01-31\n\n### Added\n- a new command `capture frobnicate DEVICE` that does a great many\n"
+            "  things, described at such length that the line is rewrapped\n- another one\n\n### Fixed\n- a fix\n\n"
+            "## [0.1.0] - 2026-12-02\n\n### Added\n- the first release\n")
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+        self.assertEqual(result.stdout, (
+            "capture (0.2.0) unstable; urgency=medium\n\n"
+            "  * Added:\n"
+            "    - a new command `capture frobnicate DEVICE` that does a great many things,\n"
+            "      described at such length that the line is rewrapped\n"
+            "    - another one\n"
+            "  * Fixed:\n"
+            "    - a fix\n\n"
+            f" -- {MAINTAINER}  Sun, 31 Jan 2027 00:00:00 +0000\n"
+            "\n"
+            "capture (0.1.0) unstable; urgency=medium\n\n"
+            "  * Added:\n"
+            "    - the first release\n\n"
+            f" -- {MAINTAINER}  Wed, 02 Dec 2026 00:00:00 +0000\n"))
+        parsed = run(["dpkg-parsechangelog", "-l", "-", "--all", "--format", "rfc822"], input=result.stdout)
+        self.assertEqual(re.findall(r"^Version: (.*)$", parsed.stdout, re.MULTILINE), ["0.2.0", "0.1.0"],
+                         parsed.stderr)
+
+    def test_refuses_a_changelog_without_a_release(self):
+        result = self.generate("# Changelog\n\n## [Unreleased]\n\n### Added\n- something\n")
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.stdout, "")
+        self.assertIn("has no released section", result.stderr)
+
+    def test_refuses_a_bullet_outside_a_subsection_and_an_empty_release(self):
+        result = self.generate("## [0.1.0] - 2026-12-02\n\n- a bullet with no ### heading\n")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("a bullet outside a ### subsection in [0.1.0]", result.stderr)
+        result = self.generate("## [0.1.0] - 2026-12-02\n\n### Added\n")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("[0.1.0] has no bullets", result.stderr)
+        result = self.generate("## [0.1.0] - 2026-02-30\n\n### Added\n- x\n")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("impossible date 2026-02-30", result.stderr)
 
 
 def mirror():
