@@ -149,6 +149,15 @@ struct HostCause: Sendable, Equatable {
           "permission denied: this user may not \(need) it (mode \(mode) gives its group \(group) no such access)",
         fix: nil, code: .fileAccessDenied)
     }
+    // Joining a group helps only when the mode gives that group the access, and never for group
+    // root (adding users to root is no fix): such a node needs a udev rule (udev(7) GROUP=, MODE=).
+    let groupGrants = node.needsWrite ? node.mode & 0o060 == 0o060 : node.mode & 0o040 != 0
+    if node.gid == 0 || !groupGrants {
+      return HostCause(
+        message:
+          "permission denied: this user may not \(need) it (mode \(mode), group \(group)); a udev rule must give it a group of this user (udev(7) GROUP=, MODE=)",
+        fix: nil, code: .fileAccessDenied)
+    }
     if node.userListedInGroup {
       return HostCause(
         message:
