@@ -88,7 +88,7 @@ struct ClassicRigTests {
       #expect(outcome.status == 32, "\(outcome)")
       #expect(
         outcome.errLines == [
-          "capture: ESKT_NOTAVAILABLE (-32): paired and trusted \(byUUID) through bluetoothd, then: no Bluetooth in this kernel/adapter: opening an RFCOMM socket: Address family not supported by protocol"
+          "capture: ESKT_NOTAVAILABLE (-32): paired and trusted \(byUUID) through bluetoothd, then: no Bluetooth in this kernel/adapter: the kernel has no Bluetooth support (socket(AF_BLUETOOTH): Address family not supported by protocol); Bluetooth Classic and every adapter need it; fix: sudo modprobe bluetooth (capture doctor checks the host)"
         ], "\(outcome)")
       #expect(outcome.stdout.isEmpty)
       #expect(!sandbox.exists(sandbox.statePath), "nothing remembered without an RFCOMM link")
