@@ -309,6 +309,65 @@ struct DoctorTests {
     }
   }
 
+  /// A directory (not in a sandbox: the rig starts first) holding `bluetoothd`, a script with `body`.
+  static func fakeBluetoothd(_ body: String) throws -> String {
+    var template = Array("/tmp/capture-fake-bluetoothd.XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw HarnessError(description: "mkdtemp: \(errno)") }
+    let directory = String(cString: made)
+    let path = directory + "/bluetoothd"
+    guard FileManager.default.createFile(atPath: path, contents: Data(("#!/bin/sh\n" + body + "\n").utf8)),
+      chmod(path, 0o755) == 0, chmod(directory, 0o755) == 0
+    else { throw HarnessError(description: "cannot write \(path)") }
+    return path
+  }
+
+  @Test(
+    "bluetoothd's version from its argv[0] when its exe link is not readable: 5.50 is a warning (older than 5.55)",
+    .enabled(if: Unprivileged.available, "needs root and setpriv to run doctor as user 65534"))
+  func oldBluetoothd() async throws {
+    let fake = try Self.fakeBluetoothd(#"[ "$1" = --version ] && echo 5.50"#)
+    defer { try? FileManager.default.removeItem(atPath: (fake as NSString).deletingLastPathComponent) }
+    try await withRig(reachableByAll: true, bluetoothdArgv0: fake) { rig, sandbox in
+      try Unprivileged.give(sandbox)
+      let pid = rig.mockPID ?? -1
+      let report = DoctorReport.json(try await Unprivileged.capture(sandbox, ["--json", "doctor"]))
+      let rows = report.rows("bluetoothd")
+      #expect(rows.count == 1)
+      if let row = rows.first {
+        #expect(row.status == "warning" && row.code == -32 && row.subject == nil, "\(row)")
+        #expect(row.message.hasPrefix("bluetoothd 5.50 is running (pid \(pid))"), "\(row)")
+      }
+      // Root reads the exe link (python3): no version asked, still ok.
+      let root = DoctorReport.json(try await sandbox.capture(["--json", "doctor"]))
+      let exe = HostFacts.executable(pid: pid, readableLink: true) ?? "?"
+      #expect(
+        root.rows("bluetoothd") == [
+          .ok("bluetoothd", "org.bluez is running (pid \(pid), \(exe)), version unknown")
+        ])
+    }
+  }
+
+  @Test(
+    "a bluetoothd --version that hangs or floods: doctor still ends within --timeout's bound and reports the daemon",
+    .enabled(if: Unprivileged.available, "needs root and setpriv to run doctor as user 65534"),
+    arguments: ["sleep 60", "exec yes 5.66"])
+  func hostileBluetoothdVersion(_ body: String) async throws {
+    let fake = try Self.fakeBluetoothd(body)
+    defer { try? FileManager.default.removeItem(atPath: (fake as NSString).deletingLastPathComponent) }
+    try await withRig(reachableByAll: true, bluetoothdArgv0: fake) { rig, sandbox in
+      try Unprivileged.give(sandbox)
+      let outcome = try await Unprivileged.capture(
+        sandbox, ["--timeout", "2s", "--json", "doctor"], timeLimit: 25)
+      #expect(!outcome.timedOut, "\(outcome)")
+      let report = DoctorReport.json(outcome)
+      let rows = report.rows("bluetoothd")
+      #expect(rows.count == 1, "\(outcome)")
+      #expect(rows.first?.message.contains("pid \(rig.mockPID ?? -1)") == true, "\(rows)")
+      #expect(rows.first?.status != "failure", "bluetoothd runs: \(rows)")
+      #expect(report.rows("adapter").map(\.status) == ["ok"])
+    }
+  }
+
   // MARK: device nodes and the state file
 
   @Test(

@@ -62,8 +62,9 @@ SERVICE = 'org.bluez.GattService1'
 CHAR = 'org.bluez.GattCharacteristic1'
 DESC = 'org.bluez.GattDescriptor1'
 
-# Adapter1.PowerState (BlueZ 5.66 doc/adapter-api.txt): "on", "off", the two transitions, and
-# "off-blocked" (rfkill blocks the controller). Powered is true only in "on".
+# Adapter1.PowerState (BlueZ doc/adapter-api.txt): "on", "off", the two transitions, and
+# "off-blocked" (rfkill blocks the controller). Powered is true only in "on". Debian 12's bluetoothd
+# 5.66, as the VM tier runs it (no --experimental), exports no PowerState: clients also read sysfs.
 POWER_STATES = ('on', 'off', 'off-enabling', 'on-disabling', 'off-blocked')
 
 AGENT_CAPABILITIES = ('DisplayOnly', 'DisplayYesNo', 'KeyboardOnly', 'NoInputNoOutput', 'KeyboardDisplay')

@@ -2,14 +2,16 @@
 '''The BlueZ test rig: a private "system" dbus-daemon carrying the bluez566.py mock.
 
   rig.py start [--dir DIR] [--param KEY=VALUE]... [--stop-with PID]
-               [--power-state STATE | --no-adapter] [--deny-bluez-for USER]...
+               [--power-state STATE | --no-adapter] [--deny-bluez-for USER]... [--bluetoothd-argv0 PATH]
                                                     start bus + mock, add hci0, print the environment;
                                                     --stop-with: stop the rig by itself when PID exits;
                                                     --power-state: hci0's Adapter1.PowerState (on, off,
                                                     off-blocked, ...); --no-adapter: no hci0;
                                                     --deny-bluez-for: the bus refuses USER's messages
                                                     to org.bluez (AccessDenied), as a system bus whose
-                                                    policy allows org.bluez to a group USER is not in
+                                                    policy allows org.bluez to a group USER is not in;
+                                                    --bluetoothd-argv0: the mock's argv[0] (what
+                                                    /proc/PID/cmdline names; the exe stays python3)
   rig.py stop [--dir DIR] [--keep]                  SIGKILL the bus (the mock exits with it), remove DIR
   rig.py restart-bluez [--dir DIR]                  kill the mock and start it again (bluetoothd restart)
   rig.py stop-bluez [--dir DIR]                     kill only the mock: the bus stays, org.bluez has no owner
@@ -86,6 +88,7 @@ class Rig:
         self.mock_pid = None
         self.params = {}
         self._conn = None
+        self.argv0 = None  # the mock's argv[0] when not the interpreter's path
         self._children = {}  # pid -> Popen of processes this object started (reaped by _wait_gone)
 
     # --- paths and state ------------------------------------------------------------------
@@ -109,6 +112,8 @@ class Rig:
         with open(self.env_file + '.tmp', 'w', encoding='utf-8') as f:
             f.write(self.env_text())
             f.write('RIG_PARAMS=%s\n' % json.dumps(self.params, separators=(',', ':')))
+            if self.argv0:
+                f.write('RIG_MOCK_ARGV0=%s\n' % self.argv0)
         os.replace(self.env_file + '.tmp', self.env_file)
 
     def load(self):
@@ -123,6 +128,7 @@ class Rig:
         self.bus_pid = int(values['RIG_BUS_PID'])
         self.mock_pid = int(values['RIG_MOCK_PID'])
         self.params = json.loads(values.get('RIG_PARAMS', '{}'))
+        self.argv0 = values.get('RIG_MOCK_ARGV0') or None
         return self
 
     # --- D-Bus ----------------------------------------------------------------------------
@@ -179,7 +185,7 @@ class Rig:
         os.chmod(self.dir, 0o755)
         return path
 
-    def start(self, params=None, adapter=DEFAULT_ADAPTER, power_state='on', deny_bluez_for=()):
+    def start(self, params=None, adapter=DEFAULT_ADAPTER, power_state='on', deny_bluez_for=(), argv0=None):
         '''Start the bus and the mock, add hci0 (in `power_state`; adapter=None: none). Returns
         self; environment() says where.'''
         import pwd
@@ -194,6 +200,7 @@ class Rig:
         self.params = {'StateFile': os.path.join(self.dir, 'bluetoothd-state.json')}
         self.params.update(params or {})
         config = self.bus_config(list(deny_bluez_for))
+        self.argv0 = argv0
         read_fd, write_fd = os.pipe()
         with open(os.path.join(self.dir, 'bus.log'), 'ab') as bus_log:
             bus = subprocess.Popen(['dbus-daemon', '--config-file=' + config, '--address=' + self.address,
@@ -223,8 +230,10 @@ class Rig:
         env['DBUS_SYSTEM_BUS_ADDRESS'] = self.address
         env.pop('DBUS_SESSION_BUS_ADDRESS', None)
         with open(os.path.join(self.dir, 'mock.log'), 'ab') as mock_log:
-            mock = subprocess.Popen([DEBIAN_PYTHON, '-m', 'dbusmock', '--system', '--template', TEMPLATE,
-                                     '-p', json.dumps(self.params)],
+            # argv[0] may name another program (a fake bluetoothd): /proc/PID/cmdline says it, while
+            # /proc/PID/exe is still the interpreter.
+            mock = subprocess.Popen([self.argv0 or DEBIAN_PYTHON, '-m', 'dbusmock', '--system', '--template',
+                                     TEMPLATE, '-p', json.dumps(self.params)], executable=DEBIAN_PYTHON,
                                     stdin=subprocess.DEVNULL, stdout=mock_log, stderr=mock_log, env=env,
                                     cwd=self.dir, start_new_session=True)
         self.mock_pid = mock.pid
@@ -384,6 +393,8 @@ def main(argv):
                          help="hci0's Adapter1.PowerState: on (default), off, off-blocked, off-enabling, "
                               'on-disabling')
     p_start.add_argument('--no-adapter', action='store_true', help='start without hci0 (no adapter at all)')
+    p_start.add_argument('--bluetoothd-argv0', metavar='PATH',
+                         help="the mock's argv[0], e.g. a script named bluetoothd that answers --version")
     p_start.add_argument('--deny-bluez-for', action='append', default=[], metavar='USER',
                          help="the bus refuses this user's messages to org.bluez (AccessDenied)")
     p_watch = sub.add_parser('_watch')
@@ -416,7 +427,7 @@ def main(argv):
             rig = Rig(directory)
             try:
                 rig.start(params, adapter=None if a.no_adapter else DEFAULT_ADAPTER, power_state=a.power_state,
-                          deny_bluez_for=a.deny_bluez_for)
+                          deny_bluez_for=a.deny_bluez_for, argv0=a.bluetoothd_argv0)
             except BaseException:
                 rig.stop(keep=True)
                 raise

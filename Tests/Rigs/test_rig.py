@@ -833,6 +833,17 @@ class StartOptionsTest(unittest.TestCase):
         self.assertEqual(pid.stdout.split()[-1], env['RIG_MOCK_PID'])
         self.assertIn(ADAPTER, self.adapters(env))
 
+    def test_bluetoothd_argv0_names_the_mock_in_cmdline_and_survives_a_restart(self):
+        env = self.start('--bluetoothd-argv0', '/opt/fake/bluetoothd')
+        pid = int(env['RIG_MOCK_PID'])
+        self.assertEqual(rigmod._cmdline(pid).split()[0], '/opt/fake/bluetoothd')
+        self.assertEqual(os.path.realpath('/proc/%d/exe' % pid), os.path.realpath(rigmod.DEBIAN_PYTHON))
+        self.assertIn(ADAPTER, self.adapters(env))
+        rig = rigmod.Rig(env['RIG_DIR']).load()
+        rig.restart_bluez()
+        self.assertEqual(rigmod._cmdline(rig.mock_pid).split()[0], '/opt/fake/bluetoothd')
+        rig.close()
+
     def test_deny_bluez_for_an_unknown_user_fails_the_start(self):
         import subprocess
         done = subprocess.run([self.script, 'start', '--deny-bluez-for', 'no-such-user-h14'], capture_output=True,

@@ -20,7 +20,7 @@ final class BlueZRig: @unchecked Sendable {
   /// `reachableByAll`: the rig directory is made 0755 so another user's process reaches the bus socket.
   init(
     parameters: [String: String] = ["TemporaryTimeout": "2"], powerState: String? = "on",
-    denyBluezFor: [String] = [], reachableByAll: Bool = false
+    denyBluezFor: [String] = [], reachableByAll: Bool = false, bluetoothdArgv0: String? = nil
   ) async throws {
     var arguments = [Self.rigScript, "start", "--stop-with", String(getpid())]
     for (key, value) in parameters.sorted(by: { $0.key < $1.key }) {
@@ -32,6 +32,7 @@ final class BlueZRig: @unchecked Sendable {
       arguments.append("--no-adapter")
     }
     for user in denyBluezFor { arguments += ["--deny-bluez-for", user] }
+    if let bluetoothdArgv0 { arguments += ["--bluetoothd-argv0", bluetoothdArgv0] }
     let outcome = try await Runner.run(
       "/usr/bin/python3", arguments, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
     guard outcome.status == 0 else { throw HarnessError(description: "rig.py start failed: \(outcome)") }
@@ -105,12 +106,13 @@ final class BlueZRig: @unchecked Sendable {
 /// Runs `body` with a fresh rig and always stops it.
 func withRig(
   _ parameters: [String: String] = ["TemporaryTimeout": "2"], powerState: String? = "on",
-  denyBluezFor: [String] = [], reachableByAll: Bool = false,
+  denyBluezFor: [String] = [], reachableByAll: Bool = false, bluetoothdArgv0: String? = nil,
   _ body: (BlueZRig, Sandbox) async throws -> Void
 ) async throws {
   let rig = try await BlueZRig(
-    parameters: parameters, powerState: powerState, denyBluezFor: denyBluezFor, reachableByAll: reachableByAll
-  )
+    parameters: parameters, powerState: powerState, denyBluezFor: denyBluezFor,
+    reachableByAll: reachableByAll,
+    bluetoothdArgv0: bluetoothdArgv0)
   do {
     try await body(rig, try rig.sandbox())
   } catch {
