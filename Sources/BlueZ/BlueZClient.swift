@@ -13,6 +13,9 @@ public final class BlueZClient: Sendable {
     self.adapterName = adapterName
   }
 
+  /// The adapter every command uses without `--adapter` (docs/architecture.md §1 GLOBAL).
+  public static let defaultAdapter = "hci0"
+
   /// Connects to the system bus and checks that bluetoothd is there.
   public static func connect(adapter: String?) async throws(CaptureError) -> BlueZClient {
     let bus: DBusConnection
@@ -26,7 +29,7 @@ public final class BlueZClient: Sendable {
       }
       throw CaptureError(.notAvailable, "cannot reach the system bus, so no Bluetooth: \(error.message)")
     }
-    let client = BlueZClient(bus: bus, adapterName: adapter ?? "hci0")
+    let client = BlueZClient(bus: bus, adapterName: adapter ?? defaultAdapter)
     let running: Bool
     do { running = try await bus.nameHasOwner(BlueZName.service) } catch {
       throw BlueZErrorMap.captureError(error, "asking for bluetoothd")

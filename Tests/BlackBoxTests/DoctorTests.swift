@@ -200,16 +200,26 @@ struct DoctorTests {
     }
   }
 
-  @Test("a blocked hci0 beside a powered hci1: a warning with `rfkill unblock bluetooth`")
+  @Test(
+    "a blocked hci0 beside a powered hci1: still a failure, since the commands use hci0 without --adapter; with --adapter hci1 a warning"
+  )
   func blockedBesideUsable() async throws {
     try await withRig(powerState: "off-blocked") { rig, sandbox in
       try await rig.ctl("AddAdapterInState", "hci1", hci1Address, "on")
       let runs = try await Self.doctor(sandbox)
       let expected =
         Self.rigBusRows(rig) + [
-          Self.softBlocked("hci0", status: "warning"), Self.adapterOK("hci1", hci1Address), Self.permissionOK,
+          Self.softBlocked("hci0"), Self.adapterOK("hci1", hci1Address), Self.permissionOK,
         ] + Self.hostRows(sandbox)
       DoctorExpect.verify(json: runs.json, plain: runs.plain, quiet: runs.quiet, expected: expected)
+      #expect(runs.json.status == 32)
+      let chosen = try await Self.doctor(sandbox, ["--adapter", "hci1"])
+      let expectedChosen =
+        Self.rigBusRows(rig) + [
+          Self.softBlocked("hci0", status: "warning"), Self.adapterOK("hci1", hci1Address), Self.permissionOK,
+        ] + Self.hostRows(sandbox)
+      DoctorExpect.verify(
+        json: chosen.json, plain: chosen.plain, quiet: chosen.quiet, expected: expectedChosen)
     }
   }
 
@@ -389,7 +399,11 @@ struct DoctorTests {
       }
       let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
       #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
+      // The tty as a USB serial adapter's node is: root:dialout, 0660.
+      let dialout = getgrnam("dialout").map { $0.pointee.gr_gid } ?? 0
+      #expect(chown(pty.slavePath, 0, dialout) == 0 && chmod(pty.slavePath, 0o660) == 0)
       let ptyGroup = HostFacts.nodeGroup(pty.slavePath) ?? "?"
+      #expect(ptyGroup == "dialout")
       let runs = try await Self.doctorUnprivileged(sandbox)
       let expected =
         Self.rigBusRows(rig, unprivileged: true) + [Self.adapterOK("hci0", hci0Address), Self.permissionOK]
@@ -707,9 +721,11 @@ extension DoctorTests {
       }
       let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
       #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
+      let dialout = getgrnam("dialout").map { $0.pointee.gr_gid } ?? 0
+      #expect(chown(pty.slavePath, 0, dialout) == 0 && chmod(pty.slavePath, 0o660) == 0)
 
       let serialRow = try await Self.doctorRow(sandbox, "serial", subject: pty.slavePath, unprivileged: true)
-      #expect(serialRow?.fix == "sudo usermod -aG \(HostFacts.nodeGroup(pty.slavePath) ?? "?") \"$USER\"")
+      #expect(serialRow?.fix == #"sudo usermod -aG dialout "$USER""#)
       Self.expectCause(
         try await Unprivileged.capture(sandbox, ["listen", "serial:\(pty.slavePath)", "--count", "1"]),
         row: serialRow, code: 64)

@@ -277,6 +277,20 @@ struct HostChecksTests {
     #expect(rows[0].code == .fileAccessDenied)
   }
 
+  @Test("a node only group root may open, or whose mode gives its group nothing: no usermod fix, a udev rule")
+  func nodeGroupCannotHelp() {
+    var root = Self.node("/dev/ttyUSB0", accessible: false, group: "root")
+    root.gid = 0
+    var closed = Self.node("/dev/ttyUSB1", accessible: false)
+    closed.mode = 0o20600
+    for row in HostChecks.nodes(.serial, [root, closed]) {
+      #expect(row.status == .failure)
+      #expect(row.fix == nil)
+      #expect(row.code == .fileAccessDenied)
+      #expect(row.message.contains("a udev rule"), "\(row.message)")
+    }
+  }
+
   @Test("a group without a name is named by its number in the fix")
   func nodeNumericGroup() {
     let rows = HostChecks.nodes(.input, [Self.node("/dev/input/event3", accessible: false, group: nil)])

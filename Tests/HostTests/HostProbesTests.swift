@@ -152,7 +152,7 @@ struct StateFileCheckTests {
       mode: 0o600)
     let row = HostChecks.stateFile(store(root).inspect())
     #expect(row.status == .ok)
-    #expect(row.message == "1 remembered devices")
+    #expect(row.message == "1 remembered device")
   }
 
   @Test("mode 0644 is a warning with chmod 600 and the quoted path")

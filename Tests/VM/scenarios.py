@@ -666,10 +666,10 @@ def doctor(ctx):
     host_rows = [
         {"check": "kernel-bluetooth", "code": None, "fix": None, "message": "AF_BLUETOOTH sockets available",
          "status": "ok", "subject": None},
-        node_row("input", [f"/dev/input/{p}" for p in inputs], os.R_OK, lambda n: f"{n} input devices readable",
+        node_row("input", [f"/dev/input/{p}" for p in inputs], os.R_OK, lambda n: f"{n} input devices readable" if n != 1 else "1 input device readable",
                  "no input devices (/dev/input/event*)"),
-        node_row("serial", serial, os.R_OK | os.W_OK, lambda n: f"{n} serial devices readable", "no serial devices"),
-        node_row("video", video, os.R_OK, lambda n: f"{n} cameras readable", "no cameras (/dev/video*)"),
+        node_row("serial", serial, os.R_OK | os.W_OK, lambda n: f"{n} serial devices readable" if n != 1 else "1 serial device readable", "no serial devices"),
+        node_row("video", video, os.R_OK, lambda n: f"{n} cameras readable" if n != 1 else "1 camera readable", "no cameras (/dev/video*)"),
         {"check": "state-file", "code": None, "fix": None, "message": "no state file yet", "status": "ok",
          "subject": state_path},
         {"check": "zbar", "code": None, "fix": None, "message": zbar_version(), "status": "ok", "subject": None},

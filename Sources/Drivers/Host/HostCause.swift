@@ -96,10 +96,15 @@ struct HostCause: Sendable, Equatable {
       "no Bluetooth adapter (bluetoothd sees none): plug one in; dmesg | grep -i bluetooth shows why the kernel has none",
     fix: nil, code: .notAvailable)
 
-  static func adapterMissing(_ name: String, known: [String]) -> HostCause {
-    HostCause(
-      message: "no Bluetooth adapter \(name) (bluetoothd has: \(known.joined(separator: ", ")))", fix: nil,
-      code: .notAvailable)
+  /// The adapter the commands would use is not there. Without `--adapter` that is the default hci0,
+  /// so the way out is naming one bluetoothd has.
+  static func adapterMissing(_ name: String, known: [String], chosen: Bool = true) -> HostCause {
+    let have = known.joined(separator: ", ")
+    return HostCause(
+      message: chosen
+        ? "no Bluetooth adapter \(name) (bluetoothd has: \(have))"
+        : "no Bluetooth adapter \(name), the default (bluetoothd has: \(have)); pass --adapter \(known[0])",
+      fix: nil, code: .notAvailable)
   }
 
   /// Powered off. bluetoothctl acts on its default controller, the first adapter; any other is powered
@@ -185,7 +190,7 @@ struct HostCause: Sendable, Equatable {
   static func stateTooOpen(_ count: Int, mode: UInt32, path: String) -> HostCause {
     HostCause(
       message:
-        "\(count) remembered devices; mode 0\(String(mode & 0o777, radix: 8)) lets other users read it (0600 expected)",
+        "\(counted(count, "remembered device")); mode 0\(String(mode & 0o777, radix: 8)) lets other users read it (0600 expected)",
       fix: "chmod 600 \(quoted(path))", code: .fileAccessDenied)
   }
 }

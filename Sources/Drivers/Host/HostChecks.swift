@@ -104,8 +104,9 @@ enum HostChecks {
     }
   }
 
-  /// One row per adapter (failure for the selected one, or for every one when none is usable; warning
-  /// for another that is not usable), or one row when there is none or it could not be looked at.
+  /// One row per adapter: a failure for the adapter the commands will use (`--adapter`, else the
+  /// default hci0, as discover/connect/listen do) when it is not usable or not there, a warning for
+  /// any other that is not usable; one row when there is none or they could not be looked at.
   static func adapters(
     _ facts: BlueZHostFacts, rfkill: [String: RfkillState], selected: String?, daemonRow: HostCheck,
     permissionRow: HostCheck
@@ -118,11 +119,12 @@ enum HostChecks {
     let causes = adapters.map {
       cause(of: $0, rfkill: rfkill[$0.name], isDefault: $0.name == adapters[0].name)
     }
-    let noneUsable = causes.allSatisfy { $0 != nil }
+    let target = selected ?? BlueZClient.defaultAdapter
     var rows: [HostCheck] = []
-    if let selected, !adapters.contains(where: { $0.name == selected }) {
+    if !adapters.contains(where: { $0.name == target }) {
       rows.append(
-        HostCause.adapterMissing(selected, known: adapters.map(\.name)).row(.adapter, subject: selected))
+        HostCause.adapterMissing(target, known: adapters.map(\.name), chosen: selected != nil).row(
+          .adapter, subject: target))
     }
     for (adapter, cause) in zip(adapters, causes) {
       guard let cause else {
@@ -132,7 +134,7 @@ enum HostChecks {
             message: "\(adapter.name) \(adapter.address), powered"))
         continue
       }
-      let failing = selected.map { $0 == adapter.name } ?? noneUsable
+      let failing = adapter.name == target
       rows.append(cause.row(.adapter, subject: adapter.name, status: failing ? .failure : .warning))
     }
     return rows
@@ -162,11 +164,11 @@ enum HostChecks {
     let message: String
     switch (kind, nodes.count) {
     case (.input, 0): message = "no input devices (/dev/input/event*)"
-    case (.input, let n): message = "\(n) input devices readable"
+    case (.input, let n): message = "\(counted(n, "input device")) readable"
     case (.serial, 0): message = "no serial devices"
-    case (.serial, let n): message = "\(n) serial devices readable"
+    case (.serial, let n): message = "\(counted(n, "serial device")) readable"
     case (.video, 0): message = "no cameras (/dev/video*)"
-    case (_, let n): message = "\(n) cameras readable"
+    case (_, let n): message = "\(counted(n, "camera")) readable"
     }
     return [HostCheck(kind, status: .ok, message: message)]
   }
@@ -181,7 +183,7 @@ enum HostChecks {
           .stateFile, subject: path, status: .warning)
       }
       return HostCheck(
-        .stateFile, subject: path, status: .ok, message: "\(state.devices.count) remembered devices")
+        .stateFile, subject: path, status: .ok, message: counted(state.devices.count, "remembered device"))
     case .failure(let error):
       let cause: HostCause
       switch error.code {
@@ -193,3 +195,6 @@ enum HostChecks {
     }
   }
 }
+
+/// "1 serial device", "2 serial devices": rows are read by people first.
+func counted(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }

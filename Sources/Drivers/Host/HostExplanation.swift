@@ -1,3 +1,4 @@
+import BlueZ
 import CaptureCore
 
 /// A command that failed for a host reason names the cause `capture doctor` would find, in its one
@@ -18,6 +19,9 @@ enum HostExplanation {
   static func explain(
     _ error: CaptureError, adapter: String?, route: Route, doctor: HostDoctor = HostDoctor()
   ) async -> CaptureError {
+    if error.code == .communicationError, route != .blueZ, !error.message.hasSuffix(HostCause.pointer) {
+      return await explainClassicLink(error, adapter: adapter, doctor: doctor)
+    }
     guard error.code == .notAvailable || error.code == .bluetoothPermissionMissing,
       !error.message.hasSuffix(HostCause.pointer)
     else { return error }
@@ -26,7 +30,7 @@ enum HostExplanation {
       if kernel.status == .failure { return cause(kernel).explaining(error) }
     }
     // The drivers use hci0 when no --adapter names one (BlueZClient).
-    let rows = await doctor.bluetoothRows(selected: adapter ?? "hci0")
+    let rows = await doctor.bluetoothRows(selected: adapter ?? BlueZClient.defaultAdapter)
     if let row = firstCause(rows, code: error.code) {
       var causes = [(cause(row), row.subject)]
       if route == .either, row.kind == .systemBus || row.kind == .bluetoothd {
@@ -40,6 +44,22 @@ enum HostExplanation {
       if kernel.status == .failure { return cause(kernel).explaining(error) }
     }
     return error
+  }
+
+  /// A Classic link that failed (SDP or RFCOMM connect: EHOSTUNREACH, ENETDOWN) over an adapter that is
+  /// powered off or blocked by rfkill failed because of the adapter, not the scanner: the kernel answers
+  /// "No route to host" for a down controller. Then it is NOTAVAILABLE with the adapter's cause, as
+  /// doctor reports it; a usable adapter (or one bluetoothd cannot tell about) leaves the error as it is.
+  static func explainClassicLink(_ error: CaptureError, adapter: String?, doctor: HostDoctor) async
+    -> CaptureError
+  {
+    let rows = await doctor.bluetoothRows(selected: adapter ?? BlueZClient.defaultAdapter)
+    guard
+      let row = rows.first(where: {
+        $0.kind == .adapter && $0.status == .failure && !$0.message.hasPrefix(HostCause.notCheckedPrefix)
+      })
+    else { return error }
+    return explaining(CaptureError(.notAvailable, error.message), [(cause(row), row.subject)])
   }
 
   /// The first failure that is a cause (not a "not checked" row), preferring one with the error's own

@@ -363,13 +363,15 @@ enum HostFacts {
     let video = glob("/dev/video*")
     return nodeRows(
       check: "input", nodes: input, mode: R_OK, uid: uid, gid: gid,
-      okMany: { "\($0) input devices readable" },
+      okMany: { $0 == 1 ? "1 input device readable" : "\($0) input devices readable" },
       none: "no input devices (/dev/input/event*)", defaultGroup: "input")
       + nodeRows(
         check: "serial", nodes: serial, mode: R_OK | W_OK, uid: uid, gid: gid,
-        okMany: { "\($0) serial devices readable" }, none: "no serial devices", defaultGroup: "dialout")
+        okMany: { $0 == 1 ? "1 serial device readable" : "\($0) serial devices readable" },
+        none: "no serial devices", defaultGroup: "dialout")
       + nodeRows(
-        check: "video", nodes: video, mode: R_OK, uid: uid, gid: gid, okMany: { "\($0) cameras readable" },
+        check: "video", nodes: video, mode: R_OK, uid: uid, gid: gid,
+        okMany: { $0 == 1 ? "1 camera readable" : "\($0) cameras readable" },
         none: "no cameras (/dev/video*)", defaultGroup: "video")
   }
 
