@@ -12,7 +12,7 @@ public protocol HostDiagnostics: Sendable {
 
 /// What `doctor` was asked to look at.
 public struct DiagnosisRequest: Sendable {
-  /// `--adapter`: the adapter the user means; nil is every adapter (a failure only when none is usable).
+  /// `--adapter`: the adapter the user means; nil is the default the commands use (hci0).
   public var adapter: String?
   /// The state file `doctor` inspects (read only: a corrupt one is reported, never moved aside).
   public var state: StateStore
