@@ -129,8 +129,9 @@ struct HardeningImageTests {
     defer { server.stop() }
     let outcome = try await sandbox.capture(
       ["get", "tcp://127.0.0.1:\(server.port)", "friendly-name"], timeLimit: 30)
-    #expect(outcome.status != 0, "\(outcome)")
-    #expect(outcome.elapsed < 5, "\(outcome)")
+    // Refused for its size (38, the bound), not for its silence (42, the answer timeout): the message
+    // and the code say which, whatever the machine's load.
+    #expect(outcome.status == 38, "\(outcome)")
     #expect(outcome.err.contains("sent more than 1 MiB without answering"), "\(outcome)")
   }
 
@@ -407,9 +408,10 @@ final class NoiseServer: Sendable {
     Thread.detachNewThread { [self] in
       let client = accept(fd, nil, nil)
       guard client >= 0 else { return }
-      var noise = [UInt8](repeating: 0, count: 1 << 16)
+      // Random once, then sent as fast as the socket takes it: making fresh noise byte by byte for
+      // every send (a debug build, a loaded machine) paced the flood below the answer timeout.
+      let noise = (0..<(1 << 16)).map { _ in UInt8.random(in: 0...255) }
       while !stopped.load(ordering: .relaxed) {
-        for i in noise.indices { noise[i] = UInt8.random(in: 0...255) }
         if send(client, noise, noise.count, Int32(MSG_NOSIGNAL)) < 0 { break }
       }
       close(client)

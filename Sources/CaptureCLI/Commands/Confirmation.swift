@@ -74,22 +74,6 @@ struct ConfirmCommand: HostJudge {
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_adddup2(&actions, input[0], 0)
     posix_spawn_file_actions_adddup2(&actions, 2, 1)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    // A child must not inherit capture's blocked signals or ignored SIGPIPE (docs/swift-on-linux.md:
-    // children of Swift threads inherit a blocked mask), and gets its own process group so a
-    // timed-out command is killed with everything it started.
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for s in [SIGPIPE, SIGINT, SIGTERM] { sigaddset(&defaults, s) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setpgroup(&attributes, 0)
-    posix_spawnattr_setflags(
-      &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
     var environment: [String] = []
     var entry = environ
@@ -99,17 +83,11 @@ struct ConfirmCommand: HostJudge {
       entry += 1
     }
     environment.append("CAPTURE_EVENT=" + eventJSON)
-    let words: [String] = ["/bin/sh", "-c", command]
-    let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-    let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-    defer {
-      for p in argv { free(p) }
-      for p in envp { free(p) }
-    }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
+    // ChildProcess: no inherited blocked signals or ignored SIGPIPE, and a process group of its own
+    // so a timed-out command is killed with everything it started.
+    let spawned = ChildProcess.spawn("/bin/sh", ["-c", command], environment: environment, actions: &actions)
     close(input[0])
-    guard spawned == 0 else {
+    guard case .success(let pid) = spawned else {
       close(input[1])
       return nil
     }

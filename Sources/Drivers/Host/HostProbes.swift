@@ -99,34 +99,17 @@ struct HostProbes: Sendable {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    // No blocked signals and no ignored SIGPIPE for the child (docs/swift-on-linux.md: children of
-    // Swift threads inherit a blocked mask).
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for s in [SIGPIPE, SIGINT, SIGTERM] { sigaddset(&defaults, s) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    // A process group of its own, so a timed-out child is killed with anything it started.
-    posix_spawnattr_setpgroup(&attributes, 0)
-    posix_spawnattr_setflags(
-      &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-    let environment = ["LC_ALL=C"]
-    let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-    defer {
-      for p in argv { free(p) }
-      for p in envp { free(p) }
+    // LC_ALL=C: the version line in the one language it is parsed in.
+    guard
+      case .success(let pid) = ChildProcess.spawn(
+        path, arguments, environment: ["LC_ALL=C"], actions: &actions)
+    else {
+      close(fds[1])
+      close(fds[0])
+      return nil
     }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
     close(fds[1])
     defer { close(fds[0]) }
-    guard spawned == 0 else { return nil }
     let output = readBounded(fds[0], timeout: timeout, cancellation: cancellation)
     var status: Int32 = 0
     if waitpid(pid, &status, WNOHANG) != pid {
