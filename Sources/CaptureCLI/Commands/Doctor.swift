@@ -11,8 +11,7 @@ enum DoctorCommand {
   }
 
   static func run(_ options: Options, _ context: Context) async -> CommandOutcome {
-    let request = DiagnosisRequest(
-      adapter: context.globals.adapter, state: context.state, rememberedNodes: rememberedNodes(context.state))
+    let request = DiagnosisRequest(adapter: context.globals.adapter, state: context.state)
     let system = context.system
     let checks = Task { await system.diagnose(request) }
     // --timeout: the checks' waits (bus calls, bluetoothd --version) end when the task is cancelled,
@@ -29,18 +28,6 @@ enum DoctorCommand {
     }
     guard let error else { return .success }
     return .failures([error], documented: true)
-  }
-
-  /// The `serial:` and `hid:` nodes of the remembered devices, read without moving a corrupt state
-  /// file aside (`doctor` reports it instead).
-  static func rememberedNodes(_ store: StateStore) -> [FilePath] {
-    guard case .success(let state?) = store.inspect().result else { return [] }
-    return state.devices.compactMap { device in
-      switch try? DeviceSelector.parse(device.id) {
-      case .serial(let path, _), .hid(let path): FilePath(path)
-      default: nil
-      }
-    }
   }
 
   /// `STATUS CHECK[ SUBJECT]: MESSAGE[; fix: FIX]` as columns (aligned on a terminal only).

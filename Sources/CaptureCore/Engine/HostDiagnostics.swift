@@ -14,16 +14,14 @@ public protocol HostDiagnostics: Sendable {
 public struct DiagnosisRequest: Sendable {
   /// `--adapter`: the adapter the user means; nil is the default the commands use (hci0).
   public var adapter: String?
-  /// The state file `doctor` inspects (read only: a corrupt one is reported, never moved aside).
+  /// The state file `doctor` inspects (read only: a corrupt one is reported, never moved aside); the
+  /// device nodes its remembered `serial:` and `hid:` devices name are checked besides those found
+  /// under /dev.
   public var state: StateStore
-  /// Device nodes the user's remembered devices name (`serial:` and `hid:` selectors), checked
-  /// besides the nodes found under /dev.
-  public var rememberedNodes: [FilePath]
 
-  public init(adapter: String?, state: StateStore, rememberedNodes: [FilePath]) {
+  public init(adapter: String?, state: StateStore) {
     self.adapter = adapter
     self.state = state
-    self.rememberedNodes = rememberedNodes
   }
 }
 

@@ -91,7 +91,6 @@ struct HostDoctor: Sendable {
     let names = Self.adapterNames(facts)
     let (probes, bluetooth, bound) = (self.probes, self.bluetooth, self.bound)
     let store = request.state
-    let remembered = request.rememberedNodes.map { $0.string ?? $0.description }
     return await BlockingExecutor.shared.run { cancellation in
       let state = store.inspect()
       var local = LocalFacts(state: state)
@@ -116,9 +115,6 @@ struct HostDoctor: Sendable {
       }
       for path in hidPaths { add(path, .input) }
       for path in serialPaths { add(path, .serial) }
-      for path in remembered {
-        add(path, hidPaths.contains(path) || path.hasPrefix("/dev/input/") ? .input : .serial)
-      }
       return local
     }
   }
