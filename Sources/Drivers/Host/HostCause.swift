@@ -82,12 +82,14 @@ struct HostCause: Sendable, Equatable {
 
   /// The bus policy denies this user org.bluez (the `bluetooth` group's rule in BlueZ's
   /// /usr/share/dbus-1/system.d/bluetooth.conf on Debian).
-  static func bluezAccessDenied(_ detail: String) -> HostCause {
-    HostCause(
-      message:
-        "the system bus denies this user org.bluez (AccessDenied: \(detail)); after adding the user to the bluetooth group, log in again",
-      fix: "sudo usermod -aG bluetooth \"$USER\"", code: .bluetoothPermissionMissing)
-  }
+  /// The bus policy refused a call to org.bluez. dbus-daemon's own text ("Rejected send message, N
+  /// matched rules; type=…, sender=":1.42" (uid=… pid=…) …") names this connection and process, so it
+  /// differs run to run and says nothing a user can act on: the row names the policy and the group
+  /// BlueZ's own D-Bus policy lets through (bluetooth.conf, `<policy group="bluetooth">`).
+  static let bluezAccessDenied = HostCause(
+    message:
+      "the system bus's policy denies this user org.bluez (AccessDenied); after adding the user to the bluetooth group, log in again",
+    fix: "sudo usermod -aG bluetooth \"$USER\"", code: .bluetoothPermissionMissing)
 
   // MARK: adapters
 

@@ -96,7 +96,7 @@ enum HostChecks {
     switch facts.objects {
     case .answered:
       return HostCheck(.bluezPermission, status: .ok, message: "this user may talk to org.bluez")
-    case .denied(let message): return HostCause.bluezAccessDenied(message).row(.bluezPermission)
+    case .denied: return HostCause.bluezAccessDenied.row(.bluezPermission)
     case .failed(let name, let message):
       return HostCause.busCallFailed("GetManagedObjects on org.bluez", name: name, message: message).row(
         .bluezPermission)
