@@ -29,6 +29,28 @@ private func stateFile(_ ids: [(id: String, transport: String)]) -> String {
   return #"{"schemaVersion":1,"devices":["# + devices.joined(separator: ",") + "]}"
 }
 
+/// A pty remembered as `serial:` (root:dialout 0660, as a USB serial adapter's node is) and a
+/// character device remembered as `hid:` (1:3, what /dev/null is; root:input 0660) in `sandbox`'s
+/// state file, which user 65534 may read but neither node; nil, with the issue recorded, when mknod
+/// is refused.
+private func rememberUnreadableNodes(_ sandbox: Sandbox) throws -> (pty: ScannerPTY, hid: String)? {
+  let pty = try ScannerPTY()
+  let hid = sandbox.path("event-scanner")
+  try sandbox.write(
+    "state/capture/devices.json", stateFile([("serial:\(pty.slavePath)", "serial"), ("hid:\(hid)", "hid")]))
+  try Unprivileged.give(sandbox)
+  #expect(chmod(sandbox.statePath, 0o600) == 0)
+  guard mknod(hid, S_IFCHR | 0o660, (1 << 8) | 3) == 0 else {
+    Issue.record("mknod \(hid): \(String(cString: strerror(errno)))")
+    return nil
+  }
+  let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
+  #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
+  let dialout = getgrnam("dialout").map { $0.pointee.gr_gid } ?? 0
+  #expect(chown(pty.slavePath, 0, dialout) == 0 && chmod(pty.slavePath, 0o660) == 0)
+  return (pty, hid)
+}
+
 private let twoBLEDevices = stateFile([("00:11:22:7E:F6:19", "ble"), ("00:11:22:7E:F6:1A", "ble")])
 
 @Suite("capture doctor: every check, its fix and the exit status")
@@ -385,23 +407,7 @@ struct DoctorTests {
     .enabled(if: Unprivileged.available, "needs root and setpriv to run doctor as user 65534"))
   func unreadableNodes() async throws {
     try await withRig(reachableByAll: true) { rig, sandbox in
-      let pty = try ScannerPTY()
-      let hid = sandbox.path("event-scanner")
-      try sandbox.write(
-        "state/capture/devices.json",
-        stateFile([("serial:\(pty.slavePath)", "serial"), ("hid:\(hid)", "hid")]))
-      try Unprivileged.give(sandbox)
-      #expect(chmod(sandbox.statePath, 0o600) == 0)
-      // A character device (1:3, what /dev/null is) owned by root:input, 0660: readable to the input group.
-      guard mknod(hid, S_IFCHR | 0o660, (1 << 8) | 3) == 0 else {
-        Issue.record("mknod \(hid): \(String(cString: strerror(errno)))")
-        return
-      }
-      let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
-      #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
-      // The tty as a USB serial adapter's node is: root:dialout, 0660.
-      let dialout = getgrnam("dialout").map { $0.pointee.gr_gid } ?? 0
-      #expect(chown(pty.slavePath, 0, dialout) == 0 && chmod(pty.slavePath, 0o660) == 0)
+      guard let (pty, hid) = try rememberUnreadableNodes(sandbox) else { return }
       let ptyGroup = HostFacts.nodeGroup(pty.slavePath) ?? "?"
       #expect(ptyGroup == "dialout")
       let runs = try await Self.doctorUnprivileged(sandbox)
@@ -708,21 +714,7 @@ extension DoctorTests {
       .enabled(if: Unprivileged.available, "needs root and setpriv to run capture as user 65534"))
     func unreadableNode() async throws {
       let sandbox = try Sandbox()
-      let pty = try ScannerPTY()
-      let hid = sandbox.path("event-scanner")
-      try sandbox.write(
-        "state/capture/devices.json",
-        stateFile([("serial:\(pty.slavePath)", "serial"), ("hid:\(hid)", "hid")]))
-      try Unprivileged.give(sandbox)
-      #expect(chmod(sandbox.statePath, 0o600) == 0)
-      guard mknod(hid, S_IFCHR | 0o660, (1 << 8) | 3) == 0 else {
-        Issue.record("mknod \(hid): \(String(cString: strerror(errno)))")
-        return
-      }
-      let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
-      #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
-      let dialout = getgrnam("dialout").map { $0.pointee.gr_gid } ?? 0
-      #expect(chown(pty.slavePath, 0, dialout) == 0 && chmod(pty.slavePath, 0o660) == 0)
+      guard let (pty, hid) = try rememberUnreadableNodes(sandbox) else { return }
 
       let serialRow = try await Self.doctorRow(sandbox, "serial", subject: pty.slavePath, unprivileged: true)
       #expect(serialRow?.fix == #"sudo usermod -aG dialout "$USER""#)
