@@ -730,6 +730,27 @@ extension DoctorTests {
     }
 
     @Test(
+      "a remembered tty only root may open (root:root 0600): doctor and listen give it group dialout (chgrp, chmod g+rw, usermod)",
+      .enabled(if: Unprivileged.available, "needs root and setpriv to run capture as user 65534"))
+    func rootOnlyNode() async throws {
+      let sandbox = try Sandbox()
+      guard let (pty, _) = try rememberUnreadableNodes(sandbox) else { return }
+      #expect(chown(pty.slavePath, 0, 0) == 0 && chmod(pty.slavePath, 0o600) == 0)
+      let quoted = "'\(pty.slavePath)'"
+      let row = try await Self.doctorRow(sandbox, "serial", subject: pty.slavePath, unprivileged: true)
+      #expect(
+        row?.fix
+          == "sudo chgrp dialout \(quoted) && sudo chmod g+rw \(quoted) && sudo usermod -aG dialout \"$USER\""
+      )
+      #expect(
+        row?.message.contains("only root may read and write it (mode 0600, group root)") == true,
+        "\(String(describing: row))")
+      Self.expectCause(
+        try await Unprivileged.capture(sandbox, ["listen", "serial:\(pty.slavePath)", "--count", "1"]),
+        row: row, code: 64)
+    }
+
+    @Test(
       "Classic without AF_BLUETOOTH: connect --classic exits 32 with doctor's kernel-bluetooth cause (`sudo modprobe bluetooth`)",
       .enabled(if: HostFacts.kernelLacksBluetooth, "the kernel here has AF_BLUETOOTH"))
     func classicWithoutKernelSupport() async throws {

@@ -281,18 +281,37 @@ struct HostChecksTests {
     #expect(rows[0].code == .fileAccessDenied)
   }
 
-  @Test("a node only group root may open, or whose mode gives its group nothing: no usermod fix, a udev rule")
+  @Test(
+    "a node of group root gets the kind's usual group (chgrp, chmod g+, usermod); one whose mode shuts its group out gets chmod g+ and usermod"
+  )
   func nodeGroupCannotHelp() {
     var root = Self.node("/dev/ttyUSB0", accessible: false, group: "root")
     root.gid = 0
     var closed = Self.node("/dev/ttyUSB1", accessible: false)
     closed.mode = 0o20600
-    for row in HostChecks.nodes(.serial, [root, closed]) {
+    let rows = HostChecks.nodes(.serial, [root, closed])
+    #expect(
+      rows.map(\.fix) == [
+        #"sudo chgrp dialout '/dev/ttyUSB0' && sudo chmod g+rw '/dev/ttyUSB0' && sudo usermod -aG dialout "$USER""#,
+        #"sudo chmod g+rw '/dev/ttyUSB1' && sudo usermod -aG dialout "$USER""#,
+      ])
+    for row in rows {
       #expect(row.status == .failure)
-      #expect(row.fix == nil)
       #expect(row.code == .fileAccessDenied)
-      #expect(row.message.contains("a udev rule"), "\(row.message)")
+      #expect(
+        row.message.contains(#"a udev rule with GROUP="dialout", MODE="0660" makes it last"#),
+        "\(row.message)")
     }
+    var member = closed
+    member.processHasGroup = true
+    #expect(HostChecks.nodes(.serial, [member]).map(\.fix) == ["sudo chmod g+rw '/dev/ttyUSB1'"])
+    var event = root
+    event.path = "/dev/input/event3"
+    event.needsWrite = false
+    #expect(
+      HostChecks.nodes(.input, [event]).map(\.fix) == [
+        #"sudo chgrp input '/dev/input/event3' && sudo chmod g+r '/dev/input/event3' && sudo usermod -aG input "$USER""#
+      ])
   }
 
   @Test("a group without a name is named by its number in the fix")

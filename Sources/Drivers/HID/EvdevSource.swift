@@ -248,7 +248,7 @@ final class EvdevSource {
     switch error.code {
     case ENOENT, ENOTDIR: CaptureError(.fileNotFound, "input device \(path) not found")
     case EACCES, EPERM:
-      HostExplanation.nodeDenied(path, needsWrite: false, context: "input device \(path)")
+      HostExplanation.nodeDenied(path, kind: .input, context: "input device \(path)")
         ?? CaptureError(
           .fileAccessDenied,
           "input device \(path): permission denied (add yourself to the 'input' group, or a udev rule granting access)"

@@ -146,23 +146,42 @@ struct HostCause: Sendable, Equatable {
   // MARK: device nodes and the state file
 
   /// A device node this process may not open as `doctor` checked it (read, or read and write).
-  static func nodeDenied(_ node: NodeAccess) -> HostCause {
+  /// `usualGroup` is the group Debian's udev rules give such nodes (input for /dev/input/event*,
+  /// dialout for ttys, video for cameras): the one to give a node that only root's group has.
+  static func nodeDenied(_ node: NodeAccess, usualGroup: String) -> HostCause {
     let need = node.needsWrite ? "read and write" : "read"
     let group = node.groupName ?? String(node.gid)
     let mode = "0" + String(node.mode & 0o777, radix: 8)
-    if node.processHasGroup {
-      return HostCause(
-        message:
-          "permission denied: this user may not \(need) it (mode \(mode) gives its group \(group) no such access)",
-        fix: nil, code: .fileAccessDenied)
-    }
-    // Joining a group helps only when the mode gives that group the access, and never for group
-    // root (adding users to root is no fix): such a node needs a udev rule (udev(7) GROUP=, MODE=).
     let groupGrants = node.needsWrite ? node.mode & 0o060 == 0o060 : node.mode & 0o040 != 0
-    if node.gid == 0 || !groupGrants {
+    let path = quoted(node.path)
+    let bits = node.needsWrite ? "rw" : "r"
+    // Joining group root is no fix, nor joining a group the mode gives nothing: the node itself
+    // must change. chgrp/chmod fix it now; udev makes the node again on every plug and boot, so
+    // only a rule (udev(7) GROUP=, MODE=) makes it last.
+    func lasting(_ target: String) -> String {
+      "until it is plugged again: a udev rule with GROUP=\"\(target)\", MODE=\"06\(node.needsWrite ? "6" : "4")0\" makes it last"
+    }
+    if node.gid == 0 {
       return HostCause(
         message:
-          "permission denied: this user may not \(need) it (mode \(mode), group \(group)); a udev rule must give it a group of this user (udev(7) GROUP=, MODE=)",
+          "permission denied: only root may \(need) it (mode \(mode), group root); the fix gives it group \(usualGroup) \(lasting(usualGroup))",
+        fix:
+          "sudo chgrp \(usualGroup) \(path) && sudo chmod g+\(bits) \(path) && sudo usermod -aG \(usualGroup) \"$USER\"",
+        code: .fileAccessDenied)
+    }
+    if !groupGrants {
+      let join =
+        node.processHasGroup || node.userListedInGroup ? "" : " && sudo usermod -aG \(group) \"$USER\""
+      return HostCause(
+        message:
+          "permission denied: mode \(mode) gives its group \(group) no \(need) access; the fix opens it to the group \(lasting(group))",
+        fix: "sudo chmod g+\(bits) \(path)\(join)", code: .fileAccessDenied)
+    }
+    if node.processHasGroup {
+      // The group may, this process is in it, and still no: an ACL or a read-only mount says no.
+      return HostCause(
+        message:
+          "permission denied: this user may not \(need) it although its group \(group), which this user is in, may (an ACL? getfacl \(path))",
         fix: nil, code: .fileAccessDenied)
     }
     if node.userListedInGroup {

@@ -160,7 +160,9 @@ enum HostChecks {
   /// One row per node this process may not use, or one ok row summarising.
   static func nodes(_ kind: HostCheck.Kind, _ nodes: [NodeAccess]) -> [HostCheck] {
     let denied = nodes.filter { !$0.accessible }
-    if !denied.isEmpty { return denied.map { HostCause.nodeDenied($0).row(kind, subject: $0.path) } }
+    if !denied.isEmpty {
+      return denied.map { HostCause.nodeDenied($0, usualGroup: usualGroup(kind)).row(kind, subject: $0.path) }
+    }
     let message: String
     switch (kind, nodes.count) {
     case (.input, 0): message = "no input devices (/dev/input/event*)"
@@ -171,6 +173,16 @@ enum HostChecks {
     case (_, let n): message = "\(counted(n, "camera")) readable"
     }
     return [HostCheck(kind, status: .ok, message: message)]
+  }
+
+  /// The group systemd-udev's default rules (50-udev-default.rules, as Debian 12 ships them) give the
+  /// nodes of each kind.
+  static func usualGroup(_ kind: HostCheck.Kind) -> String {
+    switch kind {
+    case .input: "input"
+    case .video: "video"
+    default: "dialout"
+    }
   }
 
   static func stateFile(_ inspection: StateInspection) -> HostCheck {

@@ -102,9 +102,11 @@ enum HostExplanation {
   /// A device node open refused (EACCES/EPERM): `context: <doctor's row message>; fix: … (capture
   /// doctor checks the host)` when the node's permissions explain it; nil when they do not (the
   /// caller keeps its own message).
-  static func nodeDenied(_ path: String, needsWrite: Bool, context: String) -> CaptureError? {
-    guard let node = HostProbes().access(path, needsWrite: needsWrite), !node.accessible else { return nil }
-    let cause = HostCause.nodeDenied(node)
+  static func nodeDenied(_ path: String, kind: HostCheck.Kind, context: String) -> CaptureError? {
+    guard let node = HostProbes().access(path, needsWrite: kind == .serial), !node.accessible else {
+      return nil
+    }
+    let cause = HostCause.nodeDenied(node, usualGroup: HostChecks.usualGroup(kind))
     return CaptureError(cause.code, "\(context): \(cause.explanation) \(HostCause.pointer)")
   }
 }

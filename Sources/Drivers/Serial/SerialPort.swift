@@ -169,7 +169,7 @@ final class SerialPort {
     switch error.code {
     case ENOENT, ENOTDIR: CaptureError(.fileNotFound, "serial device \(path) not found")
     case EACCES, EPERM:
-      HostExplanation.nodeDenied(path, needsWrite: true, context: "serial device \(path)")
+      HostExplanation.nodeDenied(path, kind: .serial, context: "serial device \(path)")
         ?? CaptureError(.fileAccessDenied, "serial device \(path): permission denied")
     case EBUSY: CaptureError(.notAvailable, "serial device \(path) is busy (in use by another program)")
     default: CaptureError(.communicationError, "serial device \(path): \(error.message)")

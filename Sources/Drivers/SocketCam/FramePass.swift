@@ -358,7 +358,7 @@ final class FramePass: Sendable {
     switch error {
     case .notFound(let m): CaptureError(.notAvailable, "camera \(path) is not available: \(m)")
     case .accessDenied(let m):
-      HostExplanation.nodeDenied(path, needsWrite: false, context: "camera \(path)")
+      HostExplanation.nodeDenied(path, kind: .video, context: "camera \(path)")
         ?? CaptureError(.fileAccessDenied, "camera \(path): \(m)")
     case .unsupportedFormat(let m): CaptureError(.notAvailable, "camera \(path) cannot be used: \(m)")
     case .corrupt(let m), .unreadable(let m): CaptureError(.communicationError, "camera \(path): \(m)")

@@ -314,6 +314,25 @@ enum HostFacts {
     return String(cString: group.pointee.gr_name)
   }
 
+  /// The fix doctor gives for a node the test's unprivileged user (no supplementary groups) may not
+  /// open: joining its group when the mode lets the group in; opening the mode to the group (and
+  /// joining it) when it does not; giving a node of group root the kind's usual group.
+  static func deniedFix(_ path: String, needsWrite: Bool, defaultGroup: String) -> String {
+    var info = stat()
+    let quoted = "'" + path.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+    let bits = needsWrite ? "rw" : "r"
+    guard stat(path, &info) == 0 else { return "?" }
+    let groupBits = (info.st_mode >> 3) & 7
+    let grants = needsWrite ? groupBits & 6 == 6 : groupBits & 4 != 0
+    let group = nodeGroup(path) ?? String(info.st_gid)
+    if info.st_gid == 0 {
+      return
+        "sudo chgrp \(defaultGroup) \(quoted) && sudo chmod g+\(bits) \(quoted) && sudo usermod -aG \(defaultGroup) \"$USER\""
+    }
+    if !grants { return "sudo chmod g+\(bits) \(quoted) && sudo usermod -aG \(group) \"$USER\"" }
+    return "sudo usermod -aG \(group) \"$USER\""
+  }
+
   /// Whether a process with this uid/gid and no supplementary groups may open `path` with `mode` (R_OK,
   /// R_OK|W_OK); for ourselves (uid nil) access(2) decides, as for doctor run by this test process.
   static func permitted(_ path: String, mode: Int32, uid: uid_t?, gid: gid_t) -> Bool {
@@ -346,7 +365,7 @@ enum HostFacts {
     return denied.map { path in
       ExpectedRow(
         check, subject: path, status: "failure", containing: [],
-        fix: "sudo usermod -aG \(nodeGroup(path) ?? defaultGroup) \"$USER\"", code: -64)
+        fix: deniedFix(path, needsWrite: mode & W_OK != 0, defaultGroup: defaultGroup), code: -64)
     }
   }
 
