@@ -116,10 +116,13 @@ struct ConfirmTests {
     let a = try ScannerPTY()
     let b = try ScannerPTY()
     let done = sandbox.path("a-done")
-    // A's code takes 3 s to confirm and leaves a mark when it has; B's codes are good only while that
-    // mark is absent, so a B code printed proves its verdict came while A's command still slept.
+    let second = sandbox.path("b-2-confirmed")
+    // A's command waits until B-2's verdict has been given (its mark), then leaves a mark of its own;
+    // B's codes are good only while A's mark is absent. A lane shared by both devices would keep B
+    // waiting behind A, which waits for B: A gives up after 20 s (bad, not printed) and the test
+    // fails on its output, with no assumption about how fast a loaded machine is.
     let command =
-      "code=$(cat); case \"$code\" in A*) sleep 3; touch '\(done)';; *) test ! -e '\(done)';; esac"
+      "code=$(cat); case \"$code\" in A*) i=0; while [ ! -e '\(second)' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; [ -e '\(second)' ] && touch '\(done)';; B-2*) test ! -e '\(done)' && touch '\(second)';; *) test ! -e '\(done)';; esac"
     let writer = Task {
       guard await a.waitUntilOpened(), await b.waitUntilOpened() else { return false }
       a.write(sppFrame("A-1", aim: "C0"))
@@ -135,7 +138,7 @@ struct ConfirmTests {
     ])
     #expect(await writer.value, "capture never opened both ptys")
     #expect(outcome.status == 0, "\(outcome)")
-    // Before A's verdict (3 s after its code), both of B's codes were confirmed and printed.
+    // Before A's verdict, which waited for B-2's, both of B's codes were confirmed and printed.
     #expect(outcome.outLines == ["B-1", "B-2", "A-1"])
     #expect(FileManager.default.fileExists(atPath: done))
   }
