@@ -100,43 +100,9 @@ private final class FakeSystem: DeviceSystem, Sendable {
   func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { [] }
 }
 
-/// What one command wrote, and its exit status.
-private struct Run {
-  var status: Int32
-  var stdout: String
-  var stderr: String
-}
-
 /// Runs `arguments` through CaptureCLI.run with `system`, stdout and stderr captured in files.
-private func run(_ arguments: [String], system: FakeSystem, state: StateStore) async throws -> Run {
-  let parsed = try ArgumentParser.parse(arguments)
-  let command = try #require(parsed.command)
-  let globals = try CaptureCLI.globalOptions(parsed)
-  var outTemplate = Array("/tmp/capture-context-out.XXXXXX".utf8CString)
-  var errTemplate = Array("/tmp/capture-context-err.XXXXXX".utf8CString)
-  let out = mkstemp(&outTemplate)
-  let err = mkstemp(&errTemplate)
-  try #require(out >= 0 && err >= 0)
-  let output = Output(
-    mode: globals.json ? .json : .plain, quiet: false, verbose: false, stdoutFD: out, stderrFD: err)
-  let context = Context(globals: globals, output: output, state: state, system: system)
-  let status = await CaptureCLI.run(command, parsed, context)
-  func contents(_ fd: Int32) -> String {
-    lseek(fd, 0, SEEK_SET)
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = read(fd, &buffer, buffer.count)
-      if n <= 0 { break }
-      bytes += buffer[0..<n]
-    }
-    close(fd)
-    return String(decoding: bytes, as: UTF8.self)
-  }
-  let result = Run(status: status, stdout: contents(out), stderr: contents(err))
-  outTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-  errTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-  return result
+private func run(_ arguments: [String], system: FakeSystem, state: StateStore) async throws -> CommandRun {
+  try await runCommand(arguments, system: system, state: state)
 }
 
 private func sandbox() -> StateStore {

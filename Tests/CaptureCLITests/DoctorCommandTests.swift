@@ -61,38 +61,9 @@ private struct DoctorRun {
 private func doctor(_ arguments: [String], _ system: DoctorSystem, state: StateStore? = nil) async throws
   -> DoctorRun
 {
-  let parsed = try ArgumentParser.parse(arguments)
-  let command = try #require(parsed.command)
-  let globals = try CaptureCLI.globalOptions(parsed)
-  var outTemplate = Array("/tmp/capture-doctor-out.XXXXXX".utf8CString)
-  var errTemplate = Array("/tmp/capture-doctor-err.XXXXXX".utf8CString)
-  let out = mkstemp(&outTemplate)
-  let err = mkstemp(&errTemplate)
-  try #require(out >= 0 && err >= 0)
-  defer {
-    outTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-    errTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-  }
-  // Files, not a terminal: single spaces between the columns.
-  let output = Output(
-    mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: false, stdoutFD: out, stderrFD: err)
-  let context = Context(
-    globals: globals, output: output, state: state ?? StateStore(directory: "/nonexistent/capture-doctor"),
-    system: system)
-  let status = await CaptureCLI.run(command, parsed, context)
-  func lines(_ fd: Int32) -> [String] {
-    lseek(fd, 0, SEEK_SET)
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = read(fd, &buffer, buffer.count)
-      if n <= 0 { break }
-      bytes += buffer[0..<n]
-    }
-    close(fd)
-    return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
-  }
-  return DoctorRun(status: status, stdout: lines(out), stderr: lines(err))
+  let run = try await runCommand(
+    arguments, system: system, state: state ?? StateStore(directory: "/nonexistent/capture-doctor"))
+  return DoctorRun(status: run.status, stdout: run.stdoutLines, stderr: run.stderrLines)
 }
 
 @Suite("capture doctor: rendering and exit status")
