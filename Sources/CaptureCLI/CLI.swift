@@ -45,11 +45,15 @@ struct CommandOutcome: Sendable {
 
 /// The command line's entry point: parse → options → run → exit status, with errors rendered once here.
 public enum CaptureCLI {
-  /// What the process needs before it opens any descriptor (the executable calls it first thing):
-  /// fds 0–2 held, SIGPIPE ignored (StandardDescriptors). `main` calls it again, harmlessly.
+  /// What the process needs before it opens any descriptor or does anything that takes time (the
+  /// executable calls it first thing): fds 0–2 held, SIGPIPE ignored (StandardDescriptors), and
+  /// SIGINT, SIGTERM and SIGHUP caught and held until the command says what they mean for it
+  /// (Interruption), so a signal in the process's first instant never kills listen or serve.
+  /// `main` calls it again, harmlessly.
   public static func prepareProcess() {
     StandardDescriptors.reserve()
     StandardDescriptors.ignoreBrokenPipes()
+    Interruption.install()
   }
 
   /// Runs the command line and returns the exit status, a failed stdout write included (`settle`).
@@ -62,9 +66,12 @@ public enum CaptureCLI {
   /// exit status, a failed stdout write included (`settle`).
   public static func main(rawArguments: [[UInt8]], system: any DeviceSystem) async -> Int32 {
     prepareProcess()
-    let status = await dispatch(rawArguments, system: system)
+    let status = Interruption.settle(await dispatch(rawArguments, system: system))
     return Output(mode: .plain, quiet: false, verbose: false, noColor: true).settle(status)
   }
+
+  /// The commands that end the documented way on SIGINT/SIGTERM rather than by the signal.
+  static let signalHandlingCommands: Set<String> = ["listen", "serve", "trigger"]
 
   static func dispatch(_ rawArguments: [[UInt8]], system: any DeviceSystem) async -> Int32 {
     let arguments = rawArguments.map { String(decoding: $0, as: UTF8.self) }
@@ -106,6 +113,9 @@ public enum CaptureCLI {
       return usageFailure(
         UsageError(message: "no command given"), json: globals.json, noColor: globals.noColor)
     }
+    // listen, serve and trigger handle SIGINT, SIGTERM and SIGHUP themselves (they claim them in their
+    // run); every other command gets the default actions back now, before it does anything.
+    if !Self.signalHandlingCommands.contains(command.name) { Interruption.useDefaultActions() }
     let context = Context(
       globals: globals, output: output, state: StateStore.fromEnvironment(), system: system)
     return await run(command, parsed, context)

@@ -44,11 +44,32 @@ private func rememberUnreadableNodes(_ sandbox: Sandbox) throws -> (pty: Scanner
     Issue.record("mknod \(hid): \(String(cString: strerror(errno)))")
     return nil
   }
-  let input = getgrnam("input").map { $0.pointee.gr_gid } ?? 0
+  guard let input = try systemGroup("input"), let dialout = try systemGroup("dialout") else { return nil }
   #expect(chown(hid, 0, input) == 0 && chmod(hid, 0o660) == 0)
-  let dialout = getgrnam("dialout").map { $0.pointee.gr_gid } ?? 0
   #expect(chown(pty.slavePath, 0, dialout) == 0 && chmod(pty.slavePath, 0o660) == 0)
   return (pty, hid)
+}
+
+/// The gid of the group a kind's nodes have on a real system — `input` (made by udev's package) for
+/// evdev nodes, `dialout` (base-passwd's static group 20) for serial ones — created with
+/// `groupadd --system` when this root lacks it: a Debian root without udev has no `input` group, and a
+/// node left in group root gets doctor's chgrp fix instead of the usermod fix these tests check.
+/// nil, with the issue recorded, when the group cannot be had.
+private func systemGroup(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> gid_t? {
+  if let group = getgrnam(name) { return group.pointee.gr_gid }
+  let groupadd = Process()
+  groupadd.executableURL = URL(fileURLWithPath: "/usr/sbin/groupadd")
+  groupadd.arguments = ["--system", name]
+  try groupadd.run()
+  groupadd.waitUntilExit()
+  // Exit 9: another test made it meanwhile (groupadd(8) "group name not unique").
+  guard groupadd.terminationStatus == 0 || groupadd.terminationStatus == 9, let group = getgrnam(name) else {
+    Issue.record(
+      "the test needs group \(name) and groupadd --system \(name) exited \(groupadd.terminationStatus)",
+      sourceLocation: sourceLocation)
+    return nil
+  }
+  return group.pointee.gr_gid
 }
 
 private let twoBLEDevices = stateFile([("00:11:22:7E:F6:19", "ble"), ("00:11:22:7E:F6:1A", "ble")])

@@ -1,5 +1,6 @@
 // `listen`: a JSON Lines stream of events, arrival → decoded data… → removal.
 
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -158,14 +159,76 @@ struct ListenTests {
   @Test("SIGTERM stops listen: removal flushed, exit 0, promptly", arguments: [SIGTERM, SIGINT])
   func signal(_ number: Int32) async throws {
     let sandbox = try Sandbox()
+    let signalled = Shared<Double?>(nil)
     let outcome = try await sandbox.capture(
       ["--json", "listen", "--image", "-"], timeLimit: 20,
-      interaction: Interaction(holdStdinOpen: true, signal: (number, 1.0)))
+      interaction: Self.signalOnFirstLine(number, at: signalled))
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.signal == nil)
     let lines = Shape.jsonLines(outcome)
     #expect(lines.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "deviceRemoval"])
-    #expect(outcome.elapsed < 15, "stopping took \(outcome.elapsed) s after the signal at 1 s")
+    let sent = try #require(signalled.value, "no event line came to signal on: \(outcome)")
+    #expect(outcome.elapsed - sent < 10, "stopping took \(outcome.elapsed - sent) s after the signal")
+  }
+
+  /// Plays the process manager that stops listen once it is running: `number` goes to the child the
+  /// moment its first stdout line (the arrival) is read, and `at` records when (seconds from spawn).
+  static func signalOnFirstLine(_ number: Int32, at signalled: Shared<Double?>) -> Interaction {
+    let pid = Shared<pid_t>(0)
+    let start = Runner.monotonicSeconds()
+    return Interaction(
+      holdStdinOpen: true,
+      answer: { _ in
+        signalled.update { sent in
+          guard sent == nil else { return }
+          sent = Runner.monotonicSeconds() - start
+          kill(pid.value, number)
+        }
+        return ""
+      },
+      started: { child in pid.update { $0 = child } })
+  }
+
+  /// The commands that end the documented way on SIGINT/SIGTERM, with what they are run with and their
+  /// status then: listen and serve 0 (after flushing), trigger ESKT_CANCEL (91).
+  static let signalled: [(name: String, arguments: [String], status: Int32)] = [
+    ("listen", ["--json", "listen", "--image", "-"], 0),
+    ("serve", ["serve", "--listen", "127.0.0.1:0"], 0),
+    ("trigger", ["trigger", "socketcam", "start", "--image", "-"], 91),
+  ]
+
+  @Test(
+    "a SIGTERM or SIGINT the instant capture can catch it, before it has done anything, ends listen and serve with 0 and trigger with 91, never by the signal",
+    arguments: [SIGTERM, SIGINT], 0..<signalled.count)
+  func signalInTheFirstInstant(_ number: Int32, _ command: Int) async throws {
+    let (name, arguments, status) = Self.signalled[command]
+    let sandbox = try Sandbox()
+    // The earliest moment a process manager can stop capture and expect it to act on it: its handler
+    // is installed (SigCgt in /proc/PID/status), the first thing main does; the signal goes at once,
+    // while the command is still starting (nothing printed yet).
+    let catching = Shared<Bool?>(nil)
+    let outcome = try await sandbox.capture(
+      arguments, timeLimit: 20,
+      interaction: Interaction(
+        holdStdinOpen: true,
+        started: { pid in
+          detachThread {
+            let deadline = Runner.monotonicSeconds() + 10
+            while !HardeningIOTests.catches(pid, number) && Runner.monotonicSeconds() < deadline {
+              sched_yield()
+            }
+            catching.update { $0 = HardeningIOTests.catches(pid, number) }
+            kill(pid, number)
+          }
+        }))
+    #expect(catching.value == true, "capture \(name) never caught signal \(number): \(outcome)")
+    #expect(outcome.signal == nil, "capture \(name) died of signal \(number): \(outcome)")
+    #expect(outcome.status == status, "capture \(name): \(outcome)")
+    if name == "listen" {
+      // Stopped before its device was attached (nothing to flush) or after (its arrival and removal).
+      let events = Shape.jsonLines(outcome).map { $0["event"]?.string ?? "?" }
+      #expect(events == [] || events == ["deviceArrival", "deviceRemoval"], "\(outcome)")
+    }
   }
 
   @Test("a missing file mid-stream is an error event; the stream goes on; exit 63")
@@ -214,4 +277,12 @@ struct ListenTests {
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.outLines == [images.code128.text])
   }
+}
+
+/// A value the test and a child's callbacks (other threads) share.
+final class Shared<Value: Sendable>: Sendable {
+  private let state: Mutex<Value>
+  init(_ value: Value) { state = Mutex(value) }
+  var value: Value { state.withLock { $0 } }
+  func update(_ change: (inout Value) -> Void) { state.withLock { change(&$0) } }
 }

@@ -1,4 +1,5 @@
 import CaptureCore
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -67,95 +68,227 @@ struct DrainResult {
   var interrupted = false
 }
 
-/// SIGINT/SIGTERM → a flag and a callback, so streams stop cleanly and flush (listen exits 0); SIGHUP →
-/// another callback where a command asks for one (listen without DEVICE re-reads the state file).
+/// SIGINT, SIGTERM and SIGHUP, from the first instant of the process to its exit.
+///
+/// `install()` runs first thing in `main` (CaptureCLI.prepareProcess), before anything that can take
+/// time, so the only window in which a signal still has its default action is the process's own exec
+/// and runtime start: `systemctl stop` or a Ctrl-C in the first millisecond must end listen and serve
+/// the documented way (exit 0 after flushing; trigger 91), never by the signal's default action. From
+/// then on a signal is held until the command says what it means for it:
+/// - listen, serve and trigger `claim` them: a signal that came before their handler (`watch`) is
+///   delivered the moment the handler is installed, and one that no handler took ends the command with
+///   the status it documents for an interruption (`settle`);
+/// - every other command gives SIGINT, SIGTERM and SIGHUP their default actions back
+///   (`useDefaultActions`) once it is known, and a signal held until then is raised again, so
+///   `capture get` ends by SIGINT exactly as it did before.
+/// SIGHUP → `onHangUp` where a command asks for one (listen without DEVICE, serve: re-read the state
+/// file); before that handler exists a service holds it and re-reads once the handler is installed,
+/// anything else takes its default action.
 /// A namespace of process-wide state: the signal handlers can only reach globals.
 enum Interruption {
   nonisolated(unsafe) static var handler: (@Sendable () -> Void)?
   nonisolated(unsafe) static var hangUpHandler: (@Sendable () -> Void)?
+  /// SIGINT or SIGTERM arrived (the number of the first one; 0 for none). Written by the handler.
   nonisolated(unsafe) static var fired: sig_atomic_t = 0
-  /// The write end of the self-pipe (-1 until `watch`).
+  /// The write end of the self-pipe (-1 until `install`).
   nonisolated(unsafe) static var pipeWrite: Int32 = -1
 
-  /// What the signal handlers write into the self-pipe (as literals): which callback the reader calls.
-  static let interruptByte: UInt8 = 1
-  static let hangUpByte: UInt8 = 2
+  /// What the process does with the signals now; guarded by `lock` (the relay thread and the command).
+  enum Mode {
+    /// Held until the command is known.
+    case undecided
+    /// A command with its own handling: `interrupted` is its status when a signal ends it before (or
+    /// without) its handler; `serviceHangUp`: SIGHUP is held until `watchHangUp`.
+    case claimed(interrupted: ResultCode, serviceHangUp: Bool)
+    /// Default actions (SIG_DFL) restored.
+    case defaults
+  }
+  private struct State {
+    var mode = Mode.undecided
+    /// A SIGINT/SIGTERM that no handler has taken yet (its number), and a held SIGHUP.
+    var pendingInterrupt: Int32 = 0
+    var pendingHangUp = false
+  }
+  private static let lock = Mutex(State())
 
-  /// Installs handlers that call `onSignal` on a background thread when SIGINT or SIGTERM arrives, and
-  /// `onHangUp` (when given; else SIGHUP keeps its default action) when SIGHUP arrives.
   /// Set while a remote command (`--mqtt-commands`) runs inside listen or serve: its own watch (trigger's)
   /// must not take the signals from the command that runs it.
   @TaskLocal static var isNested = false
 
-  /// SIGHUP → `onHangUp`, from now on (after `watch`, whose relay delivers it). A service installs it
-  /// once it has read the state file itself, so a SIGHUP, or a file swapped when the handler shows,
-  /// never meets a start that has not read the file yet.
-  static func watchHangUp(_ onHangUp: @escaping @Sendable () -> Void) {
-    if isNested { return }
-    hangUpHandler = onHangUp
-    signal(SIGHUP, hangUpSignalHandler)
-  }
-
-  static func watch(_ onSignal: @escaping @Sendable () -> Void, onHangUp: (@Sendable () -> Void)? = nil) {
-    if isNested { return }
-    handler = onSignal
-    hangUpHandler = onHangUp
-    signal(SIGPIPE, SIG_IGN)
-    // A self-pipe: the async-signal-safe handler writes one byte; a thread reads it and calls back.
-    // A socket pair rather than pipe(2), for SOCK_CLOEXEC: both ends are close-on-exec from the call
-    // that makes them (Glibc's Swift module does not export pipe2), so no `--confirm` child, or any
-    // other program capture starts, inherits them.
+  /// Installs the handlers and the relay, once per process (CaptureCLI.prepareProcess calls it first
+  /// thing). A self-pipe: the async-signal-safe handler writes the signal's number as one byte; a
+  /// thread of its own reads it and acts. A socket pair rather than pipe(2), for SOCK_CLOEXEC: both
+  /// ends are close-on-exec from the call that makes them (Glibc's Swift module does not export
+  /// pipe2), so no `--confirm` child, or any other program capture starts, inherits them.
+  static func install() {
+    guard pipeWrite < 0 else { return }
     var fds: [Int32] = [-1, -1]
     guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
       return
     }
     // Non-blocking write end: a burst of signals that fills the buffer drops bytes, never hangs a handler.
     _ = fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK)
-    pipeWrite = fds[1]
     // Touched here, so the handler's first access never runs a static's lazy initialisation.
     fired = 0
+    pipeWrite = fds[1]
     let readFD = fds[0]
-    signal(SIGINT, interruptionHandler)
-    signal(SIGTERM, interruptionHandler)
-    if onHangUp != nil { signal(SIGHUP, hangUpSignalHandler) }
-    // The relay: a thread of its own that reads the pipe and calls back. Without one (no thread to be
-    // had at start) only the callbacks are lost; the handlers still set `fired`.
-    try? DetachedThread.start {
-      var byte: UInt8 = 0
-      while true {
-        let n = read(readFD, &byte, 1)
-        if n == 1 {
-          if byte == Interruption.hangUpByte {
-            Interruption.hangUpHandler?()
-          } else {
-            Interruption.handler?()
+    // The handlers first, then the relay: a signal in between waits in the pipe for the relay.
+    signal(SIGINT, signalHandler)
+    signal(SIGTERM, signalHandler)
+    signal(SIGHUP, signalHandler)
+    do {
+      try DetachedThread.start {
+        var byte: UInt8 = 0
+        while true {
+          let n = read(readFD, &byte, 1)
+          if n == 1 {
+            relay(Int32(byte))
+            continue
           }
-          continue
+          if n < 0 && errno == EINTR { continue }
+          break
         }
-        if n < 0 && errno == EINTR { continue }
-        break
       }
+    } catch {
+      // No thread to be had at start: the signals keep their default actions, and one that came
+      // meanwhile takes it now.
+      signal(SIGINT, SIG_DFL)
+      signal(SIGTERM, SIG_DFL)
+      signal(SIGHUP, SIG_DFL)
+      pipeWrite = -1
+      close(fds[0])
+      close(fds[1])
+      if fired != 0 { raiseWithDefaultAction(fired) }
     }
   }
 
+  /// What a signal means now, on the relay thread.
+  private static func relay(_ signalNumber: Int32) {
+    enum Action {
+      case none, callInterrupt(@Sendable () -> Void), callHangUp(@Sendable () -> Void), raiseDefault
+    }
+    let action = lock.withLock { s -> Action in
+      if signalNumber == SIGHUP {
+        if case .claimed(_, let service) = s.mode {
+          if let hangUpHandler { return .callHangUp(hangUpHandler) }
+          guard service else { return .raiseDefault }
+          // Delivered by watchHangUp: one between the service's first read and its handler is not lost.
+          s.pendingHangUp = true
+          return .none
+        }
+        if case .defaults = s.mode { return .raiseDefault }
+        s.pendingHangUp = true
+        return .none
+      }
+      switch s.mode {
+      case .defaults: return .raiseDefault
+      case .claimed where handler != nil:
+        s.pendingInterrupt = 0
+        return .callInterrupt(handler!)
+      case .claimed, .undecided:
+        if s.pendingInterrupt == 0 { s.pendingInterrupt = signalNumber }
+        return .none
+      }
+    }
+    switch action {
+    case .none: break
+    case .callInterrupt(let call): call()
+    case .callHangUp(let call): call()
+    case .raiseDefault: raiseWithDefaultAction(signalNumber)
+    }
+  }
+
+  /// The signal's own default action, now: the process ends by it as if no handler had been installed.
+  private static func raiseWithDefaultAction(_ signalNumber: Int32) {
+    signal(signalNumber, SIG_DFL)
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, signalNumber)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    raise(signalNumber)
+  }
+
+  /// listen, serve and trigger: the signals are theirs. `interrupted` is the status a signal that no
+  /// handler took ends the command with (`settle`); `serviceHangUp`: SIGHUP is held until
+  /// `watchHangUp`, which delivers it.
+  static func claim(interrupted: ResultCode, serviceHangUp: Bool) {
+    if isNested { return }
+    lock.withLock { $0.mode = .claimed(interrupted: interrupted, serviceHangUp: serviceHangUp) }
+  }
+
+  /// Every other command: SIGINT, SIGTERM and SIGHUP take their default actions again, and one that
+  /// came while the command was not yet known is raised now.
+  static func useDefaultActions() {
+    if isNested { return }
+    let pending = lock.withLock { s -> [Int32] in
+      s.mode = .defaults
+      handler = nil
+      hangUpHandler = nil
+      var pending: [Int32] = []
+      if s.pendingHangUp { pending.append(SIGHUP) }
+      if s.pendingInterrupt != 0 { pending.append(s.pendingInterrupt) }
+      s.pendingHangUp = false
+      s.pendingInterrupt = 0
+      return pending
+    }
+    signal(SIGINT, SIG_DFL)
+    signal(SIGTERM, SIG_DFL)
+    signal(SIGHUP, SIG_DFL)
+    for signalNumber in pending { raiseWithDefaultAction(signalNumber) }
+  }
+
+  /// The exit status once the command has returned `status`: a signal held and never taken by a
+  /// handler ends a claiming command with its documented status, and any other with the signal's
+  /// default action (a command that ended before it was known: a usage error, --help).
+  static func settle(_ status: Int32) -> Int32 {
+    let (mode, pending) = lock.withLock { s in (s.mode, s.pendingInterrupt) }
+    guard pending != 0 else { return status }
+    switch mode {
+    case .claimed(let interrupted, _): return ExitStatus.of(interrupted)
+    case .undecided, .defaults:
+      raiseWithDefaultAction(pending)
+      return status
+    }
+  }
+
+  /// SIGHUP → `onHangUp`, from now on. A service installs it once it has read the state file itself,
+  /// so a SIGHUP, or a file swapped when the handler shows, never meets a start that has not read the
+  /// file yet.
+  static func watchHangUp(_ onHangUp: @escaping @Sendable () -> Void) {
+    if isNested { return }
+    let pending = lock.withLock { s -> Bool in
+      hangUpHandler = onHangUp
+      defer { s.pendingHangUp = false }
+      return s.pendingHangUp
+    }
+    // A SIGHUP held since the start: re-read once more (harmless if it came before the first read).
+    if pending { onHangUp() }
+  }
+
+  /// SIGINT/SIGTERM → `onSignal` on the relay thread, from now on; one that came before (since the
+  /// process started) is delivered now, on a thread of its own.
+  static func watch(_ onSignal: @escaping @Sendable () -> Void, onHangUp: (@Sendable () -> Void)? = nil) {
+    if isNested { return }
+    install()
+    let pending = lock.withLock { s -> Bool in
+      if case .claimed = s.mode {} else { s.mode = .claimed(interrupted: .noError, serviceHangUp: false) }
+      handler = onSignal
+      if let onHangUp { hangUpHandler = onHangUp }
+      defer { s.pendingInterrupt = 0 }
+      return s.pendingInterrupt != 0
+    }
+    if pending { onSignal() }
+  }
 }
 
 /// Saves errno and restores it on return: a handler runs between any two instructions of the thread it
 /// interrupts, which may be about to read the errno of its own failed call (POSIX signal concepts,
 /// "the value of errno" must be preserved by handlers that change it; write(2) may).
-private func interruptionHandler(_ signal: Int32) {
+private func signalHandler(_ signal: Int32) {
   let saved = errno
-  Interruption.fired = 1
-  // A literal, not Interruption.interruptByte: a static's first access may run its lazy initializer,
-  // which is not async-signal-safe.
-  var byte: UInt8 = 1
-  _ = write(Interruption.pipeWrite, &byte, 1)
-  errno = saved
-}
-
-private func hangUpSignalHandler(_ signal: Int32) {
-  let saved = errno
-  var byte: UInt8 = 2  // Interruption.hangUpByte
+  if signal != SIGHUP && Interruption.fired == 0 { Interruption.fired = signal }
+  // The signal's number as the byte (SIGHUP 1, SIGINT 2, SIGTERM 15): the relay tells them apart.
+  var byte = UInt8(truncatingIfNeeded: signal)
   _ = write(Interruption.pipeWrite, &byte, 1)
   errno = saved
 }

@@ -91,10 +91,13 @@ enum ListenCommand {
   /// opened fails the listen before anything is printed. Without, the engine serves every remembered
   /// device and the favourites, each supervised on its own; SIGHUP reloads the state file.
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
+    let serving = options.selectors.isEmpty && options.acceptChannel == nil
+    // SIGINT/SIGTERM end listen with 0 after flushing from the first instant (one before the handler
+    // below is delivered to it); SIGHUP waits for the service's handler, or ends a listen to DEVICEs.
+    Interruption.claim(interrupted: .noError, serviceHangUp: serving)
     // --output is opened first: a file that cannot be written fails before any device is touched.
     let stream = try Self.eventStream(options, context)
     let output = context.output
-    let serving = options.selectors.isEmpty && options.acceptChannel == nil
     let engine = CaptureEngine(
       system: context.system, store: context.state,
       configuration: .init(
@@ -139,8 +142,8 @@ enum ListenCommand {
     }
     if serving {
       try engine.startService()
-      // Only the service has a state file to re-read, and only once it has read it (otherwise SIGHUP
-      // keeps its default action).
+      // Only the service has a state file to re-read, and only once it has read it (a SIGHUP before
+      // is held and delivered here; a listen to DEVICEs leaves SIGHUP its default action).
       Interruption.watchHangUp { engine.reload() }
     } else {
       engine.attach(devices)

@@ -56,6 +56,9 @@ enum ServeCommand {
   /// fails at once and touches nothing); the engine is started after the service subscribed, so every
   /// arrival gets its GUID; connections are accepted last, with one line on stderr.
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
+    // SIGINT/SIGTERM end serve with 0 from the first instant (one before the handler below is delivered
+    // to it); SIGHUP is held until the service has read the state file (watchHangUp).
+    Interruption.claim(interrupted: .noError, serviceHangUp: true)
     let output = context.output
     let engine = CaptureEngine(
       system: context.system, store: context.state,

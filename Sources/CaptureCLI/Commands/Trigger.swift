@@ -42,6 +42,8 @@ enum TriggerCommand {
   static let scannerReadWindow: Duration = .seconds(10)
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
+    // SIGINT/SIGTERM end trigger with ESKT_CANCEL from the first instant; SIGHUP keeps its default action.
+    Interruption.claim(interrupted: .cancel, serviceHangUp: false)
     let device = try await context.open(options.selector, sources: options.sources, keymap: options.keymap)
     let sink = EventSink(output: context.output, printed: [.decodedData])
     let drain = Task { await sink.drain(device.events) }

@@ -171,8 +171,16 @@ public final class SocketCam: Device {
       sources: request.frameSources, formats: enabledFormats, device: info, warn: request.warn,
       untilFirstRead: action != .continuousScan, emit: { [continuation] in continuation.yield($0) })
     if request.scansInBackground { return try await startScan(pass) }
-    let task = Task { await pass.run() }
-    running.withLock { $0 = task }
+    // Registered under the lock `close` takes the scan from, and only while the device is open: a
+    // close between the check above and this (a SIGINT in a command's first instant) would otherwise
+    // find no scan to cancel, and a read of a source that never ends (stdin held open) would run on.
+    let scan = running.withLock { current -> Task<Void, Never>? in
+      guard !isClosed.load(ordering: .acquiring) else { return nil }
+      let task = Task { await pass.run() }
+      current = task
+      return task
+    }
+    guard let task = scan else { throw CaptureError(.deviceNotOpen, "SocketCam is closed") }
     await withTaskCancellationHandler {
       await task.value
     } onCancel: {
