@@ -17,11 +17,12 @@ BUILD_FLAGS = $(if $(filter release,$(CONFIG)),$(RELEASE_FLAGS),-c $(CONFIG))
 BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 
 # Build: the C libraries behind SocketCam, BlueZ, Bluetooth Classic and the transports of serve and
-# --mqtt. Test: image generators, man page linter, the JSON-RPC + WebSocket client and the headless
+# --mqtt, and the C++ standard headers the zxing-cpp shim compiles against (swift.org's Debian 12
+# prerequisites bring gcc, not g++: clang finds libstdc++'s headers only in libstdc++-12-dev). Test: image generators, man page linter, the JSON-RPC + WebSocket client and the headless
 # browser of the capture serve tests (Tests/Service), systemd-analyze, the broker, its clients, the
 # subscriber and the certificate tool of the --mqtt tests (Tests/MQTT).
 # Bench: the peers measured side by side.
-BUILD_PACKAGES = pkg-config libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
+BUILD_PACKAGES = pkg-config libstdc++-12-dev libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
   python3-websockets chromium chromium-driver python3-selenium systemd \
   mosquitto mosquitto-clients python3-paho-mqtt openssl
@@ -35,7 +36,7 @@ PACKAGE_PACKAGES = dpkg-dev binutils lintian mmdebstrap
 DEBDIR ?= .
 
 .PHONY: all build deps test-deps bench-deps vm-deps package-deps test-vm test-vm-if-possible deb test-package \
-  test-package-if-possible demo test docs check-docs lint install install-service uninstall bench fuzz clean
+  test-package-if-possible test-fresh-root demo test docs check-docs lint install install-service uninstall bench fuzz clean
 
 all: build
 
@@ -111,6 +112,13 @@ test-package-if-possible:
 	  echo "*** SKIPPED: Tests/Package (the Debian package installed into Debian 12): its packages are missing"; \
 	  exit 0; fi; \
 	/usr/bin/python3 -m unittest discover -s Tests/Package -v
+
+# `make test` on a fresh Debian 12 root with only the Swift toolchain added (mmdebstrap, cached by its
+# inputs; the toolchain mounted read-only; this checkout copied in): what a new developer gets, without
+# the packages, groups and caches earlier runs left on this machine (Tests/FreshRoot/run.py). Exit 3,
+# with the reason, when this machine cannot build the root. .ci/run runs it after `make test`.
+test-fresh-root: package-deps
+	/usr/bin/python3 Tests/FreshRoot/run.py
 
 # man/ and completions/ are generated from the command tree; they must match what is checked in.
 docs: build

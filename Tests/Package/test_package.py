@@ -16,7 +16,6 @@ CAPTURE_DEB=PATH tests that package instead of building one; CAPTURE_PKG_KEEP=1 
 
 import glob
 import gzip
-import hashlib
 import os
 import re
 import shlex
@@ -25,11 +24,10 @@ import subprocess
 import tempfile
 import time
 import unittest
-import urllib.error
-import urllib.request
+
+import debian_root
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SUITE = "bookworm"
 # The root: apt (the variant) plus what the checks use, man-db for `man -w` and bash-completion for
 # the completion loader. Nothing of Swift: the package must bring or link everything it needs.
 ROOT_PACKAGES = ["man-db", "bash-completion"]
@@ -271,65 +269,9 @@ class ChangelogGeneratorTests(unittest.TestCase):
         self.assertIn("impossible date 2026-02-30", result.stderr)
 
 
-def mirror():
-    """The apt sources this host uses (as Tests/VM does) and the first mirror URL in them."""
-    for path in ["/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"]:
-        if os.path.isfile(path) and os.path.getsize(path) > 0:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-            urls = re.findall(r"^URIs:\s*(\S+)", text, re.MULTILINE) or re.findall(
-                r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)", text, re.MULTILINE)
-            if urls:
-                return path, urls[0]
-    return "http://deb.debian.org/debian", "http://deb.debian.org/debian"
-
-
-def mirror_reachable(url):
-    try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/dists/{SUITE}/InRelease", timeout=30) as response:
-            return response.status == 200, ""
-    except (urllib.error.URLError, OSError) as error:
-        return False, str(error)
-
-
-def root_command(sources, output):
-    return ["mmdebstrap", "--variant=apt", "--format=tar", "--quiet", "--include=" + ",".join(ROOT_PACKAGES),
-            SUITE, output, sources]
-
-
-def root_key(sources):
-    """Changes with anything the root is made of: the command, the packages, the apt sources."""
-    digest = hashlib.sha256()
-    for part in [ROOT_VERSION] + root_command(sources, "OUT"):
-        digest.update(part.encode() + b"\0")
-    if os.path.isfile(sources):
-        with open(sources, "rb") as f:
-            digest.update(f.read())
-    return digest.hexdigest()[:16]
-
-
 def build_root(cache, sources):
-    """The root as a tarball, built once per set of inputs under cache/KEY (as Tests/VM's image)."""
-    key = root_key(sources)
-    target = os.path.join(cache, key, "root.tar")
-    if os.path.isfile(target):
-        log(f"root {target} (cached)")
-        return target
-    started = time.monotonic()
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    partial = target + ".part"
-    result = run(root_command(sources, partial))
-    if result.returncode != 0:
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise RuntimeError(f"mmdebstrap failed ({result.returncode}): {result.stderr[-2000:]}")
-    os.replace(partial, target)
-    # Roots of older inputs are never used again.
-    for name in os.listdir(cache):
-        if name != key and len(name) == len(key) and os.path.isdir(os.path.join(cache, name)):
-            shutil.rmtree(os.path.join(cache, name), ignore_errors=True)
-    log(f"root {target} built in {time.monotonic() - started:.0f} s ({os.path.getsize(target) / 1e6:.0f} MB)")
-    return target
+    """The package's root as a tarball, built once per set of inputs (debian_root.build_root)."""
+    return debian_root.build_root(cache, sources, ROOT_PACKAGES, ROOT_VERSION, log)
 
 
 class InstalledTests(unittest.TestCase):
@@ -345,8 +287,8 @@ class InstalledTests(unittest.TestCase):
         for tool in ["mmdebstrap", "unshare", "chroot"]:
             if shutil.which(tool) is None:
                 skip_loudly(f"{tool} is not installed (make package-deps)")
-        sources, url = mirror()
-        reachable, why = mirror_reachable(url)
+        sources, url = debian_root.mirror()
+        reachable, why = debian_root.mirror_reachable(url)
         if not reachable:
             skip_loudly(f"the Debian mirror {url} is out of reach ({why}): no root to install into")
         cls.deb = package()
@@ -354,9 +296,7 @@ class InstalledTests(unittest.TestCase):
         # A mirror that answers but a root that does not build is a failure, not a skip.
         tarball = build_root(cache, sources)
         started = time.monotonic()
-        cls.root = tempfile.mkdtemp(prefix="run-", dir=cache)
-        subprocess.run(["tar", "--numeric-owner", "-xpf", tarball, "-C", cls.root], check=True)
-        shutil.copy2("/etc/resolv.conf", os.path.join(cls.root, "etc/resolv.conf"))
+        cls.root = debian_root.unpack(tarball, cache)
         shutil.copy2(cls.deb, os.path.join(cls.root, "tmp"))
         shutil.copy2(os.path.join(REPO, "samples", SAMPLE), os.path.join(cls.root, "tmp"))
         deb = "/tmp/" + os.path.basename(cls.deb)
@@ -380,12 +320,7 @@ class InstalledTests(unittest.TestCase):
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8",
                "HOME": "/root"}
         env.update(user_env or {})
-        inner = " ".join(["env", "-i"] + [shlex.quote(f"{k}={v}") for k, v in env.items()] +
-                         ["/bin/sh", "-c", shlex.quote(script)])
-        root = shlex.quote(cls.root)
-        outer = (f"mount --bind /dev {root}/dev && mount -t proc proc {root}/proc && "
-                 f"exec chroot {root} {inner}")
-        return run(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", outer], timeout=timeout)
+        return run(debian_root.chroot_command(cls.root, script, env), timeout=timeout)
 
     def in_root(self, script, **kwargs):
         result = self.chroot(script, **kwargs)
