@@ -33,26 +33,35 @@ func scanText(_ rig: BlueZRig, _ address: String, _ family: String, _ text: Stri
 }
 
 /// Polls until the D600 has been brought up again (its config write of AE 07 after ClearWrites), i.e.
-/// a listen has reconnected and re-armed its notify sessions.
-func waitForBringUp(_ rig: BlueZRig, _ address: String, times: Int = 1) async throws {
-  for _ in 0..<150 {
+/// a listen has reconnected and re-armed its notify sessions. The config write is bring-up's last
+/// step, and whatever the test does next reaches the rig (and, through it, capture) after it in bus
+/// order. Whether capture has also announced the device is another matter: a test that next takes the
+/// link away passes `watch` (the listen's output) and waits for the `arrivals`-th deviceArrival line,
+/// so the removal cannot overtake the arrival.
+func waitForBringUp(
+  _ rig: BlueZRig, _ address: String, times: Int = 1, watch: OutputWatch? = nil, arrivals: Int = 1,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+  try await waitUntil(
+    "the D600 brought up \(times) time(s) (its config write)", every: .milliseconds(100),
+    sourceLocation: sourceLocation
+  ) {
     let writes = try await rig.ctl("GetWrites", BlueZRig.devicePath(address)).lowercased()
-    if writes.components(separatedBy: "1254fc72-336e-4bb2-a0a8-71c7d28d73ce").count - 1 >= times {
-      try await Task.sleep(for: .milliseconds(200))
-      return
-    }
-    try await Task.sleep(for: .milliseconds(100))
+    return writes.components(separatedBy: "1254fc72-336e-4bb2-a0a8-71c7d28d73ce").count - 1 >= times
   }
-  Issue.record("the D600 was not brought up \(times) times within 15 s")
+  if let watch {
+    await watch.waitForLine(
+      .stdout, containing: #""event":"deviceArrival""#, count: arrivals, sourceLocation: sourceLocation)
+  }
 }
 
 /// Polls until the D600 (or S550) has a notify session from a capture process, i.e. listen is ready.
-func waitForListener(_ rig: BlueZRig, _ address: String, uuid: String) async throws {
-  for _ in 0..<100 {
-    if try await rig.ctl("GetState", BlueZRig.devicePath(address)).contains(uuid) { return }
-    try await Task.sleep(for: .milliseconds(100))
-  }
-  Issue.record("no notify session on \(uuid) after 10 s")
+func waitForListener(
+  _ rig: BlueZRig, _ address: String, uuid: String, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+  try await waitUntil(
+    "a notify session on \(uuid)", every: .milliseconds(100), sourceLocation: sourceLocation
+  ) { try await rig.ctl("GetState", BlueZRig.devicePath(address)).contains(uuid) }
 }
 
 @Suite("BLE devices through BlueZ (rig)", .serialized)
@@ -160,14 +169,8 @@ struct BLEDeviceTests {
       let outcome = try await sandbox.capture(["get", d600, "battery-level"])
       #expect(outcome.status == 42, "\(outcome)")
       #expect(outcome.errLines.first?.contains("the device did not answer") == true, "\(outcome)")
-      // bluetoothd stops: the bus is there, org.bluez is not.
-      let env = try String(contentsOfFile: rig.directory + "/rig.env", encoding: .utf8)
-      let pid = env.split(separator: "\n").first { $0.hasPrefix("RIG_MOCK_PID=") }.flatMap {
-        Int32($0.dropFirst(13))
-      }
-      #expect(pid != nil)
-      if let pid { kill(pid, SIGKILL) }
-      try await Task.sleep(for: .milliseconds(300))
+      // bluetoothd stops (SIGKILL): the bus is there, org.bluez has no owner once this returns.
+      try await rig.stopBluez()
       let gone = try await sandbox.capture(["discover", "--timeout", "1s"])
       #expect(gone.status == 32, "\(gone)")
       #expect(
@@ -267,17 +270,20 @@ struct BLEDeviceTests {
     try await withRig { rig, sandbox in
       let dev = BlueZRig.devicePath(d600)
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
-      async let listening = sandbox.capture(["--json", "listen", d600, "--count", "3"], timeLimit: 40)
-      try await waitForBringUp(rig, d600)
+      let watch = OutputWatch()
+      async let listening = sandbox.capture(
+        ["--json", "listen", d600, "--count", "3"], timeLimit: 40, interaction: watch.interaction)
+      try await waitForBringUp(rig, d600, watch: watch)
       try await scanText(rig, d600, "4F", "before")
-      try await Task.sleep(for: .milliseconds(300))
+      // Each code is out before the link goes: one still in flight would be lost with it.
+      await watch.waitForLine(.stdout, containing: #""text":"before""#)
       try await rig.ctl("ClearWrites", dev)
       try await rig.ctl("LinkLoss", dev)
-      try await waitForBringUp(rig, d600)
+      try await waitForBringUp(rig, d600, watch: watch, arrivals: 2)
       try await scanText(rig, d600, "4F", "after link loss")
-      try await Task.sleep(for: .milliseconds(300))
+      await watch.waitForLine(.stdout, containing: #""text":"after link loss""#)
       try await rig.restartBluez()
-      try await waitForBringUp(rig, d600)
+      try await waitForBringUp(rig, d600, watch: watch, arrivals: 3)
       try await scanText(rig, d600, "4F", "after restart")
       let outcome = try await listening
       #expect(outcome.status == 0, "\(outcome)")
@@ -298,11 +304,13 @@ struct BLEDeviceTests {
     try await withRig { rig, sandbox in
       let dev = BlueZRig.devicePath(d600)
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
-      async let listening = sandbox.capture(["--json", "listen", d600, "--count", "1"], timeLimit: 40)
-      try await waitForBringUp(rig, d600)
+      let watch = OutputWatch()
+      async let listening = sandbox.capture(
+        ["--json", "listen", d600, "--count", "1"], timeLimit: 40, interaction: watch.interaction)
+      try await waitForBringUp(rig, d600, watch: watch)
       try await rig.ctl("ClearWrites", dev)
       try await rig.ctl("LinkLoss", dev)
-      try await waitForBringUp(rig, d600)
+      try await waitForBringUp(rig, d600, watch: watch, arrivals: 2)
       try await scanText(rig, d600, "4F", "after link loss")
       let outcome = try await listening
       #expect(outcome.status == 0, "\(outcome)")

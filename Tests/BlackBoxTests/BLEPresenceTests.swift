@@ -31,41 +31,48 @@ struct BLEPresenceTests {
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
       let connected = try await sandbox.capture(["connect", d600])
       #expect(connected.status == 0, "\(connected)")
-      async let listening = sandbox.capture(["--json", "listen"] + device + ["--count", "1"], timeLimit: 40)
-      try await waitForBringUp(rig, d600)
+      let watch = OutputWatch()
+      async let listening = sandbox.capture(
+        ["--json", "listen"] + device + ["--count", "1"], timeLimit: 40, interaction: watch.interaction)
+      try await waitForBringUp(rig, d600, watch: watch)
       // Nothing is missing: no discovery (service mode's scout may finish the window it began while
       // the device was not open yet, at most 5 s).
       var idle: JSONValue?
-      for _ in 0..<80 {
-        idle = try parseJSON(try await rig.ctl("GetDiscovery", adapter))
-        if idle?["Sessions"]?.int == 0 { break }
-        try await Task.sleep(for: .milliseconds(100))
+      await waitUntil("the end of every discovery while the device is connected", every: .milliseconds(100)) {
+        idle = try? parseJSON(try await rig.ctl("GetDiscovery", adapter))
+        return idle?["Sessions"]?.int == 0
       }
       #expect(
         idle?["Sessions"]?.int == 0, "a discovery while the device is connected: \(String(describing: idle))")
 
       try await rig.ctl("ClearWrites", dev)
+      let away = try #require(number(try parseJSON(try await rig.ctl("GetDiscovery", adapter))["Now"]))
       try await rig.ctl("SetInRange", dev, "false")
       // Away: after its first failed attempt listen watches for the device (Pattern = its address).
       var watching: JSONValue?
-      for _ in 0..<50 {
-        let state = try parseJSON(try await rig.ctl("GetDiscovery", adapter))
-        if state["Patterns"]?.array?.contains(where: { $0.string == d600 }) == true {
-          watching = state
-          break
-        }
-        try await Task.sleep(for: .milliseconds(100))
+      await waitUntil("a discovery filtered to \(d600)", every: .milliseconds(100)) {
+        let state = try? parseJSON(try await rig.ctl("GetDiscovery", adapter))
+        guard state?["Patterns"]?.array?.contains(where: { $0.string == d600 }) == true else { return false }
+        watching = state
+        return true
       }
       #expect(
         watching?["Discovering"] == .bool(true),
         "no discovery filtered to \(d600): \(String(describing: watching))")
 
-      // Long enough for the backoff to reach its 4 s step (after the attempt at about 4.2 s): a client
-      // that only slept would not try again until about 8.3 s.
-      try await Task.sleep(for: .milliseconds(5500))
+      // Away until the backoff has reached its 4 s step: five failed attempts (0.25 + 0.5 + 1 + 2 s
+      // apart). Counted from the rig's Connect calls, not guessed from a clock, and the device comes
+      // back right after the fifth, so the backoff's next attempt is about 4 s off: a client that only
+      // slept would not try again before then.
+      await waitUntil(
+        "5 failed Connect attempts while the device is away", seconds: 60, every: .milliseconds(50)
+      ) {
+        let calls = try? parseJSON(try await rig.ctl("GetConnectCalls", dev)).array?.compactMap(number)
+        return (calls ?? []).filter { $0 > away }.count >= 5
+      }
       let back = try #require(number(try parseJSON(try await rig.ctl("GetDiscovery", adapter))["Now"]))
       try await rig.ctl("SetInRange", dev, "true")
-      try await waitForBringUp(rig, d600)
+      try await waitForBringUp(rig, d600, watch: watch, arrivals: 2)
 
       let calls = try #require(try parseJSON(try await rig.ctl("GetConnectCalls", dev)).array).compactMap(
         number)
@@ -82,10 +89,9 @@ struct BLEPresenceTests {
 
       // Connected again: the watch is over.
       var after: JSONValue?
-      for _ in 0..<30 {
-        after = try parseJSON(try await rig.ctl("GetDiscovery", adapter))
-        if after?["Sessions"]?.int == 0 { break }
-        try await Task.sleep(for: .milliseconds(100))
+      await waitUntil("the end of the watch after the reconnect", every: .milliseconds(100)) {
+        after = try? parseJSON(try await rig.ctl("GetDiscovery", adapter))
+        return after?["Sessions"]?.int == 0
       }
       #expect(
         after?["Sessions"]?.int == 0, "still discovering after the reconnect: \(String(describing: after))")

@@ -117,18 +117,19 @@ struct ConfirmTests {
     let b = try ScannerPTY()
     let done = sandbox.path("a-done")
     let second = sandbox.path("b-2-confirmed")
+    let waiting = sandbox.path("a-waiting")
     // A's command waits until B-2's verdict has been given (its mark), then leaves a mark of its own;
     // B's codes are good only while A's mark is absent. A lane shared by both devices would keep B
     // waiting behind A, which waits for B: A gives up after 20 s (bad, not printed) and the test
-    // fails on its output, with no assumption about how fast a loaded machine is.
+    // fails on its output, with no assumption about how fast a loaded machine is. B's codes are sent
+    // once A's command has said it is waiting (its first mark), so they meet A's lane busy.
     let command =
-      "code=$(cat); case \"$code\" in A*) i=0; while [ ! -e '\(second)' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; [ -e '\(second)' ] && touch '\(done)';; B-2*) test ! -e '\(done)' && touch '\(second)';; *) test ! -e '\(done)';; esac"
+      "code=$(cat); case \"$code\" in A*) touch '\(waiting)'; i=0; while [ ! -e '\(second)' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; [ -e '\(second)' ] && touch '\(done)';; B-2*) test ! -e '\(done)' && touch '\(second)';; *) test ! -e '\(done)';; esac"
     let writer = Task {
       guard await a.waitUntilOpened(), await b.waitUntilOpened() else { return false }
       a.write(sppFrame("A-1", aim: "C0"))
-      try? await Task.sleep(for: .milliseconds(500))
+      guard await waitUntil("A's confirm command running", { sandbox.exists(waiting) }) else { return false }
       b.write(sppFrame("B-1", aim: "C0"))
-      try? await Task.sleep(for: .milliseconds(200))
       b.write(sppFrame("B-2", aim: "C0"))
       return true
     }
@@ -354,20 +355,23 @@ struct ConfirmStdinTests {
   func lateAnswer() async throws {
     let sandbox = try Sandbox()
     let pty = try ScannerPTY()
-    let answered = Flag()
-    // The first answer comes a second after the 300 ms limit; the second code is scanned only after
-    // it has been sent, so it is waiting on capture's stdin when the second question goes out.
-    let host = CoProcessHost { index, _ in
-      guard index == 0 else { return "bad\n" }
-      usleep(1_000_000)
-      answered.set()
-      return "good\n"
-    }
+    // The first answer comes once capture has said the 300 ms limit ran out; the second code is
+    // scanned only after the answer has been written to capture's stdin, so it is waiting there when
+    // the second question goes out.
+    let host = CoProcessHost { index, _ in index == 0 ? "" : "bad\n" }
+    let watch = OutputWatch()
+    let feed = StdinFeed()
+    var interaction = host.interaction
+    interaction.watch = watch
+    interaction.feed = feed
     let writer = Task {
       guard await pty.waitUntilOpened() else { return false }
       pty.write(sppFrame("FIRST", aim: "C0"))
-      guard await answered.wait(seconds: 20) else { return false }
-      try? await Task.sleep(for: .seconds(1))
+      guard await watch.waitForLine(.stderr, containing: "no answer within 300ms") else { return false }
+      feed.send("good\n")
+      guard await waitUntil("the late answer written to capture's stdin", { feed.isDelivered }) else {
+        return false
+      }
       pty.write(sppFrame("SECOND", aim: "C0"))
       return true
     }
@@ -376,7 +380,7 @@ struct ConfirmStdinTests {
         "--json", "listen", "serial:\(pty.slavePath)?baud=115200", "--count", "2", "--confirm-stdin",
         "--confirm-timeout",
         "300ms", "--output", "events.jsonl",
-      ], interaction: host.interaction)
+      ], interaction: interaction)
     #expect(await writer.value, "capture never opened \(pty.slavePath)")
     #expect(outcome.status == 0, "\(outcome)")
     #expect(

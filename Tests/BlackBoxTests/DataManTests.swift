@@ -14,6 +14,25 @@ import Testing
 struct DataManBlackBoxTests {
   func device(_ simulator: DMCCSimulator) -> String { "tcp://127.0.0.1:\(simulator.port)" }
 
+  /// A loopback TCP socket bound to a free port and never listening: a connection to it is refused.
+  static func boundNotListening() throws -> (Int32, UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    try #require(fd >= 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    try #require(bound == 0)
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return (fd, UInt16(bigEndian: address.sin_port))
+  }
+
   @Test("get friendly-name prints DEVICE.NAME exactly; set then get; dmcc:DEVICE.TYPE")
   func getAndSet() async throws {
     let simulator = try DMCCSimulator()
@@ -69,11 +88,10 @@ struct DataManBlackBoxTests {
     #expect(timedOut.status == 42, "\(timedOut)")
     #expect(timedOut.elapsed < 15, "\(timedOut)")
 
-    let refused = try DMCCSimulator()
-    let port = refused.port
-    refused.stop()
-    try await Task.sleep(for: .milliseconds(150))
-    refused.closeListener()
+    // A port that refuses: bound (so nothing else takes it meanwhile) but not listening. No simulator
+    // stopped and closed under its accept thread, so nothing to wait for.
+    let (refused, port) = try Self.boundNotListening()
+    defer { close(refused) }
     let notThere = try await sandbox.capture("get", "tcp://127.0.0.1:\(port)", "friendly-name")
     #expect(notThere.status == 32, "\(notThere)")
     #expect(notThere.err.contains("127.0.0.1:\(port)"), "\(notThere)")

@@ -258,21 +258,24 @@ struct HardeningIOTests {
       #"{"schemaVersion":1,"devices":[{"id":"serial:\#(sandbox.path("absent"))","name":"x","type":0,"transport":"serial"}]}"#
     )
     let path = sandbox.statePath
+    let watch = OutputWatch()
     let outcome = try await sandbox.capture(
-      ["listen"], timeLimit: 20,
-      interaction: Interaction(started: { pid in
-        // Once listen catches SIGHUP (its handler is installed after the state was read), swap the
-        // file for a FIFO, send SIGHUP, and SIGTERM a second later.
-        detachThread {
-          let deadline = Date().addingTimeInterval(10)
-          while !Self.catches(pid, SIGHUP) && Date() < deadline { usleep(20_000) }
-          unlink(path)
-          mkfifo(path, 0o600)
-          kill(pid, SIGHUP)
-          usleep(1_000_000)
-          kill(pid, SIGTERM)
-        }
-      }))
+      ["listen"], timeLimit: 60,
+      interaction: Interaction(
+        started: { pid in
+          // Once listen has read the state file (it warns that the remembered device is absent) and
+          // catches SIGHUP, swap the file for a FIFO, send SIGHUP, and SIGTERM once the reload has
+          // said what it made of it.
+          Task {
+            await watch.waitForLine(.stderr, containing: "trying again in the background")
+            await waitUntil("listen catching SIGHUP") { Self.catches(pid, SIGHUP) }
+            unlink(path)
+            mkfifo(path, 0o600)
+            kill(pid, SIGHUP)
+            await watch.waitForLine(.stderr, containing: "capture: SIGHUP: cannot read ")
+            kill(pid, SIGTERM)
+          }
+        }, watch: watch))
     #expect(!outcome.timedOut, "\(outcome)")
     #expect(outcome.signal == nil, "\(outcome)")
     #expect(outcome.status == 0, "\(outcome)")
@@ -327,16 +330,22 @@ struct HardeningIOTests {
     let fifo = sandbox.path("profile.fifo")
     #expect(mkfifo(fifo, 0o600) == 0)
     let profile = Self.profile
-    // open(O_WRONLY) waits for capture to open the FIFO for reading: on a thread of its own.
-    detachThread {
-      usleep(300_000)
-      let fd = open(fifo, O_WRONLY)
+    // The writer comes once capture waits on the FIFO: until a reader has it open, opening it for
+    // writing without blocking fails (ENXIO).
+    let writer = Task {
+      var fd: Int32 = -1
+      await waitUntil("capture opening \(fifo) for reading") {
+        fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        return fd >= 0
+      }
       guard fd >= 0 else { return }
+      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
       _ = Array(profile.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
       close(fd)
     }
     let outcome = try await sandbox.capture(
-      ["--timeout", "5s", "set", "socketcam", "--from", "profile.fifo"], timeLimit: 10)
+      ["--timeout", "30s", "set", "socketcam", "--from", "profile.fifo"], timeLimit: 60)
+    await writer.value
     #expect(outcome.status == 0, "\(outcome)")
     let name = try await sandbox.capture("get", "socketcam", "friendly-name")
     #expect(name.outLines == ["Front desk"], "\(name)")

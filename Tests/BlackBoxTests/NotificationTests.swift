@@ -28,13 +28,11 @@ private func cccdWrites(_ rig: BlueZRig, _ address: String, _ uuid: String) asyn
   return writes.filter { $0[0]?.string == uuid }.compactMap { $0[1]?.string }
 }
 
-/// Polls (up to 15 s) until `uuid` has exactly `count` notify sessions.
+/// Polls until `uuid` has exactly `count` notify sessions.
 private func waitForSessions(_ rig: BlueZRig, _ address: String, _ uuid: String, count: Int) async throws {
-  for _ in 0..<150 {
-    if try await sessions(rig, address, uuid).count == count { return }
-    try await Task.sleep(for: .milliseconds(100))
+  try await waitUntil("\(count) notify session(s) on \(uuid)", every: .milliseconds(100)) {
+    try await sessions(rig, address, uuid).count == count
   }
-  Issue.record("\(uuid) did not get \(count) notify session(s) within 15 s")
 }
 
 @Suite("Notifications: battery, power and buttons events (rig)", .serialized)
@@ -81,9 +79,11 @@ struct NotificationTests {
       let firstSession = try await sessions(rig, d600, batteryLevelUUID)
       async let second = sandbox.capture(
         ["--json", "listen", d600, "--events", "batteryLevel", "--timeout", "20s"], timeLimit: 40)
-      // The second listen is up when it holds its own scan-data session (the D600's data channel).
+      // The second listen is up when it holds its own scan-data session (the D600's data channel), and
+      // past its battery decision once it has made bring-up's last step, the D600's config write
+      // (each listen makes one).
       try await waitForSessions(rig, d600, scanDataUUID, count: 2)
-      try await Task.sleep(for: .milliseconds(500))
+      try await waitForBringUp(rig, d600, times: 2)
       #expect(try await sessions(rig, d600, batteryLevelUUID) == firstSession, "no second 0x2A19 session")
       #expect(try await cccdWrites(rig, d600, batteryLevelUUID) == ["0100"], "the CCCD was written once")
       try await rig.ctl("SetBattery", BlueZRig.devicePath(d600), "42")

@@ -126,21 +126,20 @@ struct ServeTests {
     try #require(spawned == 0)
     // systemd-socket-activate execs capture on the first connection; until it listens, connect is
     // refused and tried again.
-    let reply = await onOwnThread {
-      var reply: String?
-      for _ in 0..<100 where reply == nil {
-        reply = Self.post(
+    var reply: String?
+    await waitUntil("an answer on 127.0.0.1:\(port)", every: .milliseconds(50)) {
+      reply = await onOwnThread {
+        Self.post(
           port: port,
           #"{"jsonrpc":"2.0","id":0,"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#
         )
-        if reply == nil { usleep(50_000) }
       }
-      return reply
+      return reply != nil
     }
     var stderr = ""
-    for _ in 0..<250 where !stderr.contains("capture: serving CaptureJS") {
-      try await Task.sleep(for: .milliseconds(20))
+    await waitUntil("capture saying it serves") {
       stderr = String(decoding: (try? sandbox.read(errPath)) ?? [], as: UTF8.self)
+      return stderr.contains("capture: serving CaptureJS")
     }
     kill(pid, SIGTERM)
     let child = pid

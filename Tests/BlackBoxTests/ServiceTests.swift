@@ -62,11 +62,9 @@ private func decodedTexts(_ outcome: Outcome) -> [String] {
 
 /// Polls until no capture process holds a notify session on `uuid` of the device.
 private func waitForNoListener(_ rig: BlueZRig, _ address: String, uuid: String) async throws {
-  for _ in 0..<150 {
-    if try await !rig.ctl("GetState", BlueZRig.devicePath(address)).contains(uuid) { return }
-    try await Task.sleep(for: .milliseconds(100))
+  try await waitUntil("the end of the notify session on \(uuid)", every: .milliseconds(100)) {
+    try await !rig.ctl("GetState", BlueZRig.devicePath(address)).contains(uuid)
   }
-  Issue.record("the notify session on \(uuid) was still there after 15 s")
 }
 
 @Suite("listen as a service (no DEVICE)", .serialized)
@@ -77,9 +75,12 @@ struct ServiceTests {
   func absentAtStart(_ bonded: Bool) async throws {
     try await withRig { rig, sandbox in
       try writeState(sandbox, [Entry(id: d600, name: "Socket D600 [7EF619]", type: 327701, transport: "ble")])
+      let monitor = try await BusMonitor(rig, member: "GetManagedObjects")
       async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
-      // Long enough for several attempts (0.25 + 0.5 + 1 s): the warning must still come once.
-      try await Task.sleep(for: .seconds(2))
+      // Several attempts (each starts with GetManagedObjects; the watch for the device makes one
+      // more): the warning must still come once.
+      await monitor.waitForCalls(5)
+      await monitor.stop()
       // bonded: bluetoothd loads it from storage at once; otherwise only discovery finds it.
       try await rig.ctl(
         "AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", bonded ? "true" : "false")
@@ -134,16 +135,13 @@ struct ServiceTests {
       try writeState(sandbox, [], favorite: "*")
       try await rig.ctl("AddLEDevice", s550, "S550 [334455]", "s550", "--", "-60", "false")
       // bluetoothd stops: the bus stays, org.bluez goes.
-      let env = try String(contentsOfFile: rig.directory + "/rig.env", encoding: .utf8)
-      let mock = env.split(separator: "\n").first { $0.hasPrefix("RIG_MOCK_PID=") }.flatMap {
-        Int32($0.dropFirst(13))
-      }
-      #expect(mock != nil)
-      if let mock { kill(mock, SIGKILL) }
-      try await Task.sleep(for: .milliseconds(300))
+      try await rig.stopBluez()
+      let monitor = try await BusMonitor(rig, member: "NameHasOwner")
       async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
-      // Several discovery attempts fail meanwhile (0.25 + 0.5 + 1 s); one warning says so.
-      try await Task.sleep(for: .seconds(2))
+      // Several discovery attempts fail meanwhile (each asks whether org.bluez has an owner); one
+      // warning says so.
+      await monitor.waitForCalls(4)
+      await monitor.stop()
       try await rig.restartBluez()
       try await waitForListener(rig, s550, uuid: directEventsUUID)
       try await rig.ctl("TagRead", BlueZRig.devicePath(s550), "02C40044F99DB6", "text:back", "1")
@@ -215,14 +213,17 @@ struct ServiceTests {
       let dock = Entry(id: d600, name: "Socket D600 [7EF619]", type: 327701, transport: "ble")
       try writeState(sandbox, [dock, Entry(id: s550, name: "S550 [334455]", type: 327702, transport: "ble")])
       let child = ChildPID()
+      let watch = OutputWatch()
       async let listening = sandbox.capture(
-        ["--json", "listen"], timeLimit: 60, interaction: Interaction(started: { child.set($0) }))
+        ["--json", "listen"], timeLimit: 60,
+        interaction: Interaction(started: { child.set($0) }, watch: watch))
       try await waitForBringUp(rig, d600)
       try await waitForListener(rig, s550, uuid: directEventsUUID)
 
       try sandbox.write("state/capture/devices.json", "{ not json")
       child.send(SIGHUP)
-      try await Task.sleep(for: .seconds(1))
+      // The reload is over once its warning is out; only then does "still listening" mean anything.
+      await watch.waitForLine(.stderr, containing: "capture: SIGHUP: state file")
       #expect(try await rig.ctl("GetState", BlueZRig.devicePath(s550)).contains(directEventsUUID))
 
       try writeState(sandbox, [dock])
@@ -258,15 +259,21 @@ struct ServiceTests {
         Entry(id: selector, name: "Till scanner", type: 0, transport: "serial"),
         Entry(id: d600, name: "Socket D600 [7EF619]", type: 327701, transport: "ble"),
       ], favorite: "*")
+    let watch = OutputWatch()
     let writer = Task {
-      try await Task.sleep(for: .seconds(2))
+      // The scanner appears only after every first attempt has failed and been reported: the serial
+      // scanner's, the D600's and discovery's.
+      await watch.waitForLines(.stderr, "the three warnings", count: 3) {
+        $0.hasSuffix("; trying again in the background")
+      }
       guard symlink(pty.slavePath, link) == 0 else { return false }
       guard await pty.waitUntilOpened() else { return false }
       pty.write(sppFrame("EQ0000013158", aim: "C0"))
       return true
     }
-    let outcome = try await sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
-    #expect(try await writer.value, "capture never opened \(link)")
+    let outcome = try await sandbox.capture(
+      ["--json", "listen", "--count", "1"], timeLimit: 60, interaction: watch.interaction)
+    #expect(await writer.value, "capture never opened \(link)")
     #expect(outcome.status == 0, "\(outcome)")
     #expect(
       stream(outcome).map { "\($0.id) \($0.kind)" } == [

@@ -112,7 +112,16 @@ struct BoundedInputTests {
     let task = Task {
       try await BoundedInput.contents(of: FilePath(path), accepting: .regularFilesAndStreams, limit: 100)
     }
-    try await Task.sleep(for: .milliseconds(100))
+    // Cancelled while it waits, not before it opened the FIFO: a writer's non-blocking open succeeds
+    // only once a reader has it open (ENXIO before). That writer stays silent, so the read still waits.
+    let writer = Number(-1)
+    let opened = await eventually(until: .now + .seconds(30)) {
+      let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+      writer.value.store(Int(fd), ordering: .releasing)
+      return fd >= 0
+    }
+    defer { close(Int32(writer.value.load(ordering: .acquiring))) }
+    try #require(opened, "the read never opened the FIFO")
     task.cancel()
     await #expect(throws: InputError.cancelled) { try await task.value }
   }

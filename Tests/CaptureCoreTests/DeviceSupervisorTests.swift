@@ -3,18 +3,26 @@ import Testing
 
 @testable import CaptureCore
 
-/// A device whose stream opens with its arrival and ends with a removal on close(), as drivers do.
+/// A device whose stream opens with its arrival and ends with a removal on close(), as drivers do;
+/// it counts the events its consumer has taken.
 private final class ScriptedDevice: Device, Sendable {
   let info: DeviceInfo
   let events: AsyncStream<Event>
   private let continuation: AsyncStream<Event>.Continuation
+  private let counted: CountedEvents
   var capabilities: Capabilities { Capabilities(readable: [], writable: [], triggers: [], events: []) }
 
   init(_ info: DeviceInfo) {
     self.info = info
-    (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    let source: AsyncStream<Event>
+    (source, continuation) = AsyncStream.makeStream(of: Event.self)
+    counted = CountedEvents(source)
+    events = counted.stream
     continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
   }
+
+  /// Events the consumer has taken from the stream so far.
+  var taken: Int { counted.taken }
 
   func send(_ text: String) {
     continuation.yield(
@@ -137,7 +145,8 @@ struct DeviceSupervisorTests {
     let warnings = Warnings()
     let watched = supervisor(opener, warnings: warnings)
     watched.start()
-    while opener.attempts.withLock({ $0 }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+    let retried = await eventually(until: .now + .seconds(30)) { opener.attempts.withLock { $0 } >= 3 }
+    try #require(retried, "the supervisor did not try to open 3 times")
     await watched.stop()
     var seen: [Event] = []
     for await event in watched.events { seen.append(event) }
@@ -177,11 +186,12 @@ struct DeviceSupervisorTests {
     let total = limit * 2 + 10
     for i in 0..<total { device.send("C\(i)") }
     watched.start()
-    let deadline = ContinuousClock.now + .seconds(15)
-    while watched.backlog.count < limit && ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(10))
-    }
-    try await Task.sleep(for: .milliseconds(200))
+    let full = await eventually(until: .now + .seconds(30)) { watched.backlog.count >= limit }
+    #expect(full, "the supervisor's queue never filled")
+    // The forwarder has taken the event after the queue's last one from the device and holds it while
+    // it waits for room: past the point where it would have pushed it.
+    let holding = await eventually(until: .now + .seconds(30)) { device.taken == limit + 1 }
+    #expect(holding, "the forwarder took \(device.taken) events, not the queue's \(limit) and one more")
     #expect(watched.backlog.count == limit)
     var texts: [String] = []
     for await event in watched.events {

@@ -4,18 +4,26 @@ import Testing
 @testable import CaptureCore
 
 /// A device whose stream opens with its arrival, carries what it is fed, and ends with a removal on
-/// close() (or when the script says it is done, as a finite source does).
+/// close() (or when the script says it is done, as a finite source does); it counts the events the
+/// engine has taken.
 private final class FedDevice: Device, Sendable {
   let info: DeviceInfo
   let events: AsyncStream<Event>
   private let continuation: AsyncStream<Event>.Continuation
+  private let counted: CountedEvents
   var capabilities: Capabilities { Capabilities(readable: [], writable: [], triggers: [], events: []) }
 
   init(_ id: String) {
     info = DeviceInfo(id: id, name: "Fed \(id)", type: .none)
-    (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    let source: AsyncStream<Event>
+    (source, continuation) = AsyncStream.makeStream(of: Event.self)
+    counted = CountedEvents(source)
+    events = counted.stream
     continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
   }
+
+  /// Events the engine has taken from the stream so far.
+  var taken: Int { counted.taken }
 
   func feed(_ texts: [String]) {
     for text in texts {
@@ -85,11 +93,8 @@ private final class TableSystem: DeviceSystem, Sendable {
 }
 
 /// Everything one subscriber was given, as "device-id text" (decoded) or "device-id kind" lines.
-private func collect(_ subscription: EngineSubscription, startAfter delay: Duration = .zero) -> Task<
-  [String], Never
-> {
+private func collect(_ subscription: EngineSubscription) -> Task<[String], Never> {
   Task {
-    if delay > .zero { try? await Task.sleep(for: delay) }
     var seen: [String] = []
     for await event in subscription.events {
       if case .decodedData(let data) = event.payload {
@@ -123,18 +128,19 @@ struct EngineFanOutTests {
     let quicker = engine.subscribe("client 3", policy: .dropWhenBehind(limit: 20_000))
     let stalled = engine.subscribe("client 2", policy: .dropWhenBehind(limit: 8))
     // More than the back-pressure queue holds (2,048), fed before anyone reads: the stdout subscriber
-    // starts 300 ms late, so the devices wait for it meanwhile, and the stalled client is dropped.
+    // starts reading only once its queue is full, so the devices wait for it meanwhile, and once the
+    // stalled client has been dropped.
     first.feed(texts)
     second.feed(texts)
-    let stdoutSeen = collect(stdout, startAfter: .milliseconds(300))
     let quickSeen = collect(quick)
     let quickerSeen = collect(quicker)
     engine.attach([first, second])
-    // The stalled client: once dropped its stream ends after the 8 events it was holding.
-    let started = ContinuousClock.now
-    while stalled.dropReason == nil, ContinuousClock.now - started < .seconds(10) {
-      try await Task.sleep(for: .milliseconds(5))
+    let behind = await eventually(until: .now + .seconds(30)) {
+      stdout.backlog == EventQueue.defaultLimit && stalled.dropReason != nil
     }
+    #expect(behind, "stdout's backlog \(stdout.backlog), client 2 dropped: \(stalled.dropReason != nil)")
+    let stdoutSeen = collect(stdout)
+    // The stalled client: once dropped its stream ends after the 8 events it was holding.
     let reason = try #require(stalled.dropReason)
     #expect(reason.code == .queueReseted)
     #expect(
@@ -180,7 +186,10 @@ struct EngineFanOutTests {
     let stdout = engine.subscribe("stdout", policy: .backPressure)
     device.feed((0..<(3 * EventQueue.defaultLimit)).map { "\($0)" })
     engine.attach([device])
-    try await Task.sleep(for: .milliseconds(200))
+    // The device's task has taken the event after the queue's last one and holds it while it waits for
+    // room: past the point where it would have queued it.
+    let holding = await eventually(until: .now + .seconds(30)) { device.taken == EventQueue.defaultLimit + 1 }
+    #expect(holding, "the engine took \(device.taken) events, not a full queue's and one more")
     #expect(stdout.backlog == EventQueue.defaultLimit)
     let seen = collect(stdout)
     await device.close()
@@ -201,7 +210,8 @@ struct EngineFanOutTests {
     engine.attach([a, b])
     await a.close()
     // The first device's stream has ended; the engine holds the second only, and has not finished.
-    while engine.openDevices.count > 1 { try await Task.sleep(for: .milliseconds(5)) }
+    let one = await eventually(until: .now + .seconds(30)) { engine.openDevices.count <= 1 }
+    try #require(one, "the engine still holds the first device after its stream ended")
     #expect(engine.openDevices.map(\.info.id) == ["serial:/dev/ttyE"])
     await b.close()
     await engine.wait()
@@ -266,11 +276,13 @@ struct EngineFanOutTests {
     let stdoutSeen = collect(stdout)
     let clientSeen = collect(client)
     try engine.startService()
-    while engine.device(id: id) == nil { try await Task.sleep(for: .milliseconds(5)) }
+    let opened = await eventually(until: .now + .seconds(30)) { engine.device(id: id) != nil }
+    try #require(opened, "the service never opened the remembered device")
     device.feed(["EQ1"])
     try store.update { (state: inout StateFile) throws(CaptureError) in state.devices = [] }
     engine.reload()
-    while !engine.openDevices.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+    let closed = await eventually(until: .now + .seconds(30)) { engine.openDevices.isEmpty }
+    try #require(closed, "reload did not stop the device no longer remembered")
     // The service keeps running with nothing to listen to until it is stopped.
     #expect(!engine.isStopped)
     await engine.stop()
@@ -299,10 +311,8 @@ struct EngineLaneTests {
     a.feed(["A-hold", "A-1", "A-2"])
     b.feed((0..<500).map { "B-\($0)" })
     engine.attach([a, b])
-    let started = ContinuousClock.now
-    while seen.withLock({ $0.count }) < 500, ContinuousClock.now - started < .seconds(10) {
-      try await Task.sleep(for: .milliseconds(5))
-    }
+    let allOfB = await eventually(until: .now + .seconds(30)) { seen.withLock { $0.count } >= 500 }
+    #expect(allOfB, "only \(seen.withLock { $0.count }) codes arrived while A's handler waited")
     // Everything of B, nothing of A while A's handler waits.
     #expect(seen.withLock { $0 } == (0..<500).map { "serial:/dev/ttyLB B-\($0)" })
     gate.open()
@@ -334,12 +344,11 @@ struct EngineLaneTests {
     device.feed(["one", "two", "three"])
     engine.attach([device])
     // The lane holds the device at its first event (the arrival): the clients have that one only,
-    // and nobody is dropped for the lane's pace.
-    let started = ContinuousClock.now
-    while lane.withLock({ $0 }) < 1, ContinuousClock.now - started < .seconds(10) {
-      try await Task.sleep(for: .milliseconds(5))
-    }
-    try await Task.sleep(for: .milliseconds(100))
+    // and nobody is dropped for the lane's pace. Once the handler is in its wait, the device's task
+    // has offered the arrival to every client, and takes its next event only when the handler
+    // returns.
+    let holding = await eventually(until: .now + .seconds(30)) { lane.withLock { $0 } >= 1 }
+    #expect(holding, "the lane handler was never called")
     #expect(lane.withLock { $0 } == 1)
     #expect(reader.backlog == 1)
     #expect(stalled.backlog == 1 && stalled.dropReason == nil)

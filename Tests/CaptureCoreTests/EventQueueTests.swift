@@ -76,26 +76,29 @@ private func number(_ event: Event) -> Int {
     // Nobody consumes: the wait ends by its timeout with the queue still full.
     queue.waitForRoom(timeoutMilliseconds: 50)
     #expect(queue.count == 4)
+    let waiting = Flag()
     let released = Flag()
+    // The backlog the reader saw when its wait ended: the consumer's doing, not time's, proves it was
+    // not let go early (a wait that ended while the queue was still full would see 3 or 4).
+    let backlogAtRelease = Number(-1)
     // The producer waits on a thread of its own, as a reader thread does: never on the cooperative
     // pool (on Linux, Dispatch's global queues are that pool).
     startThread {
+      waiting.value.store(true, ordering: .releasing)
       queue.waitForRoom(timeoutMilliseconds: 30_000)
+      backlogAtRelease.value.store(queue.count, ordering: .releasing)
       released.value.store(true, ordering: .releasing)
     }
-    try await Task.sleep(for: .milliseconds(100))
-    let early = released.value.load(ordering: .acquiring)
-    #expect(!early)
+    let deadline = ContinuousClock.now + .seconds(60)
+    let started = await eventually(until: deadline) { waiting.value.load(ordering: .acquiring) }
+    #expect(started, "the reader thread never started")
     var iterator = queue.stream.makeAsyncIterator()
     #expect(await iterator.next().map(number) == 0)
     #expect(await iterator.next().map(number) == 1)  // down to 2 = limit / 2: the reader may go on
     // Released by the consumer, long before the wait's 30 s timeout (the safety net).
-    let deadline = ContinuousClock.now + .seconds(60)
-    while !released.value.load(ordering: .acquiring) && ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(10))
-    }
-    let late = released.value.load(ordering: .acquiring)
-    #expect(late)
+    let late = await eventually(until: deadline) { released.value.load(ordering: .acquiring) }
+    #expect(late, "the reader waiting for room was never released")
+    #expect(backlogAtRelease.value.load(ordering: .acquiring) == 2, "released before the consumer made room")
     #expect(queue.hasRoom)
   }
 
@@ -126,8 +129,15 @@ private func number(_ event: Event) -> Int {
     let queue = EventQueue(limit: 2)
     queue.push(event(0))
     queue.push(event(1))
-    let producer = Task { await queue.waitForRoom() }
-    try await Task.sleep(for: .milliseconds(50))
+    let asking = Flag()
+    let producer = Task {
+      asking.value.store(true, ordering: .releasing)
+      await queue.waitForRoom()
+    }
+    // The producer is on its way into the wait (nothing shows the wait itself; one that only arrives
+    // after finish() returns at once too, so the outcome is the same either way).
+    let started = await eventually(until: .now + .seconds(60)) { asking.value.load(ordering: .acquiring) }
+    #expect(started, "the producer task never started")
     queue.finish()
     await producer.value
     #expect(queue.count == 2)
@@ -136,4 +146,9 @@ private func number(_ event: Event) -> Int {
 
 final class Flag: Sendable {
   let value = Atomic<Bool>(false)
+}
+
+final class Number: Sendable {
+  let value: Atomic<Int>
+  init(_ initial: Int) { value = Atomic(initial) }
 }

@@ -13,11 +13,15 @@ final class RecordingLink: MQTTLink {
     var mid: Int32
     var message: MQTTMessage
   }
-  private let state = Mutex((sent: [Sent](), next: Int32(1), up: true, subscribed: [String]()))
+  private let state = Mutex(
+    (sent: [Sent](), next: Int32(1), up: true, subscribed: [String](), refused: 0))
 
   func publish(_ message: MQTTMessage) -> Int32? {
     state.withLock { s in
-      guard s.up else { return nil }
+      guard s.up else {
+        s.refused += 1
+        return nil
+      }
       let mid = s.next
       s.next += 1
       s.sent.append(Sent(mid: mid, message: message))
@@ -27,19 +31,23 @@ final class RecordingLink: MQTTLink {
   func subscribe(_ topic: String, qos: Int) { state.withLock { $0.subscribed.append(topic) } }
   var sent: [Sent] { state.withLock { $0.sent } }
   var subscribed: [String] { state.withLock { $0.subscribed } }
+  /// Publishes refused while the link was down.
+  var refused: Int { state.withLock { $0.refused } }
   func setUp(_ up: Bool) { state.withLock { $0.up = up } }
   func clear() { state.withLock { $0.sent.removeAll() } }
   /// The spooled events sent (QoS 1, not retained), in order.
   var events: [Sent] { sent.filter { !$0.message.retain } }
 }
 
-/// Polls `condition` for up to 5 s (the spool's thread runs on its own).
+/// Polls `condition` (the spool's thread runs on its own) until it holds, at most 30 s (generous: the
+/// machine is shared); true when it did.
 func eventually(_ condition: () -> Bool) async -> Bool {
-  for _ in 0..<500 {
-    if condition() { return true }
+  let deadline = ContinuousClock.now + .seconds(30)
+  while !condition() {
+    guard ContinuousClock.now < deadline else { return false }
     try? await Task.sleep(for: .milliseconds(10))
   }
-  return condition()
+  return true
 }
 
 func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, as: UTF8.self) }
@@ -81,8 +89,10 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
       #expect(seq == UInt64(i))
       ids.append(id)
     }
-    // Not connected yet: spooled, not published.
-    try await Task.sleep(for: .milliseconds(50))
+    // Not connected yet: spooled, not published. Each append above waited for its record to be durable,
+    // which the spool's thread reports before its publish step; so the thread has been through the
+    // publish step of every pass but the last (it took each append after the one before returned),
+    // and that last pass, like the others, saw the link not connected.
     #expect(link.events.isEmpty)
     publisher.linkConnected()
     #expect(await eventually { link.events.count == 5 })
@@ -226,18 +236,20 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     let code = Event(
       time: .now(), device: Self.device,
       payload: .decodedData(DecodedData(dataSource: DataSource(1), bytes: Array("123".utf8))))
-    let done = Atomic<Bool>(false)
+    // What happened, in order: the verdict must come after the PUBACK.
+    let order = Mutex<[String]>([])
     let task = Task {
       let verdict = await fleet.take(code)
-      done.store(true, ordering: .releasing)
+      order.withLock { $0.append("verdict") }
       return verdict
     }
+    // Published: the spool's thread is past the point where a verdict that did not wait for the PUBACK
+    // (one given when the record was durable) would have been given.
     #expect(await eventually { !link.events.isEmpty })
-    try await Task.sleep(for: .milliseconds(50))
-    let early = done.load(ordering: .acquiring)
-    #expect(!early, "no good beep before the PUBACK")
+    order.withLock { $0.append("PUBACK") }
     fleet.acknowledged(link.events[0].mid)
     #expect(await task.value == .safe)
+    #expect(order.withLock { $0 } == ["PUBACK", "verdict"], "no good beep before the PUBACK")
     await fleet.stop(grace: .zero)
   }
 }
@@ -253,7 +265,8 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     link.setUp(false)
     publisher.linkConnected()
     for i in 0..<3 { _ = await publisher.append(topic: "t/\(i)", waitUntilDurable: true) { Array($0.utf8) } }
-    try await Task.sleep(for: .milliseconds(50))
+    // The spool's thread has offered an event and the transport refused it.
+    #expect(await eventually { link.refused > 0 })
     #expect(link.events.isEmpty)
     link.setUp(true)
     // The spool's thread looks again within its 250 ms tick.
@@ -273,7 +286,9 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     try publisher.start()
     publisher.linkConnected()
     #expect(await eventually { link.events.count == 4 })
-    try await Task.sleep(for: .milliseconds(50))
+    // One more event, made durable: the spool's thread takes it on its next pass, so the pass that
+    // published the window has ended, and a window not kept would have published past it by then.
+    _ = await publisher.append(topic: "t/10", waitUntilDurable: true) { Array($0.utf8) }
     #expect(link.events.count == 4)
     publisher.acknowledged(link.events[0].mid)
     publisher.acknowledged(link.events[1].mid)

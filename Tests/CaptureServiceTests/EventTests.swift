@@ -86,7 +86,8 @@ struct EventTests {
     #expect(
       frames[1]
         == #"{"jsonrpc":"2.0","result":{"event":{"id":4,"type":2,"value":-38},"handle":\#(s.client)}}"#)
-    try await Task.sleep(for: .milliseconds(50))
+    // The device's events reach the client in order: the code, sent before the error, would be here
+    // before it.
     #expect(s.h.output.frames(s.socket).count == 2)
   }
 
@@ -144,13 +145,21 @@ struct EventTests {
     let h = Harness(bluetooth: false)
     let client = try await h.openClient()
     let socket = try await h.socket(for: client, id: 5, path: "/")
-    try await Task.sleep(for: .milliseconds(20))
+    // waitforcaptureevent has bound the socket (its replay, of no device, is done) before the arrival.
+    try await eventually("waitforcaptureevent to bind the socket") {
+      h.service.state.withLock { $0.bound[socket] } != nil ? true : nil
+    }
     let device = FakeDevice(id: "tcp://10.0.0.5:23", name: "DM8072", type: .none)
     h.engine.attach([device])
     let frames = try await h.output.frames(socket, count: 1)
     #expect(frames[0].contains(#""name":"DM8072","type":0}},"handle":\#(client)}}"#))
-    try await Task.sleep(for: .milliseconds(50))
-    #expect(h.output.frames(socket).count == 1)
+    // A later event of the device, on the client handle (the client has not opened it): a second
+    // arrival would have come before it.
+    device.send(.error(CaptureError(.communicationError, "link noise")))
+    let after = try await h.output.frames(socket, count: 2)
+    #expect(
+      after[1] == #"{"jsonrpc":"2.0","result":{"event":{"id":4,"type":2,"value":-38},"handle":\#(client)}}"#)
+    #expect(h.output.frames(socket).count == 2)
   }
 
   @Test("two clients: both get every arrival and removal; decoded data only where the device is open")

@@ -55,14 +55,15 @@ struct Timeout: Error, CustomStringConvertible {
   var description: String { "timed out waiting for \(what)" }
 }
 
-/// Polls `probe` every 5 ms for up to 5 s.
+/// Polls `probe` every 5 ms until it gives a value, at most 30 s (generous: the machine is shared).
 @discardableResult
 func eventually<T: Sendable>(_ what: String, _ probe: @Sendable () -> T?) async throws -> T {
-  for _ in 0..<1000 {
+  let deadline = ContinuousClock.now + .seconds(30)
+  while true {
     if let value = probe() { return value }
+    guard ContinuousClock.now < deadline else { throw Timeout(what: what) }
     try await Task.sleep(for: .milliseconds(5))
   }
-  throw Timeout(what: what)
 }
 
 /// A device whose events the test sends, with a property table it answers from and every call it

@@ -8,8 +8,13 @@ import Testing
   static let testInterface = "org.example.Test"
 
   /// Exports an object on `connection` that answers `Echo` with its arguments, `Fail` with the error
-  /// named by its two string arguments and `Hang` never.
-  static func exportTestObject(on connection: DBusConnection, path: String = "/org/example/Object") throws {
+  /// named by its two string arguments and `Hang` never; the result counts the `Hang` calls that have
+  /// reached the object (each one is pending at its caller from then on).
+  @discardableResult
+  static func exportTestObject(
+    on connection: DBusConnection, path: String = "/org/example/Object"
+  ) throws -> Counter {
+    let hangs = Counter()
     try connection.export(path: path) { call in
       switch call.member {
       case "Echo":
@@ -18,12 +23,14 @@ import Testing
         return .error(
           DBusError(name: call.body[0].stringValue ?? "", message: call.body[1].stringValue ?? ""))
       case "Hang":
+        hangs.increment()
         try? await Task.sleep(for: .seconds(3600))
         return .values([])
       default:
         return .error(DBusError(name: DBusError.Name.unknownMethod, message: "no \(call.member)"))
       }
     }
+    return hangs
   }
 
   @Test func connectsAndHasAUniqueName() async throws {
@@ -258,7 +265,7 @@ import Testing
     let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
-    try Self.exportTestObject(on: server)
+    let hangs = try Self.exportTestObject(on: server)
     try await withDeadline {
       let task = Task {
         await dbusError {
@@ -267,7 +274,8 @@ import Testing
             member: "Hang")
         }
       }
-      try await Task.sleep(for: .milliseconds(100))
+      // Cancelled while the call is pending, not before it was sent.
+      try await waitUntil("the Hang call at the server") { hangs.value == 1 }
       task.cancel()
       let error = await task.value
       #expect(error?.name == DBusError.Name.cancelled)
@@ -425,14 +433,23 @@ import Testing
       let rulesWhileSubscribed = try await matchRules()
       #expect(rulesWhileSubscribed == before.map { $0 + 1 })
       #expect(receiver.core.subscriptionCount == 1)
-      let consumer = Task { await collect(stream, count: 1_000_000).count }
+      let received = Counter()
+      let consumer = Task {
+        var delivered = 0
+        for await _ in stream {
+          delivered += 1
+          received.increment()
+        }
+        return delivered
+      }
       try emitter.emitSignal(path: "/", interface: Self.testInterface, member: "Ping")
-      try await Task.sleep(for: .milliseconds(100))
+      // Cancelled once the Ping has been taken from the stream.
+      try await waitUntil("the Ping at the consumer") { received.value == 1 }
       consumer.cancel()
       let delivered = await consumer.value
       #expect(delivered == 1)
       // Termination removes the subscription and sends RemoveMatch, both on the connection's queue.
-      while receiver.core.subscriptionCount != 0 { try await Task.sleep(for: .milliseconds(5)) }
+      try await waitUntil("the subscription's removal") { receiver.core.subscriptionCount == 0 }
       try await receiver.flush()
       let rulesAfterEnd = try await matchRules()
       #expect(rulesAfterEnd == before)
@@ -451,7 +468,7 @@ import Testing
     let pair = try await TestBus.pair()
     defer { pair.close() }
     let (server, client) = (pair.server, pair.client)
-    try Self.exportTestObject(on: server)
+    let hangs = try Self.exportTestObject(on: server)
     try await withDeadline {
       let stream = try await client.signals(MatchRule(interface: Self.testInterface))
       let streamEnded = Task { await collect(stream, count: 1_000).count }
@@ -463,7 +480,8 @@ import Testing
             member: "Hang")
         }
       }
-      try await Task.sleep(for: .milliseconds(200))
+      // The call is pending (the server has it) when the bus goes.
+      try await waitUntil("the Hang call at the server") { hangs.value == 1 }
       pair.bus.stop()
       let error = await pending.value
       #expect(error?.name == DBusError.Name.disconnected)
@@ -489,7 +507,7 @@ import Testing
     let server = try bus.connect()
     defer { server.close() }
     let client = try bus.connect()
-    try Self.exportTestObject(on: server)
+    let hangs = try Self.exportTestObject(on: server)
     try await withDeadline {
       let stream = try await client.signals(MatchRule(interface: Self.testInterface))
       let streamEnded = Task { await collect(stream, count: 1_000).count }
@@ -500,7 +518,8 @@ import Testing
             member: "Hang")
         }
       }
-      try await Task.sleep(for: .milliseconds(100))
+      // The call is pending (the server has it) when the client closes.
+      try await waitUntil("the Hang call at the server") { hangs.value == 1 }
       client.close()
       #expect(!client.isConnected)
       await client.waitUntilDisconnected()
@@ -519,8 +538,16 @@ import Testing
     let connection = try bus.connect()
     defer { connection.close() }
     try await withDeadline {
-      let waiter = Task { await connection.waitUntilDisconnected() }
-      try await Task.sleep(for: .milliseconds(50))
+      let asked = Counter()
+      let waiter = Task {
+        asked.increment()
+        await connection.waitUntilDisconnected()
+      }
+      // Cancelled while it waits, not before: the waiter has started, and it queues its registration
+      // on the connection's serial queue right after counting, with no suspension in between; this
+      // synchronous read on that queue then comes after the registration.
+      try await waitUntil("the waiter to start") { asked.value == 1 }
+      _ = connection.core.subscriptionCount
       waiter.cancel()
       await waiter.value
       #expect(connection.isConnected)
@@ -748,7 +775,7 @@ import Testing
     // The only reference went with the function: the deinit closes the connection and ends the stream.
     try await withDeadline {
       #expect(await collect(stream, count: 10).isEmpty)
-      while try await observer.nameHasOwner(name) { try await Task.sleep(for: .milliseconds(10)) }
+      try await waitUntil("the bus to drop \(name)") { try await !observer.nameHasOwner(name) }
     }
   }
 
@@ -774,7 +801,7 @@ import Testing
     weak let dropped = cores[1]
     _ = consume cores
     // Every libdbus context held a reference to the core; teardown released them all.
-    for _ in 0..<200 where closed != nil || dropped != nil { try await Task.sleep(for: .milliseconds(10)) }
+    try await waitUntil("both cores to be freed", seconds: 30) { closed == nil && dropped == nil }
     #expect(closed == nil)
     #expect(dropped == nil)
   }

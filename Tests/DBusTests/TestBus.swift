@@ -222,6 +222,31 @@ func withDeadline<T: Sendable>(
   }
 }
 
+/// Polls `condition` (suspending, never blocking a thread) until it holds, at most `seconds`
+/// (generous: the machine is shared, and under `withDeadline`'s 20 s so its message is the one seen);
+/// throws "timed out waiting for `what`" otherwise.
+func waitUntil(
+  _ what: @autoclosure () -> String, seconds: Double = 15, _ condition: () async throws -> Bool
+) async throws {
+  let deadline = ContinuousClock.now + .seconds(seconds)
+  while try await !condition() {
+    guard ContinuousClock.now < deadline else { throw WaitFailed(what: what()) }
+    try await Task.sleep(for: .milliseconds(10))
+  }
+}
+
+struct WaitFailed: Error, CustomStringConvertible {
+  var what: String
+  var description: String { "timed out waiting for \(what)" }
+}
+
+/// A count shared with a handler or a task, read by the test.
+final class Counter: Sendable {
+  private let count = Mutex(0)
+  func increment() { count.withLock { $0 += 1 } }
+  var value: Int { count.withLock { $0 } }
+}
+
 /// The first `count` signals of `stream`, or fewer when it finishes first.
 func collect(_ stream: AsyncStream<DBusSignal>, count: Int) async -> [DBusSignal] {
   var signals: [DBusSignal] = []

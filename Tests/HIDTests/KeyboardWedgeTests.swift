@@ -26,6 +26,8 @@ final class FakeEvdev: EvdevSystem, @unchecked Sendable {
     var nodes: [String: Node] = [:]
     var pipes: [(reader: Int32, writer: Int32, path: String)] = []
     var grabs: [Int32] = []
+    /// poll(2) calls by the descriptor polled.
+    var polls: [Int32: Int] = [:]
   }
 
   private let state = Mutex(State())
@@ -68,6 +70,7 @@ final class FakeEvdev: EvdevSystem, @unchecked Sendable {
       _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
       _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
       s.pipes.append((fds[0], fds[1], path))
+      s.polls[fds[0]] = 0  // a descriptor number of a pipe closed before starts over
       return .success(fds[0])
     }
     return try result.get()
@@ -78,7 +81,20 @@ final class FakeEvdev: EvdevSystem, @unchecked Sendable {
   }
 
   func poll(_ fd: Int32, timeoutMilliseconds: Int32) throws(Errno) -> Int16 {
-    try real.poll(fd, timeoutMilliseconds: timeoutMilliseconds)
+    state.withLock { $0.polls[fd, default: 0] += 1 }
+    return try real.poll(fd, timeoutMilliseconds: timeoutMilliseconds)
+  }
+
+  /// How many times the driver has polled the newest open pipe for `path`.
+  func polls(_ path: String) -> Int {
+    state.withLock { s in s.pipes.last { $0.path == path }.map { s.polls[$0.reader] ?? 0 } ?? 0 }
+  }
+
+  /// Bytes written to the newest open pipe for `path` and not yet read by the driver.
+  func unread(_ path: String) -> Int32 {
+    guard let fd = writer(path) else { return 0 }
+    var count: Int32 = 0
+    return Glibc.ioctl(fd, UInt(FIONREAD), &count) == 0 ? count : -1
   }
 
   func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer?) throws(Errno) -> Int32 {
@@ -143,7 +159,7 @@ final class Gathered: Sendable {
     all.compactMap { if case .error(let e) = $0.payload { e } else { nil } }
   }
 
-  func wait(seconds: Double = 5, until condition: (Gathered) -> Bool) async {
+  func wait(seconds: Double = 30, until condition: (Gathered) -> Bool) async {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline && !condition(self) {
       try? await Task.sleep(for: .milliseconds(10))
@@ -205,7 +221,9 @@ final class Warnings: Sendable {
     ]).flatMap(\.bytes)
     let fd = try #require(fake.writer(event3))
     try bytes[..<37].withUnsafeBytes { try SystemFile.writeAll(fd: fd, $0) }
-    try await Task.sleep(for: .milliseconds(30))
+    // The driver has read the first part (the pipe is empty) before the rest is written.
+    await log.wait { _ in fake.unread(event3) == 0 }
+    #expect(fake.unread(event3) == 0, "the driver never read the first part of the record")
     try bytes[37...].withUnsafeBytes { try SystemFile.writeAll(fd: fd, $0) }
     await log.wait { $0.texts.count == 1 }
     #expect(log.texts == ["Hello-123"])
@@ -297,8 +315,9 @@ final class Warnings: Sendable {
     fake.unplug(event3)
     await log.wait { $0.kinds.contains(.deviceRemoval) }
     fake.set(event3, fifo)
-    // Reopened (the fake's pipe has a writer) but quiet: no arrival yet.
-    try await Task.sleep(for: .milliseconds(600))
+    // Reopened (the fake's pipe has a writer) but quiet: no arrival yet. The driver has polled the new
+    // pipe twice, so it is back in its read loop, past where it would have announced an arrival.
+    await log.wait { _ in fake.polls(event3) >= 2 && fake.writer(event3) != nil }
     #expect(log.kinds == [.deviceArrival, .deviceRemoval])
     try fake.write(event3, keys([(5, false), (28, false)]))
     await log.wait { $0.texts.count == 1 }

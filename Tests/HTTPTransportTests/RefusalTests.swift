@@ -161,12 +161,18 @@ import Testing
     let recorder = Recorder(answer: { request in request.path == "/later" ? nil : Recorder.echo(request) })
     let served = try Served(recorder)
     let port = served.port
-    try await onOwnThread {
+    var client: RawClient? = try await onOwnThread {
       let client = try RawClient(port: port)
       client.write("GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
+      return client
     }
     #expect(await recorder.wait { $0.contains(.request(id: 1, method: "GET", path: "/later")) })
-    try await Task.sleep(for: .milliseconds(100))
+    let clientPort = localPort(client!.fd)
+    #expect(tcpState(local: port, remote: clientPort) == TCPState.established)
+    client = nil  // closed
+    // The client has gone: the server's end of the connection has its FIN (it is no longer
+    // established) before the answer comes.
+    #expect(await eventually { tcpState(local: port, remote: clientPort) != TCPState.established })
     served.server.respond(1, HTTPResponse(status: 200, body: Array("late".utf8)))
     served.server.respond(999, HTTPResponse(status: 200))
     let after = try await onOwnThread { () -> RawResponse? in
@@ -309,10 +315,10 @@ import Testing
   @Test func headersTrickledAByteAtATimeAreCutOffAtTheRequestTimeout() async throws {
     let served = try Served { $0.requestTimeoutSeconds = 1 }
     let port = served.port
-    // 60 header bytes at 10 a second: 6 s, far past the 1 s bound.
+    // 300 header bytes at 10 a second: 30 s, far past the 1 s bound however late the server's timer.
     let cut = try await onOwnThread {
       try Self.trickle(
-        "GET /slow HTTP/1.1\r\nHost: x\r\nX-Pad: \(String(repeating: "p", count: 30))\r\n\r\n", port: port)
+        "GET /slow HTTP/1.1\r\nHost: x\r\nX-Pad: \(String(repeating: "p", count: 270))\r\n\r\n", port: port)
     }
     await served.stop()
     #expect(cut)
@@ -324,8 +330,9 @@ import Testing
     let port = served.port
     let cut = try await onOwnThread { () -> Bool in
       let client = try RawClient(port: port, timeoutSeconds: 60)
-      client.write("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n")
-      for _ in 0..<60 {
+      // 300 body bytes at 10 a second: 30 s, far past the 1 s bound however late the server's timer.
+      client.write("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 300\r\n\r\n")
+      for _ in 0..<300 {
         guard client.write([0x62]) else { return true }
         usleep(100_000)
       }
@@ -346,7 +353,16 @@ import Testing
       return client
     }
     #expect(await recorder.wait { _ in recorder.openedSockets.count == 1 })
-    try await Task.sleep(for: .seconds(3))
+    // Two connections without a whole request, one after the other, are each cut at the 1 s request
+    // timeout: the server's timers have gone past the WebSocket's first second twice over.
+    for _ in 0..<2 {
+      let cut = try await onOwnThread { () -> Bool in
+        let other = try RawClient(port: port, timeoutSeconds: 60)
+        other.write("GET /slow HTTP/1.1\r\nHost: x\r\n")
+        return other.readUntilClosed()
+      }
+      #expect(cut, "a connection without a whole request was not cut at the request timeout")
+    }
     #expect(recorder.closedSockets.isEmpty)
     await served.stop()
     #expect(recorder.closedSockets.count == 1)

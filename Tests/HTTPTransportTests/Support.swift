@@ -99,15 +99,56 @@ final class Recorder: HTTPServerHandler {
     events.compactMap { if case .text(socket, let text) = $0 { text } else { nil } }
   }
 
-  /// Waits (polling, up to `seconds`) until `condition` holds over the events; true when it did.
+  /// Waits (`eventually`) until `condition` holds over the events; true when it did.
   func wait(seconds: Double = 30, until condition: @Sendable ([Event]) -> Bool) async -> Bool {
-    let deadline = monotonicSeconds() + seconds
-    while monotonicSeconds() < deadline {
-      if condition(events) { return true }
-      try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition(events)
+    await eventually(seconds: seconds) { condition(events) }
   }
+}
+
+/// Polls `condition` (suspending, never blocking a thread) until it holds, at most `seconds`
+/// (generous: the machine is shared); true when it did.
+func eventually(seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+  let deadline = monotonicSeconds() + seconds
+  while !condition() {
+    guard monotonicSeconds() < deadline else { return false }
+    try? await Task.sleep(for: .milliseconds(10))
+  }
+  return true
+}
+
+/// TCP states in /proc/net/tcp.
+enum TCPState {
+  static let established: UInt8 = 0x01
+}
+
+/// The kernel's state of the TCP socket whose local port is `local` and remote port `remote` (from
+/// /proc/net/tcp, and tcp6 for a dual-stack listener's connections), or nil when there is none.
+func tcpState(local: UInt16, remote: UInt16) -> UInt8? {
+  // "sl local_address rem_address st ...", addresses as hex "0100007F:1F90".
+  func port(_ address: Substring) -> UInt16? {
+    address.split(separator: ":").last.flatMap { UInt16($0, radix: 16) }
+  }
+  for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+    // Read to its end: a /proc file says its size is 0 and comes a page per read.
+    guard let data = FileHandle(forReadingAtPath: file)?.readDataToEndOfFile() else { continue }
+    let table = String(decoding: data, as: UTF8.self)
+    for line in table.split(separator: "\n").dropFirst() {
+      let fields = line.split(separator: " ")
+      guard fields.count > 3, port(fields[1]) == local, port(fields[2]) == remote else { continue }
+      return UInt8(fields[3], radix: 16)
+    }
+  }
+  return nil
+}
+
+/// The local port of the socket `fd`.
+func localPort(_ fd: Int32) -> UInt16 {
+  var address = sockaddr_in()
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  _ = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+  }
+  return UInt16(bigEndian: address.sin_port)
 }
 
 /// A started server with a recorder; `stop` shuts it down.

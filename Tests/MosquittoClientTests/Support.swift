@@ -64,6 +64,18 @@ enum Child {
     }
   }
 
+  /// Whether `pid` has ended (a zombie not yet reaped, or gone), without reaping it.
+  static func hasExited(_ pid: pid_t) -> Bool {
+    // Read to its end: a /proc file says its size is 0 and comes a page per read.
+    guard let data = FileHandle(forReadingAtPath: "/proc/\(pid)/stat")?.readDataToEndOfFile() else {
+      return true
+    }
+    let stat = String(decoding: data, as: UTF8.self)
+    // The state follows the command's closing parenthesis: "Z" until the parent reaps it.
+    guard let close = stat.lastIndex(of: ")") else { return true }
+    return stat[close...].dropFirst(2).first == "Z"
+  }
+
   /// Runs a program to its end: its exit status and its output (stdout and stderr).
   static func run(_ path: String, _ arguments: [String], timeLimit: Double = 30) async throws -> (
     status: Int32, output: String
@@ -133,17 +145,22 @@ func accepts(_ port: UInt16) -> Bool {
   }
 }
 
-/// Waits (on a thread of its own) until 127.0.0.1:`port` accepts connections, at most `seconds`.
-func waitUntilAccepting(_ port: UInt16, seconds: Double = 20) async throws {
-  let ok = await onOwnThread {
+/// Waits (on a thread of its own) until 127.0.0.1:`port` accepts connections, at most `seconds`
+/// (generous: the machine is shared); never a fixed time. Gives up early, with the reason, once
+/// `exited` says the process that was to listen has ended.
+func waitUntilAccepting(
+  _ port: UInt16, seconds: Double = 30, exited: @escaping @Sendable () -> String? = { nil }
+) async throws {
+  let failure = await onOwnThread { () -> String? in
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-      if accepts(port) { return true }
+      if accepts(port) { return nil }
+      if let reason = exited() { return reason }
       usleep(20_000)
     }
-    return false
+    return "nothing accepts connections on 127.0.0.1:\(port) after \(Int(seconds)) s"
   }
-  guard ok else { throw TestFailure("nothing accepts connections on 127.0.0.1:\(port)") }
+  if let failure { throw TestFailure(failure) }
 }
 
 // MARK: - Certificates
@@ -181,50 +198,103 @@ struct Certificates {
 // MARK: - The broker
 
 /// Debian's mosquitto with a config of the test's own: a plain listener, and a TLS listener when
-/// certificates are given; anonymous clients, or only the users of `passwords`.
+/// certificates are given; anonymous clients, or only the users of `passwords`. Ready (every listener
+/// accepts connections) once the initializer and `start` return.
 final class Broker: Sendable {
   let directory: String
   let port: UInt16
   let tlsPort: UInt16
   let config: String
   let log: String
+  private let tls: Bool
   private let pid = Mutex<pid_t?>(nil)
 
   init(passwords: [String: String] = [:], certificates: Certificates? = nil, directory: String) async throws {
     self.directory = directory
-    port = try freePort()
-    tlsPort = try freePort()
     config = "\(directory)/mosquitto.conf"
     log = "\(directory)/mosquitto.log"
-    var lines = ["per_listener_settings false", "persistence false", "log_type all"]
+    tls = certificates != nil
+    var head = ["per_listener_settings false", "persistence false", "log_type all"]
     // Started as root, mosquitto switches to the user "mosquitto", who cannot read our temp dir.
-    if geteuid() == 0 { lines.append("user root") }
+    if geteuid() == 0 { head.append("user root") }
     if passwords.isEmpty {
-      lines.append("allow_anonymous true")
+      head.append("allow_anonymous true")
     } else {
       let file = "\(directory)/passwords"
       for (user, password) in passwords {
         let create = FileManager.default.fileExists(atPath: file) ? [] : ["-c"]
         try await Child.check("/usr/bin/mosquitto_passwd", create + ["-b", file, user, password])
       }
-      lines += ["allow_anonymous false", "password_file \(file)"]
+      head += ["allow_anonymous false", "password_file \(file)"]
     }
-    lines.append("listener \(port) 127.0.0.1")
-    if let certificates {
-      lines += [
-        "listener \(tlsPort) 127.0.0.1", "cafile \(certificates.caFile)",
-        "certfile \(certificates.serverCert)",
-        "keyfile \(certificates.serverKey)",
-      ]
+    // A port free a moment ago may be taken (by a parallel test) before mosquitto binds it; mosquitto
+    // then exits, and the start is tried again on other ports.
+    var attempt = 1
+    while true {
+      let plain = try freePort()
+      var secure = try freePort()
+      while secure == plain { secure = try freePort() }
+      var lines = head + ["listener \(plain) 127.0.0.1"]
+      if let certificates {
+        lines += [
+          "listener \(secure) 127.0.0.1", "cafile \(certificates.caFile)",
+          "certfile \(certificates.serverCert)",
+          "keyfile \(certificates.serverKey)",
+        ]
+      }
+      try (lines.joined(separator: "\n") + "\n").write(toFile: config, atomically: true, encoding: .utf8)
+      let outcome = try await Self.launch(
+        config: config, log: log, ports: certificates == nil ? [plain] : [plain, secure])
+      switch outcome {
+      case .ready(let child):
+        port = plain
+        tlsPort = secure
+        pid.withLock { $0 = child }
+        return
+      case .exited(_, let output) where attempt < 5 && output.contains("Address already in use"):
+        attempt += 1
+      case .exited(let status, let output):
+        throw TestFailure("mosquitto exited (\(status)) before it accepted connections: \(output)")
+      }
     }
-    try (lines.joined(separator: "\n") + "\n").write(toFile: config, atomically: true, encoding: .utf8)
-    try await start()
   }
 
+  /// Starts it again on the same ports (after `stop`), ready when this returns.
   func start() async throws {
+    let outcome = try await Self.launch(config: config, log: log, ports: tls ? [port, tlsPort] : [port])
+    switch outcome {
+    case .ready(let child): pid.withLock { $0 = child }
+    case .exited(let status, let output):
+      throw TestFailure("mosquitto exited (\(status)) before it accepted connections: \(output)")
+    }
+  }
+
+  private enum Launch {
+    case ready(pid_t)
+    case exited(status: Int32, log: String)
+  }
+
+  /// Spawns mosquitto and waits until each of `ports` accepts connections, or until it has exited.
+  private static func launch(config: String, log: String, ports: [UInt16]) async throws -> Launch {
     let child = try Child.spawn(mosquittoPath, ["-c", config], output: log)
-    pid.withLock { $0 = child }
-    try await waitUntilAccepting(port)
+    do {
+      for port in ports {
+        try await waitUntilAccepting(port) { Child.hasExited(child) ? "mosquitto exited" : nil }
+      }
+      return .ready(child)
+    } catch {
+      guard Child.hasExited(child) else {
+        kill(child, SIGKILL)
+        _ = await Child.reap(child, timeLimit: 10)
+        throw TestFailure("\(error); mosquitto's log: \(Self.text(of: log))")
+      }
+      let status = await Child.reap(child, timeLimit: 10)
+      return .exited(status: status, log: Self.text(of: log))
+    }
+  }
+
+  private static func text(of file: String) -> String {
+    (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
   }
 
   /// SIGTERM, and wait for it to end.
@@ -243,7 +313,7 @@ final class Broker: Sendable {
     if let child = pid.withLock({ $0 }) { kill(child, number) }
   }
 
-  var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+  var logText: String { Self.text(of: log) }
 }
 
 /// A temp dir for one test, removed by `remove`.
@@ -309,28 +379,29 @@ final class Recorder: MQTTConnectionDelegate {
   }
   var connections: Int { all.filter { $0 == .connected }.count }
 
-  /// Waits (polling, without blocking a thread) until `condition` holds of the events, at most
-  /// `seconds` (generous: the machine is shared); throws with the events seen otherwise.
+  /// Waits until `condition` holds of the events (`waitUntil`); throws with the events seen otherwise.
   func wait(
     _ what: String, seconds: Double = 30, until condition: @Sendable ([Event]) -> Bool
   ) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-      if condition(all) { return }
-      try await Task.sleep(for: .milliseconds(20))
-    }
-    throw TestFailure("timed out waiting for \(what); events: \(all)")
+    try await waitUntil("\(what); events: \(all)", seconds: seconds) { condition(all) }
   }
 }
 
 /// Waits until the connection's network thread has ended, at most `seconds`.
 func waitForLoopEnd(_ connection: MQTTConnection, seconds: Double = 30) async throws {
+  try await waitUntil("the end of the MQTT network thread", seconds: seconds) { connection.core.loopEnded }
+}
+
+/// Polls `condition` (suspending, never blocking a thread) until it holds, at most `seconds`
+/// (generous: the machine is shared); throws "timed out waiting for `what`" otherwise.
+func waitUntil(
+  _ what: @autoclosure () -> String, seconds: Double = 30, _ condition: () -> Bool
+) async throws {
   let deadline = ContinuousClock.now + .seconds(seconds)
-  while ContinuousClock.now < deadline {
-    if connection.core.loopEnded { return }
+  while !condition() {
+    guard ContinuousClock.now < deadline else { throw TestFailure("timed out waiting for \(what())") }
     try await Task.sleep(for: .milliseconds(20))
   }
-  throw TestFailure("the MQTT network thread did not end")
 }
 
 func endpoint(_ broker: Broker, id: String = "client-\(UUID().uuidString.prefix(8))") -> MQTTEndpoint {

@@ -40,19 +40,11 @@ import Testing
     }
 
     // Nobody consumes: the reader fills its queue to the limit, then leaves the bytes in the kernel.
-    let deadline = ContinuousClock.now + .seconds(20)
-    while scanner.backlog.count < limit && ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(20))
-    }
-    #expect(scanner.backlog.count >= limit)
-    // The writer stalls: its count stops moving (the kernel's buffers are full).
-    var last = -1
-    while ContinuousClock.now < deadline {
-      let now = writer.written.load(ordering: .acquiring)
-      if now == last { break }
-      last = now
-      try await Task.sleep(for: .milliseconds(300))
-    }
+    let filled = await eventually { scanner.backlog.count >= limit }
+    #expect(filled, "the reader's queue never reached its limit")
+    // The writer stalls: the master takes no more (the kernel's buffers are full), so its write blocks.
+    let full = await eventually { !pty.acceptsMore }
+    #expect(full, "the pty's master kept taking bytes")
     let finishedEarly = writer.done.load(ordering: .acquiring)
     #expect(!finishedEarly, "the whole burst fit somewhere: nothing held it back")
     let writtenWhilePaused = writer.written.load(ordering: .acquiring)
@@ -72,12 +64,8 @@ import Testing
     #expect(seen.count == codes.count)
     #expect(seen == codes)
     // The writer's last write returned (its thread may note it a moment after the last code arrives).
-    let end = ContinuousClock.now + .seconds(15)
-    while !writer.done.load(ordering: .acquiring) && ContinuousClock.now < end {
-      try await Task.sleep(for: .milliseconds(10))
-    }
-    let finished = writer.done.load(ordering: .acquiring)
-    #expect(finished)
+    let finished = await eventually { writer.done.load(ordering: .acquiring) }
+    #expect(finished, "the writer's last write never returned")
     #expect(scanner.backlog.highWater <= bound, "high water \(scanner.backlog.highWater)")
     await scanner.close()
   }
@@ -89,11 +77,8 @@ import Testing
     // More than the queue holds, little enough that the kernel takes the rest and the write ends.
     let feed = Array((0..<3000).map { "P\($0)\n" }.joined().utf8)
     Task { await BlockingExecutor.shared.run { _ in try? pty.write(feed) } }
-    let deadline = ContinuousClock.now + .seconds(20)
-    while scanner.backlog.count < scanner.backlog.limit && ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(20))
-    }
-    #expect(scanner.backlog.count >= scanner.backlog.limit)
+    let filled = await eventually { scanner.backlog.count >= scanner.backlog.limit }
+    #expect(filled, "the reader's queue never reached its limit")
     await scanner.close()
     // What was read is still delivered, then the removal, then the end.
     var kinds: [EventKind] = []

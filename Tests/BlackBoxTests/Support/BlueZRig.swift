@@ -2,6 +2,7 @@
 // and stopped through Tests/Rigs/rig.py.
 
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -120,4 +121,52 @@ func withRig(
     throw error
   }
   await rig.stop()
+}
+
+/// Method calls on a rig's bus as they happen (dbus-monitor): capture's attempts made observable. Each
+/// of its attempts to open a remembered BLE device starts on a new connection with GetManagedObjects,
+/// each attempt to discover with NameHasOwner, so counting them says how many attempts were made
+/// instead of guessing it from how long the test slept.
+final class BusMonitor: Sendable {
+  let member: String
+  private let watch = OutputWatch()
+  private let pid = ChildProcess()
+  private let running: Task<Outcome, any Error>
+
+  /// Starts monitoring calls of `member` on the rig's bus; returns once the monitor is in place.
+  init(_ rig: BlueZRig, member: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    self.member = member
+    let monitor = try #require(Runner.which("dbus-monitor"), "dbus-monitor is not installed")
+    let (watch, pid) = (watch, pid)
+    running = Task {
+      try await Runner.run(
+        monitor, ["--address", rig.busAddress, "type='method_call',member='\(member)'"],
+        environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 120,
+        interaction: Interaction(started: { child in pid.id.withLock { $0 = child } }, watch: watch))
+    }
+    // dbus-monitor becomes a monitor by BecomeMonitor, which takes its name away: NameLost says the
+    // bus now copies every matching call to it.
+    await watch.waitForLine(.stdout, containing: "member=NameLost", sourceLocation: sourceLocation)
+  }
+
+  /// The calls seen so far.
+  var calls: Int { watch.lines(.stdout).filter { $0.contains("member=\(member)") }.count }
+
+  /// Waits until at least `count` calls have been seen.
+  func waitForCalls(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
+    await waitUntil("\(count) \(member) calls on the bus (seen: \(calls))", sourceLocation: sourceLocation) {
+      calls >= count
+    }
+  }
+
+  /// The monitor's pid, known once it was spawned.
+  private final class ChildProcess: Sendable {
+    let id = Mutex<pid_t>(0)
+  }
+
+  func stop() async {
+    let child = pid.id.withLock { $0 }
+    if child > 0 { kill(child, SIGTERM) }
+    _ = try? await running.value
+  }
 }

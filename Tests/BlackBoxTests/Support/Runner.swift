@@ -6,6 +6,7 @@
 // POSIX_SPAWN_SETSIGDEF resets the dispositions the test process may have changed (SIGPIPE).
 
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -25,6 +26,12 @@ struct Interaction: Sendable {
   /// Called with the child's pid right after the spawn (a test that signals it at a moment of its
   /// choosing, e.g. SIGHUP once the state file changed).
   var started: (@Sendable (pid_t) -> Void)? = nil
+  /// Sees every byte the child writes as it comes, for a test that waits for a line while the child
+  /// runs.
+  var watch: OutputWatch? = nil
+  /// Bytes the test sends to the child's stdin while it runs, at moments of its choosing (a late
+  /// answer once capture has given up waiting for it); stdin stays open as with `answer`.
+  var feed: StdinFeed? = nil
 }
 
 /// What a finished child did.
@@ -138,7 +145,7 @@ enum Runner {
     var input = input
     var written = 0
     // Stdin is closed once everything is written, unless a co-process answers (then when it says so).
-    var closeWhenWritten = interaction.answer == nil
+    var closeWhenWritten = interaction.answer == nil && interaction.feed == nil
     var unansweredLine: [UInt8] = []
     func finishStdin() {
       if interaction.holdStdinOpen { heldStdinFD = stdinFD } else { close(stdinFD) }
@@ -157,6 +164,7 @@ enum Runner {
     var signalled = interaction.signal == nil
 
     while outFD >= 0 || errFD >= 0 {
+      if let feed = interaction.feed, stdinFD >= 0 { input += feed.take() }
       var fds: [pollfd] = []
       if stdinFD >= 0 && written < input.count {
         fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0))
@@ -175,6 +183,8 @@ enum Runner {
       }
       // After the kill, keep draining: the pipes reach EOF once the child is gone.
       var wait = timedOut ? 1000 : Int32(max(1, min(remaining * 1000, 1000)))
+      // A feed is looked at between polls: often enough that what it sends goes out at once.
+      if interaction.feed != nil { wait = min(wait, 10) }
       if !signalled, let after = interaction.signal?.after {
         wait = min(wait, Int32(max(1, (start + after - now) * 1000)))
       }
@@ -189,6 +199,7 @@ enum Runner {
             write(stdinFD, raw.baseAddress! + written, raw.count - written)
           }
           if n > 0 { written += n }
+          if written == input.count { interaction.feed?.caughtUp() }
           if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
           if n < 0 || (written == input.count && closeWhenWritten) { finishStdin() }
         } else {
@@ -197,6 +208,7 @@ enum Runner {
             if entry.fd == outFD {
               if firstStdout == nil { firstStdout = monotonicSeconds() - start }
               stdout += buffer[0..<n]
+              interaction.watch?.append(buffer[0..<n], to: .stdout)
               if let answer = interaction.answer {
                 unansweredLine += buffer[0..<n]
                 while let end = unansweredLine.firstIndex(of: 10) {
@@ -208,6 +220,7 @@ enum Runner {
               }
             } else {
               stderr += buffer[0..<n]
+              interaction.watch?.append(buffer[0..<n], to: .stderr)
             }
           } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
             close(entry.fd)
@@ -350,4 +363,26 @@ func detachThread(_ body: @escaping @Sendable () -> Void) {
   let thread = Thread(block: body)
   thread.name = "blackbox.blocking"
   thread.start()
+}
+
+/// What a test sends to a running child's stdin (Interaction.feed).
+final class StdinFeed: Sendable {
+  private let state = Mutex<(pending: [UInt8], taken: Int, delivered: Int)>(([], 0, 0))
+
+  func send(_ text: String) { state.withLock { $0.pending += Array(text.utf8) } }
+
+  /// Whether everything sent so far has been written to the child's stdin.
+  var isDelivered: Bool { state.withLock { $0.pending.isEmpty && $0.delivered == $0.taken } }
+
+  /// The runner takes what was sent since it last looked.
+  func take() -> [UInt8] {
+    state.withLock { state in
+      defer { state.pending = [] }
+      state.taken += state.pending.count
+      return state.pending
+    }
+  }
+
+  /// The runner has written all it took.
+  func caughtUp() { state.withLock { $0.delivered = $0.taken } }
 }

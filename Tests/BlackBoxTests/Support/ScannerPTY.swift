@@ -49,27 +49,25 @@ final class ScannerPTY: @unchecked Sendable {
     }
   }
 
-  /// Waits until another process has the slave open (capture opened it and, in the same breath, set
-  /// raw mode). Bytes written before would meet the tty's cooked defaults: 0x03 is VINTR and CR becomes
-  /// LF, so the frame would be damaged before capture could read it.
-  func waitUntilOpened(seconds: Double = 15) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    let mine = String(getpid())
-    while Date() < deadline {
-      let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-      for pid in processes where pid != mine && pid.allSatisfy(\.isNumber) {
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-        for fd in fds
-        where (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))
-          == slavePath
-        {
-          // open() and tcsetattr() are consecutive calls; give the second one a moment.
-          try? await Task.sleep(for: .milliseconds(200))
-          return true
-        }
-      }
-      try? await Task.sleep(for: .milliseconds(50))
+  /// Waits until another process has the slave open and has set raw mode on it (capture does both in
+  /// one breath). Bytes written before would meet the tty's cooked defaults: 0x03 is VINTR and CR
+  /// becomes LF, so the frame would be damaged before capture could read it. The slave's termios is
+  /// read through the master (they share it), so the wait ends at the tcsetattr itself, not a guess of
+  /// how long after the open it comes.
+  func waitUntilOpened(seconds: Double = 30) async -> Bool {
+    let deadline = Runner.monotonicSeconds() + seconds
+    while Runner.monotonicSeconds() < deadline {
+      if isRaw { return true }
+      try? await Task.sleep(for: .milliseconds(20))
     }
     return false
+  }
+
+  /// cfmakeraw's marks: no line editing, no signal characters, no CR-to-NL translation. A fresh pty
+  /// has all three on.
+  private var isRaw: Bool {
+    var tio = termios()
+    guard tcgetattr(master, &tio) == 0 else { return false }
+    return tio.c_lflag & tcflag_t(ICANON | ISIG) == 0 && tio.c_iflag & tcflag_t(ICRNL) == 0
   }
 }
