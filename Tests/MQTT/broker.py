@@ -7,6 +7,7 @@ import atexit
 import json
 import ssl
 import os
+import re
 import shutil
 import signal
 import socket
@@ -142,6 +143,19 @@ class Broker:
         except OSError:
             return ""
 
+    def sent_to(self, topic):
+        """The client ids the broker sent a PUBLISH on `topic` to, one per message, from its log
+        (log_type all). mosquitto writes "Sending PUBLISH to ..." for every subscriber while it routes
+        a message, before its PUBACK to the publisher: once a QoS 1 publish is acknowledged, the
+        routing of that message is all in the log."""
+        sending = re.compile(r"Sending PUBLISH to (\S+) \(d\d, q\d, r\d, m\d+, '(.*)', \.\.\. \(\d+ bytes\)\)$")
+        try:
+            with open(self.log, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return []
+        return [m.group(1) for m in map(sending.search, lines) if m and m.group(2) == topic]
+
     def close(self):
         self.kill()
         _running.discard(self)
@@ -178,6 +192,7 @@ class Subscriber:
         self.subscribed = threading.Event()
         self.subscriptions = 0  # SUBACKs so far: one per (re)connection
         client_id = session or f"capture-test-sub-{os.getpid()}-{id(self)}"
+        self.client_id = client_id
         self.client = paho.Client(client_id=client_id, clean_session=session is None, protocol=paho.MQTTv311)
         self.client.reconnect_delay_set(0.05, 0.2)
         if username is not None:
@@ -256,8 +271,10 @@ class Subscriber:
             pass
 
 
-def retained(broker, topic, seconds=3, tls_user=None):
-    """The retained message on `topic` as a fresh subscriber sees it (None when there is none)."""
+def retained(broker, topic, seconds=10, tls_user=None):
+    """The retained message on `topic` as a fresh subscriber sees it (None when there is none: the
+    broker sends a retained message right after the SUBACK, so `seconds` only bounds a slow machine;
+    callers expect one)."""
     sub = Subscriber(broker, topic, username=tls_user[0] if tls_user else None,
                      password=tls_user[1] if tls_user else None)
     try:

@@ -13,12 +13,14 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -63,6 +65,46 @@ def is_event(m):
 
 def decoded(m):
     return is_event(m) and m.topic.endswith("/decodedData")
+
+
+def spool_records(state, host=HOST):
+    """What capture's spool holds on disk, oldest first, as (header, payload) pairs: the segment files
+    $XDG_STATE_HOME/capture/spool/HOST/*.seg of `u32 length | u32 CRC-32 | body` records (little-endian),
+    the body a JSON header line ({"eventId","seq","topic"}) and the published payload (docs/fleet.md §4;
+    Sources/CaptureMQTT/SpoolFiles.swift). A record still being written (torn) ends the reading."""
+    directory = os.path.join(state, "capture", "spool", host)
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".seg"))
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:  # an acknowledged segment deleted meanwhile
+            continue
+        at = 0
+        while len(data) - at >= 8:
+            length, crc = struct.unpack_from("<II", data, at)
+            body = data[at + 8:at + 8 + length]
+            if len(body) < length or zlib.crc32(body) != crc:
+                break
+            head, _, payload = body.partition(b"\n")
+            out.append((json.loads(head), payload))
+            at += 8 + length
+    return out
+
+
+def spool_drained(state, host=HOST):
+    """True when the spool's `acked` file says the broker acknowledged every record (floor == next):
+    the publisher has freed all its room (it saves the file after counting the PUBACKs)."""
+    try:
+        with open(os.path.join(state, "capture", "spool", host, "acked")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return doc.get("floor") == doc.get("next")
 
 
 def unique_events(messages):
@@ -156,6 +198,41 @@ class Capture:
 
     def describe(self):
         return f"{self.argv}\nexit {self.proc.poll()}\nstderr:\n" + "\n".join(self.stderr()[-30:])
+
+    def wait_for(self, condition, seconds, what):
+        """Until condition() is true (returns its value); fails naming `what` after `seconds`."""
+        deadline = time.monotonic() + seconds
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: not within {seconds} s\n{self.describe()}\nstdout:\n"
+                                     + "\n".join(self.stdout()[-20:]))
+            time.sleep(0.05)
+
+    def spooled(self, predicate=lambda doc: True):
+        """The payloads (event objects) of the spool's records matching predicate(payload)."""
+        docs = []
+        for header, payload in spool_records(self.state):
+            try:
+                doc = json.loads(payload)
+            except ValueError:
+                continue
+            if predicate(doc):
+                docs.append(doc)
+        return docs
+
+    def wait_spooled(self, predicate, count=1, seconds=30, what="the record in the spool"):
+        """Until the spool on disk holds `count` records matching predicate(payload): capture read the
+        event and wrote it (fsync follows the write at once; a kill -9 loses nothing written)."""
+        return self.wait_for(lambda: (lambda d: d if len(d) >= count else None)(self.spooled(predicate)),
+                             seconds, what)
+
+    def error_events(self, text=None):
+        """The --json error events on stdout (naming `text` when given)."""
+        return [e for e in self.events() if e.get("event") == "error"
+                and (text is None or text in e.get("error", {}).get("message", ""))]
 
     def close(self):
         if self.proc.poll() is None:
@@ -351,7 +428,10 @@ class NothingLostTests(Fixture):
         spooled = [f"SPOOLED-{n:02d}" for n in range(20)]
         for text in spooled:
             scanner.write(text)
-        time.sleep(2.0)  # read, appended and fsynced (batches flush well within this)
+        # kill -9 once every code is read and written to the spool's segment (not before: a code still
+        # in the pty or in capture's memory is not what this test is about).
+        cap2.wait_spooled(lambda d: d.get("text", "").startswith("SPOOLED-"), len(spooled),
+                          what="the 20 codes written to the spool before kill -9")
         cap2.kill9()
         broker.start()
         sub.wait_resubscribed(n)
@@ -361,38 +441,47 @@ class NothingLostTests(Fixture):
         self.assertEqual({d["host"] for d in docs}, {HOST})
 
     def test_a_full_spool_refuses_new_codes_and_keeps_every_old_one(self):
-        broker = self.broker()
-        sub = self.subscriber(broker)
+        # A persistent consumer session on a broker that keeps it: what capture publishes as soon as it
+        # is back waits in the session if it comes before the subscriber's own reconnection.
+        broker = self.broker(persistence=True)
+        sub = self.subscriber(broker, session="fleet-consumer")
         n = sub.subscriptions
         broker.stop()  # capture starts with the broker down and keeps trying
         scanner = self.scanner()
         cap = self.capture(broker, [scanner.selector], extra=["--mqtt-spool-max", "5"])
         self.wait_opened(scanner, cap)
-        time.sleep(0.5)
-        for i in range(8):
-            scanner.write(f"FULL-{i}")
-            time.sleep(0.1)
-        time.sleep(1.5)
+        # The device's arrival is spooled first and takes one of the 5 places.
+        cap.wait_spooled(lambda d: d.get("event") == "deviceArrival", what="the arrival in the spool")
+        codes = [f"FULL-{i}" for i in range(8)]
+        for text in codes:
+            scanner.write(text)
+        # Every code ends either in the spool or refused with an error event.
+        full = lambda d: d.get("event") == "decodedData" and d.get("text", "").startswith("FULL-")
+        cap.wait_for(lambda: len(cap.spooled(full)) + len(cap.error_events("FULL-")) >= len(codes), 30,
+                     "an outcome (spooled, or refused with an error event) for each of the 8 codes")
         self.assertIsNone(cap.proc.poll(), cap.describe())
         # Each refused code is an error event ESKT_QUEUERESETED naming --mqtt-spool-max (docs/fleet.md §4).
-        errors = [e for e in cap.events() if e.get("event") == "error"]
+        errors = cap.error_events()
         self.assertTrue(errors, f"a full spool refused codes silently\n{cap.describe()}\n{cap.stdout()}")
         for e in errors:
             self.assertEqual(e["error"]["code"], ESKT_QUEUERESETED, e)
             self.assertIn("--mqtt-spool-max", e["error"]["message"])
+        room = 5 - len(cap.spooled(lambda d: not full(d)))
+        self.assertEqual([d["text"] for d in cap.spooled(full)], codes[:room], cap.describe())
+        self.assertEqual([t for t in codes if cap.error_events(f"{t} not sent")], codes[room:], errors)
+        self.assertEqual(len(errors), len(codes) - room, errors)
         broker.start()
         sub.wait_resubscribed(n)
-        # The spool holds 5 events; the device's arrival, spooled first, took one of them.
         sub.wait(lambda m: m.topic == event_topic(scanner.selector, "deviceArrival"), 20, what="the spooled arrival")
-        room = 5 - len(unique_events([m for m in sub.snapshot() if is_event(m) and not decoded(m)]))
-        docs = self.wait_codes(sub, room, seconds=20, prefix="FULL-")
-        time.sleep(1.0)  # nothing more comes: the refused codes were never spooled
-        texts = [d["text"] for d in self.wait_codes(sub, 8, seconds=0, prefix="FULL-")]
-        self.assertEqual(texts, [f"FULL-{i}" for i in range(room)], cap.describe())
-        self.assertEqual(len(errors), 8 - room, errors)
+        self.wait_codes(sub, room, seconds=30, prefix="FULL-")
         # As PUBACKs free the spool, codes are taken again.
+        cap.wait_for(lambda: spool_drained(cap.state), 30, "the broker's PUBACKs for every spooled record")
         scanner.write("AFTER-DRAIN")
         self.assertEqual([d["text"] for d in self.wait_codes(sub, 1, prefix="AFTER-")], ["AFTER-DRAIN"])
+        # One device's events are published in spool order: AFTER-DRAIN came after everything the spool
+        # held, so a refused code that was spooled after all would have arrived before it.
+        texts = [d["text"] for d in self.wait_codes(sub, 0, seconds=0, prefix="FULL-")]
+        self.assertEqual(texts, codes[:room], cap.describe())
 
 
 class ConnectionTests(Fixture):
@@ -491,7 +580,9 @@ class CommandTests(Fixture):
     def request(self, body, reply_id=None, seconds=15):
         payload = body if isinstance(body, (bytes, str)) else json.dumps(body)
         mark = len(self.sub.snapshot())
-        self.publisher.client.publish(f"{BASE}/commands", payload, qos=1).wait_for_publish(5)
+        info = self.publisher.client.publish(f"{BASE}/commands", payload, qos=1)
+        info.wait_for_publish(20)
+        self.assertTrue(info.is_published(), f"the broker never acknowledged the request {str(body)[:80]}")
         if reply_id is None:
             return None
         topic = f"{BASE}/replies/{reply_id}"
@@ -543,13 +634,14 @@ class CommandTests(Fixture):
         self.wait_codes(self.sub, 1, seconds=15)
         again = self.request({"id": "dup-1", "argv": ["trigger", dev, "start"]}, "dup-1")
         self.assertEqual(again, first)
-        time.sleep(1.5)
+        # A request that runs is answered after its command ended: had the duplicate run, its TRIGGER ON
+        # would have reached the simulator before this reply did.
         triggers = [c for c in self.dataman.commands() if "TRIGGER ON" in str(c).upper()]
         self.assertEqual(len(triggers), 1, self.dataman.commands())
         self.assertEqual(len(self.wait_codes(self.sub, 2, seconds=0.1)), 1)
 
     def test_malformed_requests_get_an_error_reply_and_run_nothing(self):
-        self.start()
+        cap = self.start()
         dev = self.dataman.selector
         acting = lambda: [c for c in self.dataman.commands() if c.upper().split(">")[-1].startswith(("TRIGGER", "SET"))]
         before = acting()
@@ -576,9 +668,12 @@ class CommandTests(Fixture):
                 self.assertIsInstance(reply.get("error", {}).get("code"), int, reply)
                 self.assertIsInstance(reply["error"].get("message"), str, reply)
         # Not JSON and no id at all: nothing to answer on, and nothing runs.
+        ignored = lambda: [line for line in cap.stderr() if "MQTT command ignored" in line]
+        self.assertEqual(ignored(), [])
         self.request(b"{not json")
         self.request(json.dumps({"argv": ["trigger", dev, "start"]}))
-        time.sleep(1.0)
+        # Each is dropped with a warning once capture has handled it: both handled, nothing ran.
+        cap.wait_for(lambda: len(ignored()) >= 2, 20, "the warnings of the two requests without an id")
         self.assertEqual(acting(), before)
         self.assertEqual(self.wait_codes(self.sub, 1, seconds=0.1), [])
 
@@ -599,7 +694,9 @@ class CommandTests(Fixture):
     def test_commands_are_off_without_mqtt_commands(self):
         self.start(commands=())
         self.request({"id": "off1", "argv": ["trigger", self.dataman.selector, "start"]})
-        time.sleep(2.0)
+        # The broker acknowledged the request, so it has routed it (Broker.sent_to): to the test's
+        # subscriber and to nobody else; capture, not subscribed, never got it.
+        self.assertEqual(self.broker_.sent_to(f"{BASE}/commands"), [self.sub.client_id], self.broker_.tail(60))
         self.assertEqual([m for m in self.sub.snapshot() if "/replies/" in m.topic], [])
         self.assertEqual(self.wait_codes(self.sub, 1, seconds=0.1), [])
 
@@ -621,41 +718,49 @@ class ConfirmDeliveryTests(Fixture):
     def scan_control_writes(self, rig):
         return [w for w in rig.ctl("GetWrites", D600_PATH) if D600_SCAN_CONTROL in str(w).lower()]
 
-    def bring_up(self, rig, cap, seconds=20):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if any(D600_CONFIG in str(w).lower() for w in rig.ctl("GetWrites", D600_PATH) or []):
-                time.sleep(0.3)
-                return
-            time.sleep(0.1)
-        self.fail(f"the D600 was never brought up\n{cap.describe()}")
+    def bring_up(self, rig, cap, seconds=30):
+        """Until capture has the D600 up: its arrival is an event (on stdout with --json) only once the
+        open, and with it the bring-up, returned (scanner mode, config AE 07, is its last write)."""
+        cap.wait_for(lambda: any(e.get("event") == "deviceArrival" and e.get("device", {}).get("id") == D600
+                                 for e in cap.events()), seconds, "the D600's arrival (brought up)")
+        self.assertTrue(any(D600_CONFIG in str(w).lower() for w in rig.ctl("GetWrites", D600_PATH) or []),
+                        f"the D600 arrived without its bring-up (no config write)\n{cap.describe()}")
 
-    def scan(self, rig, text):
-        for _ in range(100):
-            if rig.ctl("ScanText", D600_PATH, "4F", text):
-                return
+    def scan(self, rig, text, seconds=20):
+        deadline = time.monotonic() + seconds
+        while not rig.ctl("ScanText", D600_PATH, "4F", text):  # 0 until capture's notify session is on
+            if time.monotonic() > deadline:
+                self.fail(f"the rig dropped the scan {text!r}: nobody notified in {seconds} s")
             time.sleep(0.1)
-        self.fail(f"the rig dropped the scan {text!r}")
+
+    def wait_confirmed(self, rig, cap, seconds, what):
+        deadline = time.monotonic() + seconds
+        while not self.scan_control_writes(rig):
+            if time.monotonic() > deadline:
+                self.fail(f"{what}: no scan-control write in {seconds} s\n{cap.describe()}")
+            time.sleep(0.1)
+        return self.scan_control_writes(rig)
 
     def test_broker_mode_beeps_good_only_after_the_broker_acknowledged(self):
         rig = self.rig()
-        broker = self.broker()
-        sub = self.subscriber(broker)
-        cap = self.capture(broker, [D600], extra=["--confirm-delivery", "broker"], env=rig.env, json_out=False)
+        # A persistent consumer session on a broker that keeps it: capture may publish the code before
+        # the subscriber has reconnected after the restart.
+        broker = self.broker(persistence=True)
+        sub = self.subscriber(broker, session="fleet-consumer")
+        cap = self.capture(broker, [D600], extra=["--confirm-delivery", "broker"], env=rig.env)
         self.bring_up(rig, cap)
         self.wait_online(sub, cap)
         n = sub.subscriptions
         broker.stop()
         rig.ctl("ClearWrites", D600_PATH)
         self.scan(rig, "WAIT-FOR-PUBACK")
-        time.sleep(2.0)
+        # The code is read and durable in the spool: the point where spool mode confirms. Broker mode must
+        # not have; it confirms only after the PUBACK, and there is no broker before broker.start().
+        cap.wait_spooled(lambda d: d.get("text") == "WAIT-FOR-PUBACK", what="WAIT-FOR-PUBACK in the spool")
         self.assertEqual(self.scan_control_writes(rig), [], "confirmed before the broker had the code")
         broker.start()
         sub.wait_resubscribed(n)
-        deadline = time.monotonic() + 20
-        while not self.scan_control_writes(rig) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertTrue(self.scan_control_writes(rig), f"never confirmed after the broker came back\n{cap.describe()}")
+        self.wait_confirmed(rig, cap, 30, "never confirmed after the broker came back")
         docs = self.wait_codes(sub, 1, seconds=10)
         self.assertEqual([d["text"] for d in docs], ["WAIT-FOR-PUBACK"])
 
@@ -663,16 +768,13 @@ class ConfirmDeliveryTests(Fixture):
         rig = self.rig()
         broker = self.broker()
         sub = self.subscriber(broker)
-        cap = self.capture(broker, [D600], extra=["--confirm-delivery", "spool"], env=rig.env, json_out=False)
+        cap = self.capture(broker, [D600], extra=["--confirm-delivery", "spool"], env=rig.env)
         self.bring_up(rig, cap)
         self.wait_online(sub, cap)
         broker.stop()
         rig.ctl("ClearWrites", D600_PATH)
         self.scan(rig, "SAFE-ON-DISK")
-        deadline = time.monotonic() + 10
-        while not self.scan_control_writes(rig) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertTrue(self.scan_control_writes(rig), f"no confirmation once the code was spooled\n{cap.describe()}")
+        self.wait_confirmed(rig, cap, 20, "no confirmation once the code was spooled")
 
     def test_a_code_a_full_spool_refuses_gets_a_confirmation_and_accepted_ones_none(self):
         # Without --confirm-delivery an accepted code is not confirmed by capture (the scanner's own
@@ -683,19 +785,26 @@ class ConfirmDeliveryTests(Fixture):
         cap = self.capture(broker, [D600], extra=["--mqtt-spool-max", "3"], env=rig.env)
         self.bring_up(rig, cap)
         rig.ctl("ClearWrites", D600_PATH)
+        # capture hands one event at a time to the spool and confirms (or not) before taking the next:
+        # once code i is spooled or refused, whatever code i-1 got is written already.
         refused = None
         for i in range(6):
-            self.scan(rig, f"CODE-{i}")
-            time.sleep(0.7)
-            if any(e.get("event") == "error" for e in cap.events()):
+            text = f"CODE-{i}"
+            self.scan(rig, text)
+            cap.wait_for(lambda: cap.spooled(lambda d: d.get("text") == text) or cap.error_events(f"{text} not sent"),
+                         20, f"{text} spooled or refused")
+            if cap.error_events(f"{text} not sent"):
                 refused = i
                 break
-            self.assertEqual(self.scan_control_writes(rig), [], f"CODE-{i} was accepted, yet confirmed")
+            self.assertEqual(self.scan_control_writes(rig), [], f"CODE-{i - 1} was accepted, yet confirmed")
         self.assertIsNotNone(refused, f"the spool of 3 never refused a code\n{cap.describe()}")
-        deadline = time.monotonic() + 5
-        while not self.scan_control_writes(rig) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertTrue(self.scan_control_writes(rig), f"CODE-{refused} was refused without a bad confirmation")
+        writes = self.wait_confirmed(rig, cap, 20, f"CODE-{refused} was refused without a bad confirmation")
+        # The first write is the refused code's (an earlier one would be the last accepted code's): the
+        # bad confirmation's LED command, 91 with the scan LED red (docs/device-protocols.md §2.5,
+        # firmware >= 1.44 layout: power delay,R,G,B,mode then scan delay,R,G,B,mode).
+        first = bytes.fromhex(writes[0][1])
+        if first[:1] == b"\x91":
+            self.assertEqual((first[7], first[8]), (0xFF, 0x00), f"CODE-{refused - 1} was accepted, yet confirmed: {writes}")
 
 
 if __name__ == "__main__":

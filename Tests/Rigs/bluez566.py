@@ -716,9 +716,10 @@ class Manager(Obj):
     @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
     def GetDiscovery(self, adapter):
         '''GetDiscovery(o adapter) -> a{sv}: Discovering (b), Sessions (u: clients with a discovery
-        session), Patterns (as: the Pattern filter of each session's client, '' for none, sorted) and
-        Now (d: CLOCK_MONOTONIC, the clock of GetConnectCalls) — whether and how a client watches for
-        devices.'''
+        session), Patterns (as: the Pattern filter of each session's client, '' for none, sorted),
+        Now (d: CLOCK_MONOTONIC, the clock of GetConnectCalls) and Finds (u: discovery rounds run so
+        far; every device a round finds is announced before the round ends, so once Finds has grown,
+        what it found has been sent) — whether and how a client watches for devices.'''
         a = W.adapters.get(str(adapter).rsplit('/', 1)[-1])
         if a is None or a.path != str(adapter):
             raise mock_error('no adapter %s' % adapter)
@@ -726,7 +727,8 @@ class Manager(Obj):
         return dbus.Dictionary({'Discovering': dbus.Boolean(a.discovering),
                                 'Sessions': dbus.UInt32(len(a.sessions)),
                                 'Patterns': dbus.Array(patterns, signature='s'),
-                                'Now': dbus.Double(time.monotonic())}, signature='sv')
+                                'Now': dbus.Double(time.monotonic()),
+                                'Finds': dbus.UInt32(a.finds)}, signature='sv')
 
     @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
     def GetState(self, device):
@@ -777,6 +779,7 @@ class Adapter(Obj):
         self.filters = {}   # client -> filter dict (set with SetDiscoveryFilter)
         self.sessions = set()  # clients with a discovery session
         self.found_timer = None
+        self.finds = 0  # discovery rounds run (find_devices with a session): GetDiscovery's Finds
         props = {
             'Address': dbus.String(address),
             'AddressType': dbus.String('public'),
@@ -928,6 +931,7 @@ class Adapter(Obj):
         self.found_timer = None
         if not self.sessions:
             return
+        self.finds += 1
         for peer in list(W.peers.values()):
             # a connected LE peripheral does not advertise, so discovery does not see it
             if peer.adapter is self and not peer.connected and self.matches(peer):

@@ -238,12 +238,12 @@ class Rig:
                                     cwd=self.dir, start_new_session=True)
         self.mock_pid = mock.pid
         self._children[mock.pid] = mock
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while not self.has_bluez():
             if mock.poll() is not None:
                 raise RigError('the mock exited with %s; see %s/mock.log' % (mock.returncode, self.dir))
             if time.monotonic() > deadline:
-                raise RigError('org.bluez did not appear within 10 s; see %s/mock.log' % self.dir)
+                raise RigError('org.bluez did not appear within 30 s; see %s/mock.log' % self.dir)
             time.sleep(0.005)
 
     def _kill(self, pid, marker, sig=signal.SIGKILL):
@@ -297,7 +297,9 @@ class Rig:
         self._kill(self.mock_pid, 'dbusmock')
         self._wait_gone(self.mock_pid, 5)
         deadline = time.monotonic() + 5
-        while self.has_bluez() and time.monotonic() < deadline:
+        while self.has_bluez():
+            if time.monotonic() > deadline:
+                raise RigError('org.bluez still has an owner 5 s after the mock was killed')
             time.sleep(0.005)
         self._start_mock()
         self._write_env()

@@ -57,7 +57,7 @@ class Client:
     def close(self):
         self.bus.close()
 
-    def call(self, path, iface, method, signature='', *args, timeout=5):
+    def call(self, path, iface, method, signature='', *args, timeout=30):
         return self.bus.call_blocking('org.bluez', path, iface, method, signature, args, timeout=timeout,
                                       byte_arrays=True)
 
@@ -75,21 +75,42 @@ class Client:
     def objects(self):
         return self.call('/', OM, 'GetManagedObjects')
 
-    def pump(self, until=None, timeout=3.0):
-        '''Run the main loop until until() is true (or for `timeout` when until is None).'''
+    def pump(self, until, timeout=30.0):
+        '''Run the main loop until until() is true; fails after `timeout` (a deadline for a slow
+        machine, never a wait of its own).'''
         ctx = GLib.MainContext.default()
         deadline = time.monotonic() + timeout
         tick = GLib.timeout_add(5, lambda: True)
         try:
             while time.monotonic() < deadline:
                 ctx.iteration(True)
-                if until is not None and until():
+                if until():
                     return True
         finally:
             GLib.source_remove(tick)
-        if until is None:
-            return True
-        raise AssertionError('timed out; events: %r' % self.events[-20:])
+        raise AssertionError('not reached in %s s; events: %r' % (timeout, self.events[-20:]))
+
+    def drain(self):
+        '''Dispatches what has arrived already (signals queued behind a reply that was read).'''
+        ctx = GLib.MainContext.default()
+        while ctx.pending():
+            ctx.iteration(False)
+
+    def sync(self):
+        '''A round trip to the mock: whatever it sent this client before answering (one sender's
+        messages reach a receiver in order) is dispatched when this returns.'''
+        self.call('/', OM, 'GetManagedObjects')
+        self.drain()
+
+    def finds(self, adapter=ADAPTER):
+        '''Discovery rounds the mock has run on `adapter` (GetDiscovery's Finds).'''
+        return int(self.mock('GetDiscovery', 'o', adapter)['Finds'])
+
+    def wait_find(self, since, adapter=ADAPTER):
+        '''Until a discovery round after `since` (a finds() value) has run: every device it found
+        is announced (and dispatched here) when this returns.'''
+        self.pump(lambda: self.finds(adapter) > since)
+        self.sync()
 
     def signals(self, member=None, path=None, iface=None):
         return [e for e in self.events if e[0] == 'signal' and (member is None or e[3] == member)
@@ -162,11 +183,11 @@ class DiscoveryTest(RigTest):
                opts(UUIDs=dbus.Array([SCANNER_SERVICE], signature='s'), Transport='le'))
         self.assertEqual(list(c.call(ADAPTER, 'org.bluez.Adapter1', 'GetDiscoveryFilters')),
                          ['UUIDs', 'RSSI', 'Pathloss', 'Transport', 'DuplicateData', 'Discoverable', 'Pattern'])
+        finds = c.finds()
         c.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
         self.assertDBusError('org.bluez.Error.InProgress', None, c.call, ADAPTER, 'org.bluez.Adapter1',
                              'StartDiscovery')
-        c.pump(lambda: c.signals('InterfacesAdded'))
-        c.pump(timeout=0.1)
+        c.wait_find(finds)  # the round ran: all it found is announced
         added = c.signals('InterfacesAdded')
         self.assertEqual([str(e[4][0]) for e in added], [D600])  # the S550 does not match the filter
         props = added[0][4][1][DEVICE]
@@ -186,7 +207,7 @@ class DiscoveryTest(RigTest):
         other = self.client()
         other.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
         other.close()
-        c.pump(timeout=0.1)
+        c.pump(lambda: int(c.mock('GetDiscovery', 'o', ADAPTER)['Sessions']) == 1)  # the mock saw it leave
         self.assertTrue(c.call(ADAPTER, PROPS, 'Get', 'ss', 'org.bluez.Adapter1', 'Discovering'))
 
         # stopping: RSSI invalidated, then the never-connected device goes after TemporaryTimeout
@@ -195,7 +216,7 @@ class DiscoveryTest(RigTest):
                              'org.bluez.Adapter1', 'StopDiscovery')
         c.pump(lambda: any(list(e[4][2]) == ['RSSI'] for e in c.signals('PropertiesChanged', D600)))
         self.assertFalse(c.call(ADAPTER, PROPS, 'Get', 'ss', 'org.bluez.Adapter1', 'Discovering'))
-        c.pump(lambda: c.signals('InterfacesRemoved'), timeout=2)
+        c.pump(lambda: c.signals('InterfacesRemoved'))
         self.assertEqual(str(c.signals('InterfacesRemoved')[0][4][0]), D600)
 
     def test_session_ends_when_client_leaves(self):
@@ -213,13 +234,14 @@ class DiscoveryTest(RigTest):
         watcher = self.client()
         watcher.call(ADAPTER, 'org.bluez.Adapter1', 'SetDiscoveryFilter', 'a{sv}',
                      opts(Transport='le', Pattern=D600_ADDR))
+        finds = c.finds()
         watcher.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
         state = c.mock('GetDiscovery', 'o', ADAPTER)
         self.assertIs(bool(state['Discovering']), True)
         self.assertEqual(int(state['Sessions']), 1)
         self.assertEqual([str(p) for p in state['Patterns']], [D600_ADDR])
         self.assertIsInstance(state['Now'], dbus.Double)
-        watcher.pump(timeout=0.1)
+        watcher.wait_find(finds)  # a round ran with the device away: it found nothing
         self.assertEqual([e for e in watcher.signals('PropertiesChanged', D600) if 'RSSI' in e[4][1]], [])
         c.mock('SetInRange', 'ob', dev, True)
         # back in range: the remembered device's RSSI is set as its advertisement is heard
@@ -448,8 +470,10 @@ class D600Test(RigTest):
         other = self.client()
         c.start_notify(scan)
         other.start_notify(scan)
+        gone = other.name
         other.close()
-        c.pump(timeout=0.1)
+        # the mock saw the other client leave: its session is gone, ours stays
+        c.pump(lambda: gone not in [str(n) for n in c.mock('GetState', 'o', D600)['NotifySessions'].get(SCAN_DATA, [])])
         self.assertTrue(c.call(scan, PROPS, 'Get', 'ss', CHAR, 'Notifying'))
         third = self.client()
         third.start_notify(scan)
@@ -500,8 +524,9 @@ class ClassicDeviceTest(RigTest):
     def discover(self, transport):
         c = self.client()
         c.call(ADAPTER, 'org.bluez.Adapter1', 'SetDiscoveryFilter', 'a{sv}', opts(Transport=transport))
+        finds = c.finds()
         c.call(ADAPTER, 'org.bluez.Adapter1', 'StartDiscovery')
-        c.pump(timeout=0.3)
+        c.wait_find(finds)
         found = {str(e[4][0]): e[4][1] for e in c.signals('InterfacesAdded') if DEVICE in e[4][1]}
         c.call(ADAPTER, 'org.bluez.Adapter1', 'StopDiscovery')
         return found
@@ -522,7 +547,8 @@ class ClassicDeviceTest(RigTest):
         self.assertEqual([str(u) for u in props['UUIDs']],
                          ['00001101-0000-1000-8000-00805f9b34fb', self.SCANNER.lower()])
         self.assertNotIn('ManufacturerData', props)
-        self.c.pump(timeout=0.8)  # both expire (TemporaryTimeout), so "auto" announces both again
+        # both expire (TemporaryTimeout), so "auto" announces both again
+        self.c.pump(lambda: not {path, D600} & {str(p) for p in self.c.objects()})
         self.assertEqual(sorted(self.discover('auto')), sorted([path, D600]))
         with self.assertRaises(dbus.exceptions.DBusException):
             self.add_classic('00:06:66:0A:1B:2D', 'x', 0x1000000, [])
@@ -551,7 +577,9 @@ class ClassicDeviceTest(RigTest):
 
 
 class MoreBehaviourTest(RigTest):
-    params = {'PairDelay': 0.3}
+    # A pairing takes this long: CancelPairing, sent right after Pair, must find it pending (the margin
+    # is what a loaded machine may take between the two messages in the mock).
+    params = {'PairDelay': 1.0}
 
     def test_cancel_pairing_and_implicit_pairing(self):
         self.add(D600_ADDR, 'Socket D600 [7EF619]', 'd600', known=False)
@@ -560,8 +588,7 @@ class MoreBehaviourTest(RigTest):
         c.pump(lambda: c.signals('InterfacesAdded'))
         c.call('/org/bluez', 'org.bluez.AgentManager1', 'RegisterAgent', 'os', dbus.ObjectPath('/a'), '')
         c.call_async('pair', D600, DEVICE, 'Pair')
-        c.pump(timeout=0.05)
-        c.call(D600, DEVICE, 'CancelPairing')
+        c.call(D600, DEVICE, 'CancelPairing')  # after Pair on this connection: the pairing (PairDelay) is pending
         c.pump(lambda: any(e[0] == 'error' for e in c.events))
         self.assertEqual([e[2].get_dbus_name() for e in c.events if e[0] == 'error'],
                          ['org.bluez.Error.AuthenticationCanceled'])
@@ -631,9 +658,10 @@ class CommandLineTest(unittest.TestCase):
     def test_start_ctl_stop(self):
         import subprocess
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'rig.py')
-        t0 = time.monotonic()
-        out = subprocess.run([script, 'start'], check=True, capture_output=True, text=True).stdout
-        self.assertLess(time.monotonic() - t0, 2.0)
+        # start returns once the bus accepts and org.bluez answers (it waits on those, not on a clock):
+        # the ctl right after it must work at once. No wall-clock bound: on a loaded machine a start
+        # takes what the scheduler gives it; the timeout only catches a hang.
+        out = subprocess.run([script, 'start'], check=True, capture_output=True, text=True, timeout=120).stdout
         env = dict(line.split('=', 1) for line in out.splitlines())
         self.assertEqual(sorted(env), ['DBUS_SYSTEM_BUS_ADDRESS', 'RIG_BUS_PID', 'RIG_DIR', 'RIG_MOCK_PID'])
         self.assertEqual(env['DBUS_SYSTEM_BUS_ADDRESS'], 'unix:path=%s/bus' % env['RIG_DIR'])

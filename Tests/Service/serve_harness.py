@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import termios
 import threading
 import time
 import tty
@@ -107,11 +108,17 @@ class PtyScanner:
     def selector(self):
         return f"serial:{self.path}?framing=line"
 
-    def wait_opened(self, seconds=15):
+    def configured(self):
+        """True once someone set the line up as capture's SerialPort does: CLOCAL, which our raw mode
+        leaves off, is on. tcgetattr on a pty master reads the slave's termios (Linux tty_mode_ioctl)."""
+        return self.master is not None and bool(termios.tcgetattr(self.master)[2] & termios.CLOCAL)
+
+    def wait_opened(self, seconds=30):
+        """Until another process holds the slave open and has configured it (open(), then tcsetattr()
+        in capture's SerialPort); False after `seconds`."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            if fds_of_others(self.path):
-                time.sleep(0.2)  # open() and tcsetattr() are consecutive calls in capture
+            if self.configured() and fds_of_others(self.path):
                 return True
             time.sleep(0.05)
         return False
@@ -211,7 +218,7 @@ class BlueZRig:
 
     def __init__(self):
         out = subprocess.run(["/usr/bin/python3", self.RIG, "start", "--stop-with", str(os.getpid()),
-                              "--param", "TemporaryTimeout=1"], capture_output=True, text=True, timeout=30)
+                              "--param", "TemporaryTimeout=1"], capture_output=True, text=True, timeout=60)
         if out.returncode != 0:
             raise RuntimeError(f"rig.py start failed: {out.stderr}")
         values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
@@ -258,7 +265,7 @@ class Service:
         with self._lock:
             return list(self.stderr_lines)
 
-    def wait_stderr(self, predicate, seconds=5):
+    def wait_stderr(self, predicate, seconds=15):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             found = [line for line in self.stderr() if predicate(line)]

@@ -76,7 +76,7 @@ class BrowserTests(unittest.TestCase):
     def text(self, element_id):
         return self.driver.find_element("id", element_id).text
 
-    def wait_for(self, predicate, seconds=20, what="the page"):
+    def wait_for(self, predicate, seconds=30, what="the page"):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if predicate():
@@ -116,8 +116,15 @@ class BrowserTests(unittest.TestCase):
         # The preflight is refused (403): XMLHttpRequest reports status 0, the page's -27.
         self.wait_for(lambda: self.text("status") == "failed", what="status failed")
         self.assertEqual(self.text("error"), "-27")
+        # The marker: a client the service admits (no Origin) gets the code, so the service has read
+        # and handed it out by now; the refused page holds no client handle and no socket to get it on.
+        allowed = h.RawEventClient(service)
+        self.addCleanup(allowed.close)
+        arrival = allowed.wait(lambda r: r["event"]["id"] == h.EV_DEVICE_ARRIVAL, timeout=20)
+        device = service.result("opendevice", {"handle": allowed.handle, "guid": arrival["event"]["value"]["guid"]})["handle"]
         scanner.write("NOT-FOR-EVIL")
-        time.sleep(0.5)
+        allowed.wait(lambda r: r["handle"] == device and r["event"]["id"] == h.EV_DECODED_DATA
+                     and bytes(r["event"]["value"]["data"]) == b"NOT-FOR-EVIL", timeout=20)
         self.assertEqual(self.codes(), [])
         self.assertEqual(self.text("devices"), "")
         lines = service.wait_stderr(lambda line: origin in line and "--allow-origin" in line)

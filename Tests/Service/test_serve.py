@@ -289,12 +289,25 @@ class ProtocolTests(AsyncTestCase):
         device = await self.open_scanner(client)
         await client.ws.send(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "waitforcaptureevent",
                                          "params": {"handle": client.handle}}))
-        await asyncio.sleep(0.3)
-        code = f"REPEAT-{uuid.uuid4().hex[:6]}"
-        self.scanner.write(code)
-        await client.decoded(device, code)
-        await asyncio.sleep(0.3)
-        self.assertEqual(client.decoded_texts(device).count(code.encode()), 1)
+        # The repeat succeeds silently. A later frame on the socket that is answered (a wait for a handle
+        # that is no client: an error reply) shows the service has read the repeat and taken it up.
+        await client.ws.send(json.dumps({"jsonrpc": "2.0", "id": 10, "method": "waitforcaptureevent",
+                                         "params": {"handle": 987654321}}))
+        deadline = time.monotonic() + 15
+        while not any(m.get("id") == 10 and "error" in m for m in client.messages):
+            self.assertLess(time.monotonic(), deadline, f"no error reply to the wait for a bad handle: {client.messages}")
+            await asyncio.sleep(0.05)
+        prefix = f"REPEAT-{uuid.uuid4().hex[:6]}-"
+        first, later = prefix + "1", prefix + "2"
+        self.scanner.write(first)
+        await client.decoded(device, first)
+        # Events reach a client in order: once a later code is here, a second copy of the first would be too.
+        self.scanner.write(later)
+        await client.decoded(device, later)
+        self.assertEqual(client.decoded_texts(device).count(first.encode()), 1)
+        self.assertEqual(client.decoded_texts(device).count(later.encode()), 1)
+        guids = [r["event"]["value"]["guid"] for r in client.events() if r["event"]["id"] == EV_DEVICE_ARRIVAL]
+        self.assertEqual(len(guids), len(set(guids)), f"the repeat replayed the arrivals: {guids}")
 
     async def test_decoded_data_goes_only_to_clients_that_opened_the_device(self):
         opened, bystander = await self.client(), await self.client()
@@ -303,8 +316,15 @@ class ProtocolTests(AsyncTestCase):
         code = f"ONLY-{uuid.uuid4().hex[:6]}"
         self.scanner.write(code)
         await opened.decoded(device, code)
-        await asyncio.sleep(0.3)
-        self.assertEqual([r for r in bystander.events() if r["event"]["id"] == EV_DECODED_DATA], [])
+        # The marker: the bystander opens the scanner now and gets a later code. Its events come in
+        # order, so a copy of the first code, had it been sent, would have come before.
+        arrival = await bystander.arrival(self.scanner.path)
+        late = await bystander.opendevice(arrival["event"]["value"]["guid"])
+        marker = f"ONLY-LATER-{uuid.uuid4().hex[:6]}"
+        self.scanner.write(marker)
+        await bystander.decoded(late, marker)
+        self.assertEqual([bytes(r["event"]["value"]["data"]) for r in bystander.events()
+                          if r["event"]["id"] == EV_DECODED_DATA], [marker.encode()])
 
     async def test_close_frees_the_device_handle_then_the_client_handle(self):
         client = await self.client()
@@ -315,8 +335,16 @@ class ProtocolTests(AsyncTestCase):
         self.assertEqual(error_code(self.service.get(device, PROP_FRIENDLY_NAME)), ESKT_INVALIDHANDLE)
         code = f"AFTERCLOSE-{uuid.uuid4().hex[:6]}"
         self.scanner.write(code)
-        await asyncio.sleep(0.5)
-        self.assertNotIn(code.encode(), client.decoded_texts(device))
+        # The marker: the scanner opened again on this client (a new handle: handles are not reused
+        # while counting up) gets a later code; the client's events come in order, so anything on the
+        # closed handle would have come before it.
+        arrival = await client.arrival(self.scanner.path)
+        again = await client.opendevice(arrival["event"]["value"]["guid"])
+        self.assertNotEqual(again, device)
+        marker = f"REOPENED-{uuid.uuid4().hex[:6]}"
+        self.scanner.write(marker)
+        await client.decoded(again, marker)
+        self.assertEqual(client.decoded_texts(device), [])
         self.assertNotIn("error", self.service.call("close", {"handle": client.handle}))
         self.assertEqual(error_code(self.service.get(client.handle, PROP_VERSION)), ESKT_INVALIDHANDLE)
 
@@ -623,9 +651,7 @@ class SocketCamTests(AsyncTestCase):
         got = await client.decoded(device, "CAM-QR-1", timeout=15)
         self.assertEqual(got["event"]["value"]["id"], 38)
         self.assertEqual(got["event"]["value"]["name"], "QR Code")
-        drop("b.png", "CAM-QR-NOSCAN")
-        await asyncio.sleep(1.0)
-        self.assertNotIn(b"CAM-QR-NOSCAN", client.decoded_texts(device))
+        drop("b.png", "CAM-QR-NOSCAN")  # renamed in before the next scan arms its watch: never read
 
         # Continuous (5) reads every file until Stop (2); an image that cannot be read is an Error event
         # on the device handle, the SKT code in value.
@@ -633,6 +659,8 @@ class SocketCamTests(AsyncTestCase):
         drop("c.png", "CAM-QR-2")
         drop("d.png", "CAM-QR-3")
         await client.decoded(device, "CAM-QR-3", timeout=15)
+        # The device's events come in order: CAM-QR-NOSCAN, had it been read, would be here before the
+        # codes of the later scan.
         self.assertEqual([t for t in client.decoded_texts(device)], [b"CAM-QR-1", b"CAM-QR-2", b"CAM-QR-3"])
         mark = len(client.events())
         drop("e.png", content=b"\x89PNG\r\n\x1a\nbroken")
@@ -739,7 +767,11 @@ class SecurityTests(AsyncTestCase):
         for _ in range(3):
             self.assertEqual(preflight(self.service, origin)[0], 403)
             self.assertEqual(raw_upgrade(self.service.port, origin=origin)[0], 403)
-        time.sleep(0.3)
+        # The marker: a refusal of a new origin after those, logged before its 403 (as every refusal
+        # line is); stderr is in order, so a second line for the first origin would be before it.
+        marker = f"http://marker-{uuid.uuid4().hex[:8]}.example"
+        self.assertEqual(preflight(self.service, marker)[0], 403)
+        self.assertTrue(self.service.wait_stderr(lambda line: marker in line), self.service.stderr())
         self.assertEqual(len([line for line in self.service.stderr() if origin in line]), 1, self.service.stderr())
 
     def test_other_refused_origins(self):
@@ -859,8 +891,7 @@ class LifecycleTests(AsyncTestCase):
     async def test_kill_9_closes_the_socket_abnormally(self):
         service = Service()
         self.addCleanup(service.stop)
-        client = await EventClient(service).open()
-        await asyncio.sleep(0.3)
+        client = await EventClient(service).open()  # returns once the upgrade is answered (101)
         service.signal(signal.SIGKILL)
         self.assertEqual(await client.wait_closed(), 1006)
 

@@ -491,7 +491,7 @@ enum Unprivileged {
 
   /// `setpriv --reuid=UID --regid=GID --clear-groups -- capture ARGS` in the sandbox (nobody by default).
   static func capture(
-    _ sandbox: Sandbox, _ arguments: [String], uid: uid_t = uid, gid: gid_t = gid, timeLimit: Double = 30
+    _ sandbox: Sandbox, _ arguments: [String], uid: uid_t = uid, gid: gid_t = gid, timeLimit: Double = 120
   ) async throws -> Outcome {
     let outcome = try await Runner.run(
       setpriv,

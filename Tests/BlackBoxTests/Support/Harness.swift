@@ -81,7 +81,7 @@ final class Sandbox: @unchecked Sendable {
 
   /// Runs capture with `arguments` in this sandbox (working directory = the sandbox root).
   func capture(
-    _ arguments: [String], stdin: [UInt8] = [], timeLimit: Double = 30,
+    _ arguments: [String], stdin: [UInt8] = [], timeLimit: Double = 120,
     interaction: Interaction = Interaction()
   ) async throws -> Outcome {
     let outcome = try await Runner.run(

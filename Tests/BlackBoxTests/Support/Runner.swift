@@ -88,7 +88,7 @@ enum Runner {
   /// Runs `path` on a thread of its own (the wait blocks it) and returns its outcome.
   static func run(
     _ path: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
-    directory: String? = nil, timeLimit: Double = 30, interaction: Interaction = Interaction()
+    directory: String? = nil, timeLimit: Double = 120, interaction: Interaction = Interaction()
   ) async throws -> Outcome {
     try await onOwnThread {
       try runBlocking(
