@@ -18,9 +18,10 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 
 # Build: the C libraries behind SocketCam, BlueZ, Bluetooth Classic and the transports of serve and
 # --mqtt, and the C++ standard headers the zxing-cpp shim compiles against (swift.org's Debian 12
-# prerequisites bring gcc, not g++: clang finds libstdc++'s headers only in libstdc++-12-dev). Test: image generators, man page linter, the JSON-RPC + WebSocket client and the headless
-# browser of the capture serve tests (Tests/Service), systemd-analyze, the broker, its clients, the
-# subscriber and the certificate tool of the --mqtt tests (Tests/MQTT), strace for doctor's read-only test.
+# prerequisites bring gcc, not g++: clang finds libstdc++'s headers only in libstdc++-12-dev).
+# Test: image generators, man page linter, the JSON-RPC + WebSocket client and the headless browser of
+# the capture serve tests (Tests/Service), systemd-analyze, the broker, its clients, the subscriber
+# and the certificate tool of the --mqtt tests (Tests/MQTT), strace for doctor's read-only test.
 # Bench: the peers measured side by side.
 BUILD_PACKAGES = pkg-config libstdc++-12-dev libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
