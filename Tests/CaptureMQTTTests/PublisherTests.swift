@@ -245,7 +245,7 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     }
     // Published: the spool's thread is past the point where a verdict that did not wait for the PUBACK
     // (one given when the record was durable) would have been given.
-    #expect(await eventually { !link.events.isEmpty })
+    try #require(await eventually { !link.events.isEmpty }, "the code was never published")
     order.withLock { $0.append("PUBACK") }
     fleet.acknowledged(link.events[0].mid)
     #expect(await task.value == .safe)
