@@ -303,6 +303,9 @@ class ConnectTest(RigTest):
         self.assertDBusError('org.bluez.Error.Failed', 'le-connection-abort-by-local', c.call, D600, DEVICE,
                              'Connect')
         c.mock('SetInRange', 'ob', path, True)
+        # The second Connect must find the first pending: a link that takes 1 s (not 10 ms) leaves room
+        # for a loaded machine between the two messages in the mock.
+        c.mock('Configure', 'a{sv}', opts(ConnectDelay=1.0))
         c.call_async('one', D600, DEVICE, 'Connect')
         c.call_async('two', D600, DEVICE, 'Connect')
         c.pump(lambda: len([e for e in c.events if e[0] in ('reply', 'error')]) == 2)
