@@ -105,7 +105,10 @@ def chroot_command(root, script, env, read_only_binds=(), binds=(), full_system=
                      ["/bin/sh", "-c", shlex.quote(script)])
     r = shlex.quote(root)
     if full_system:
-        mounts = [f"mount --rbind /dev {r}/dev", f"mount -t proc proc {r}/proc", f"mount --rbind /sys {r}/sys",
+        # The root bound onto itself first: chroot into a plain directory leaves "/" no mount point, and
+        # a test inside that runs `unshare --mount --propagation private` (Tests/Package) then fails
+        # with EINVAL.
+        mounts = [f"mount --bind {r} {r}", f"mount --rbind /dev {r}/dev", f"mount -t proc proc {r}/proc", f"mount --rbind /sys {r}/sys",
                   f"mount -t tmpfs -o mode=0755 tmpfs {r}/run"]
     else:
         mounts = [f"mount --bind /dev {r}/dev", f"mount -t proc proc {r}/proc"]
