@@ -561,6 +561,8 @@ class ClassicDeviceTest(RigTest):
     def test_classic_pair_and_trust(self):
         path = self.add_classic('00:06:66:0A:1B:2C', 'Socket CHS [0A1B2C]', 0x000540, ['1101'])
         c = self.c
+        # Found, then paired: it must not expire (the class's 0.3 s) before a loaded machine gets to Pair.
+        c.mock('Configure', 'a{sv}', opts(TemporaryTimeout=60.0))
         self.discover('bredr')
         self.assertDBusError('org.bluez.Error.AuthenticationFailed', None, c.call, path, DEVICE, 'Pair')
         c.call('/org/bluez', 'org.bluez.AgentManager1', 'RegisterAgent', 'os', dbus.ObjectPath('/test/agent'),
