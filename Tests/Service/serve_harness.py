@@ -88,6 +88,24 @@ def fds_of_others(path):
     return found
 
 
+def named_by_others(path):
+    """Pids (not ours) whose command line names `path` (/dev/pts/1, not /dev/pts/12): a capture left
+    over from another run, waiting for that device to come back, would open a new pty that gets the
+    number and read the codes written to it."""
+    pattern = re.compile(re.escape(path.encode()) + rb"(?![0-9])")
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if pattern.search(f.read()):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
 class PtyScanner:
     """A line-mode serial scanner on a pseudo-terminal: capture opens the slave
     (`serial:/dev/pts/N?framing=line`), each code written to the master is one line."""
@@ -96,9 +114,24 @@ class PtyScanner:
         self.master = None
         self._open()
 
-    def _open(self):
-        master, slave = os.openpty()
-        self.path = os.ttyname(slave)
+    def _open(self, tries=64):
+        # A pty number no other process names or holds: the kernel hands out the lowest free one, and
+        # other test runs on this machine may still have a capture waiting for theirs to come back.
+        taken = []
+        try:
+            for _ in range(tries):
+                master, slave = os.openpty()
+                path = os.ttyname(slave)
+                if not named_by_others(path) and not fds_of_others(path):
+                    break
+                taken.append((master, slave))
+            else:
+                raise RuntimeError(f"no pseudo-terminal free of other processes in {tries} tries")
+        finally:
+            for fds in taken:
+                for fd in fds:
+                    os.close(fd)
+        self.path = path
         # Raw before anyone reads: cooked mode would turn CR into LF and eat 0x03 (VINTR).
         tty.setraw(slave)
         os.close(slave)
