@@ -64,6 +64,22 @@ struct HardeningIOTests {
     return mask & (1 << UInt64(signal - 1)) != 0
   }
 
+  /// Sends `number` to the child the moment it catches it (its handler, the first thing capture's main
+  /// installs): the earliest a process manager can stop capture and expect it to act on it. `caught`
+  /// records whether the handler was seen before the signal went (false: the deadline ran out).
+  static func signalOnceCaught(_ number: Int32, caught: Shared<Bool?> = Shared(nil)) -> Interaction {
+    Interaction(
+      holdStdinOpen: true,
+      started: { pid in
+        detachThread {
+          let deadline = Runner.monotonicSeconds() + 60
+          while !catches(pid, number) && Runner.monotonicSeconds() < deadline { sched_yield() }
+          caught.update { $0 = catches(pid, number) }
+          kill(pid, number)
+        }
+      })
+  }
+
   static let writeFailed = "capture: ESKT_UNABLEWRITEFILE (-33): cannot write standard output: "
 
   /// A profile `set --from` takes for SocketCam.

@@ -67,17 +67,9 @@ struct HardeningImageTests {
     #expect(listen.status == 42 && !listen.timedOut, "\(listen)")
     let trigger = try await sandbox.capture(
       ["trigger", "socketcam", "start", "--image", "f"], timeLimit: 60,
-      interaction: Interaction(started: { pid in
-        // SIGTERM once capture can catch it (its handler, main's first act): a signal during exec
-        // would test the kernel's default action, not capture.
-        detachThread {
-          let deadline = Runner.monotonicSeconds() + 60
-          while !HardeningIOTests.catches(pid, SIGTERM) && Runner.monotonicSeconds() < deadline {
-            usleep(1000)
-          }
-          kill(pid, SIGTERM)
-        }
-      }))
+      // SIGTERM once capture can catch it: a signal during exec would test the kernel's default
+      // action, not capture.
+      interaction: HardeningIOTests.signalOnceCaught(SIGTERM))
     #expect(!trigger.timedOut && trigger.signal == nil, "\(trigger)")
   }
 

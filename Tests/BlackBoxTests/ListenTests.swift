@@ -208,19 +208,7 @@ struct ListenTests {
     // while the command is still starting (nothing printed yet).
     let catching = Shared<Bool?>(nil)
     let outcome = try await sandbox.capture(
-      arguments, timeLimit: 20,
-      interaction: Interaction(
-        holdStdinOpen: true,
-        started: { pid in
-          detachThread {
-            let deadline = Runner.monotonicSeconds() + 10
-            while !HardeningIOTests.catches(pid, number) && Runner.monotonicSeconds() < deadline {
-              sched_yield()
-            }
-            catching.update { $0 = HardeningIOTests.catches(pid, number) }
-            kill(pid, number)
-          }
-        }))
+      arguments, timeLimit: 20, interaction: HardeningIOTests.signalOnceCaught(number, caught: catching))
     #expect(catching.value == true, "capture \(name) never caught signal \(number): \(outcome)")
     #expect(outcome.signal == nil, "capture \(name) died of signal \(number): \(outcome)")
     #expect(outcome.status == status, "capture \(name): \(outcome)")
