@@ -68,7 +68,7 @@ let package = Package(
     // Device simulators shared by the driver tests and the black-box tests.
     .target(name: "Simulators", path: "Tests/Simulators"),
     .testTarget(name: "DataManTests", dependencies: ["Drivers", "CaptureCore", "Simulators"]),
-    .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore"]),
+    .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore", "Simulators"]),
     .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
     // capture doctor's checks: the rules over the probes' facts, and the probes over a fake /sys, /proc.

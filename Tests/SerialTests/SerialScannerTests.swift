@@ -1,5 +1,6 @@
 import CaptureCore
 import Drivers
+import Simulators
 import Synchronization
 import Testing
 
@@ -7,46 +8,15 @@ import Testing
   import Glibc
 #endif
 
-/// posix_openpt, grantpt, unlockpt and ptsname_r are declared by glibc only under _XOPEN_SOURCE /
-/// _GNU_SOURCE, which Swift's Glibc module does not set: they are looked up at run time instead.
-enum PTYCalls {
-  typealias OpenPT = @convention(c) (Int32) -> Int32
-  typealias OnMaster = @convention(c) (Int32) -> Int32
-  typealias NameOf = @convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32
-
-  static func lookup<F>(_ name: String, _ type: F.Type) -> F {
-    // A null handle is RTLD_DEFAULT on glibc: search the process's global symbols.
-    guard let address = dlsym(nil, name) else { fatalError("\(name) is missing from the C library") }
-    return unsafeBitCast(address, to: type)
-  }
-
-  nonisolated(unsafe) static let openpt = lookup("posix_openpt", OpenPT.self)
-  nonisolated(unsafe) static let grantpt = lookup("grantpt", OnMaster.self)
-  nonisolated(unsafe) static let unlockpt = lookup("unlockpt", OnMaster.self)
-  nonisolated(unsafe) static let ptsname = lookup("ptsname_r", NameOf.self)
-}
-
-/// A simulated SPP scanner: the master side of a pseudo-terminal. The driver opens the slave path as
-/// it would /dev/rfcommN or /dev/ttyUSB0 (docs/architecture.md §5.3 "pseudo-terminals for serial ttys").
+/// A simulated SPP scanner: the master side of a pseudo-terminal, on a number no other process holds
+/// or names (Simulators' FreePTY). The driver opens the slave path as it would /dev/rfcommN or
+/// /dev/ttyUSB0 (docs/architecture.md §5.3 "pseudo-terminals for serial ttys").
 final class PseudoTerminal: @unchecked Sendable {
   private(set) var master: Int32
   let slavePath: String
 
   init() throws {
-    master = PTYCalls.openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
-    guard master >= 0 else { throw Errno.current }
-    guard PTYCalls.grantpt(master) == 0, PTYCalls.unlockpt(master) == 0 else {
-      let failure = Errno.current
-      Glibc.close(master)
-      throw failure
-    }
-    var name = [CChar](repeating: 0, count: 128)
-    guard PTYCalls.ptsname(master, &name, name.count) == 0 else {
-      let failure = Errno.current
-      Glibc.close(master)
-      throw failure
-    }
-    slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    (master, slavePath) = try FreePTY.open()
   }
 
   deinit { close() }

@@ -2,39 +2,19 @@
 // (SerialTests) or remembers it with connect (StateTests).
 
 import Foundation
+import Simulators
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// The master side of a pty. posix_openpt and friends are declared by glibc only under _XOPEN_SOURCE,
-/// which Swift's Glibc module does not set, so they are looked up at run time.
+/// The master side of a pty (Simulators' FreePTY: a number no other process holds or names).
 final class ScannerPTY: @unchecked Sendable {
-  typealias OpenPT = @convention(c) (Int32) -> Int32
-  typealias OnMaster = @convention(c) (Int32) -> Int32
-  typealias NameOf = @convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32
-
-  private static func function<F>(_ name: String, _ type: F.Type) throws -> F {
-    guard let address = dlsym(nil, name) else { throw HarnessError(description: "no \(name) in libc") }
-    return unsafeBitCast(address, to: type)
-  }
-
   let master: Int32
   let slavePath: String
 
   init() throws {
-    let openpt = try Self.function("posix_openpt", OpenPT.self)
-    let grant = try Self.function("grantpt", OnMaster.self)
-    let unlock = try Self.function("unlockpt", OnMaster.self)
-    let name = try Self.function("ptsname_r", NameOf.self)
-    master = openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
-    guard master >= 0 else { throw HarnessError(description: "posix_openpt: \(errno)") }
-    var buffer = [CChar](repeating: 0, count: 128)
-    guard grant(master) == 0, unlock(master) == 0, name(master, &buffer, buffer.count) == 0 else {
-      close(master)
-      throw HarnessError(description: "grantpt/unlockpt/ptsname_r: \(errno)")
-    }
-    slavePath = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    (master, slavePath) = try FreePTY.open()
   }
 
   deinit { close(master) }
