@@ -39,7 +39,7 @@ private func typing(_ keys: [(code: UInt16, shift: Bool)]) -> [UInt8] {
 
 /// The scanner side of a FIFO: waits for capture to open the read end (opening for writing without
 /// blocking fails with ENXIO until then), writes, and closes: the device is then unplugged.
-private func playScanner(_ path: String, _ bytes: [UInt8], seconds: Double = 15) async -> Bool {
+private func playScanner(_ path: String, _ bytes: [UInt8], seconds: Double = 120) async -> Bool {
   let deadline = Date().addingTimeInterval(seconds)
   while Date() < deadline {
     let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)

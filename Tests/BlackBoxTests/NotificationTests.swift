@@ -16,6 +16,11 @@ private func batteryEvents(_ outcome: Outcome) -> [JSONValue] {
   outcome.outLines.compactMap { try? parseJSON($0) }.filter { $0["event"]?.string == "batteryLevel" }
 }
 
+/// A stdout line that is a batteryLevel event: the moment a test stops its listen.
+@Sendable private func isBatteryEvent(_ line: String) -> Bool {
+  (try? parseJSON(line))?["event"]?.string == "batteryLevel"
+}
+
 /// The notify sessions on a characteristic (client unique names), from the rig's GetState.
 private func sessions(_ rig: BlueZRig, _ address: String, _ uuid: String) async throws -> [String] {
   let state = try parseJSON(try await rig.ctl("GetState", BlueZRig.devicePath(address)))
@@ -44,11 +49,12 @@ struct NotificationTests {
     try await withRig(gattBattery) { rig, sandbox in
       try await rig.ctl("AddLEDevice", generic, "Thermo [999998]", "generic", "--", "-50", "true")
       async let listening = sandbox.capture(
-        ["--json", "listen", generic, "--events", "batteryLevel,power", "--timeout", "6s"], timeLimit: 30)
+        ["--json", "listen", generic, "--events", "batteryLevel,power"], timeLimit: 60,
+        interaction: .signal(SIGINT, once: { $0.contains(where: isBatteryEvent) }))
       try await waitForSessions(rig, generic, batteryLevelUUID, count: 1)
       try await rig.ctl("SetBattery", BlueZRig.devicePath(generic), "42")
       let outcome = try await listening
-      #expect(outcome.status == 42, "--timeout ran out: \(outcome)")
+      #expect(outcome.status == 0, "SIGINT after the event: \(outcome)")
       let events = batteryEvents(outcome)
       #expect(events.count == 1, "\(outcome)")
       // ScanAPI packing (docs/capture-sdk.md §7.3): max 100 << 24 | min 0 << 16 | current 42 << 8.
@@ -74,11 +80,13 @@ struct NotificationTests {
     try await withRig(gattBattery) { rig, sandbox in
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF618]", "d600", "--", "-50", "true")
       async let first = sandbox.capture(
-        ["--json", "listen", d600, "--events", "batteryLevel", "--timeout", "8s"], timeLimit: 30)
+        ["--json", "listen", d600, "--events", "batteryLevel"], timeLimit: 60,
+        interaction: .signal(SIGINT, once: { $0.contains(where: isBatteryEvent) }))
       try await waitForSessions(rig, d600, batteryLevelUUID, count: 1)
       let firstSession = try await sessions(rig, d600, batteryLevelUUID)
       async let second = sandbox.capture(
-        ["--json", "listen", d600, "--events", "batteryLevel", "--timeout", "20s"], timeLimit: 40)
+        ["--json", "listen", d600, "--events", "batteryLevel"], timeLimit: 90,
+        interaction: .signal(SIGINT, once: { $0.filter(isBatteryEvent).count == 2 }))
       // The second listen is up when it holds its own scan-data session (the D600's data channel), and
       // past its battery decision once it has made bring-up's last step, the D600's config write
       // (each listen makes one).
@@ -89,7 +97,7 @@ struct NotificationTests {
       try await rig.ctl("SetBattery", BlueZRig.devicePath(d600), "42")
 
       let firstOutcome = try await first
-      #expect(firstOutcome.status == 42, "\(firstOutcome)")
+      #expect(firstOutcome.status == 0, "SIGINT after its event: \(firstOutcome)")
       #expect(batteryEvents(firstOutcome).compactMap { $0["percent"]?.int } == [42])
       // The first listener's session ended: the second one holds the setting on by itself.
       try await waitForSessions(rig, d600, batteryLevelUUID, count: 1)
@@ -97,7 +105,7 @@ struct NotificationTests {
       try await rig.ctl("SetBattery", BlueZRig.devicePath(d600), "43")
 
       let secondOutcome = try await second
-      #expect(secondOutcome.status == 42, "\(secondOutcome)")
+      #expect(secondOutcome.status == 0, "SIGINT after its two events: \(secondOutcome)")
       #expect(batteryEvents(secondOutcome).compactMap { $0["percent"]?.int } == [42, 43])
       #expect(try await cccdWrites(rig, d600, batteryLevelUUID) == ["0100", "0000", "0100", "0000"])
     }

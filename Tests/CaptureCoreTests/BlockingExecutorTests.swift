@@ -12,7 +12,7 @@ let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 /// How long a pool-freedom test may take at most: a safety net that never fires on a healthy run,
 /// however loaded (the suites run concurrently in one process on a shared 2-core machine). A test
 /// that hits it failed: what it waited for could not run.
-let safetyDeadline: Duration = .seconds(60)
+let safetyDeadline: Duration = .seconds(120)
 
 /// A gate that blocking jobs wait at, on their own threads, until `open()`. The waits block their
 /// thread (a DispatchSemaphore), exactly as a connect or an HCI inquiry would.

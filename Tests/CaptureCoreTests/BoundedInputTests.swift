@@ -115,7 +115,7 @@ struct BoundedInputTests {
     // Cancelled while it waits, not before it opened the FIFO: a writer's non-blocking open succeeds
     // only once a reader has it open (ENXIO before). That writer stays silent, so the read still waits.
     let writer = Number(-1)
-    let opened = await eventually(until: .now + .seconds(30)) {
+    let opened = await eventually(until: .now + .seconds(120)) {
       let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
       writer.value.store(Int(fd), ordering: .releasing)
       return fd >= 0

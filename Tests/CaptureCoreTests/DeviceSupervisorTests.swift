@@ -145,7 +145,7 @@ struct DeviceSupervisorTests {
     let warnings = Warnings()
     let watched = supervisor(opener, warnings: warnings)
     watched.start()
-    let retried = await eventually(until: .now + .seconds(30)) { opener.attempts.withLock { $0 } >= 3 }
+    let retried = await eventually(until: .now + .seconds(120)) { opener.attempts.withLock { $0 } >= 3 }
     try #require(retried, "the supervisor did not try to open 3 times")
     await watched.stop()
     var seen: [Event] = []
@@ -186,11 +186,11 @@ struct DeviceSupervisorTests {
     let total = limit * 2 + 10
     for i in 0..<total { device.send("C\(i)") }
     watched.start()
-    let full = await eventually(until: .now + .seconds(30)) { watched.backlog.count >= limit }
+    let full = await eventually(until: .now + .seconds(120)) { watched.backlog.count >= limit }
     #expect(full, "the supervisor's queue never filled")
     // The forwarder has taken the event after the queue's last one from the device and holds it while
     // it waits for room: past the point where it would have pushed it.
-    let holding = await eventually(until: .now + .seconds(30)) { device.taken == limit + 1 }
+    let holding = await eventually(until: .now + .seconds(120)) { device.taken == limit + 1 }
     #expect(holding, "the forwarder took \(device.taken) events, not the queue's \(limit) and one more")
     #expect(watched.backlog.count == limit)
     var texts: [String] = []

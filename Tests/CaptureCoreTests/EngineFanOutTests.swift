@@ -135,7 +135,7 @@ struct EngineFanOutTests {
     let quickSeen = collect(quick)
     let quickerSeen = collect(quicker)
     engine.attach([first, second])
-    let behind = await eventually(until: .now + .seconds(30)) {
+    let behind = await eventually(until: .now + .seconds(120)) {
       stdout.backlog == EventQueue.defaultLimit && stalled.dropReason != nil
     }
     #expect(behind, "stdout's backlog \(stdout.backlog), client 2 dropped: \(stalled.dropReason != nil)")
@@ -188,7 +188,7 @@ struct EngineFanOutTests {
     engine.attach([device])
     // The device's task has taken the event after the queue's last one and holds it while it waits for
     // room: past the point where it would have queued it.
-    let holding = await eventually(until: .now + .seconds(30)) { device.taken == EventQueue.defaultLimit + 1 }
+    let holding = await eventually(until: .now + .seconds(120)) { device.taken == EventQueue.defaultLimit + 1 }
     #expect(holding, "the engine took \(device.taken) events, not a full queue's and one more")
     #expect(stdout.backlog == EventQueue.defaultLimit)
     let seen = collect(stdout)
@@ -210,7 +210,7 @@ struct EngineFanOutTests {
     engine.attach([a, b])
     await a.close()
     // The first device's stream has ended; the engine holds the second only, and has not finished.
-    let one = await eventually(until: .now + .seconds(30)) { engine.openDevices.count <= 1 }
+    let one = await eventually(until: .now + .seconds(120)) { engine.openDevices.count <= 1 }
     try #require(one, "the engine still holds the first device after its stream ended")
     #expect(engine.openDevices.map(\.info.id) == ["serial:/dev/ttyE"])
     await b.close()
@@ -276,12 +276,12 @@ struct EngineFanOutTests {
     let stdoutSeen = collect(stdout)
     let clientSeen = collect(client)
     try engine.startService()
-    let opened = await eventually(until: .now + .seconds(30)) { engine.device(id: id) != nil }
+    let opened = await eventually(until: .now + .seconds(120)) { engine.device(id: id) != nil }
     try #require(opened, "the service never opened the remembered device")
     device.feed(["EQ1"])
     try store.update { (state: inout StateFile) throws(CaptureError) in state.devices = [] }
     engine.reload()
-    let closed = await eventually(until: .now + .seconds(30)) { engine.openDevices.isEmpty }
+    let closed = await eventually(until: .now + .seconds(120)) { engine.openDevices.isEmpty }
     try #require(closed, "reload did not stop the device no longer remembered")
     // The service keeps running with nothing to listen to until it is stopped.
     #expect(!engine.isStopped)
@@ -311,7 +311,7 @@ struct EngineLaneTests {
     a.feed(["A-hold", "A-1", "A-2"])
     b.feed((0..<500).map { "B-\($0)" })
     engine.attach([a, b])
-    let allOfB = await eventually(until: .now + .seconds(30)) { seen.withLock { $0.count } >= 500 }
+    let allOfB = await eventually(until: .now + .seconds(120)) { seen.withLock { $0.count } >= 500 }
     #expect(allOfB, "only \(seen.withLock { $0.count }) codes arrived while A's handler waited")
     // Everything of B, nothing of A while A's handler waits.
     #expect(seen.withLock { $0 } == (0..<500).map { "serial:/dev/ttyLB B-\($0)" })
@@ -347,7 +347,7 @@ struct EngineLaneTests {
     // and nobody is dropped for the lane's pace. Once the handler is in its wait, the device's task
     // has offered the arrival to every client, and takes its next event only when the handler
     // returns.
-    let holding = await eventually(until: .now + .seconds(30)) { lane.withLock { $0 } >= 1 }
+    let holding = await eventually(until: .now + .seconds(120)) { lane.withLock { $0 } >= 1 }
     #expect(holding, "the lane handler was never called")
     #expect(lane.withLock { $0 } == 1)
     #expect(reader.backlog == 1)

@@ -89,7 +89,7 @@ private func number(_ event: Event) -> Int {
       backlogAtRelease.value.store(queue.count, ordering: .releasing)
       released.value.store(true, ordering: .releasing)
     }
-    let deadline = ContinuousClock.now + .seconds(60)
+    let deadline = ContinuousClock.now + .seconds(120)
     let started = await eventually(until: deadline) { waiting.value.load(ordering: .acquiring) }
     #expect(started, "the reader thread never started")
     var iterator = queue.stream.makeAsyncIterator()
@@ -136,7 +136,7 @@ private func number(_ event: Event) -> Int {
     }
     // The producer is on its way into the wait (nothing shows the wait itself; one that only arrives
     // after finish() returns at once too, so the outcome is the same either way).
-    let started = await eventually(until: .now + .seconds(60)) { asking.value.load(ordering: .acquiring) }
+    let started = await eventually(until: .now + .seconds(120)) { asking.value.load(ordering: .acquiring) }
     #expect(started, "the producer task never started")
     queue.finish()
     await producer.value

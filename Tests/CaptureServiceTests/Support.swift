@@ -58,7 +58,7 @@ struct Timeout: Error, CustomStringConvertible {
 /// Polls `probe` every 5 ms until it gives a value, at most 30 s (generous: the machine is shared).
 @discardableResult
 func eventually<T: Sendable>(_ what: String, _ probe: @Sendable () -> T?) async throws -> T {
-  let deadline = ContinuousClock.now + .seconds(30)
+  let deadline = ContinuousClock.now + .seconds(120)
   while true {
     if let value = probe() { return value }
     guard ContinuousClock.now < deadline else { throw Timeout(what: what) }

@@ -227,7 +227,7 @@ func withDeadline<T: Sendable>(
 /// (generous: the machine is shared, and under `withDeadline`'s 20 s so its message is the one seen);
 /// throws "timed out waiting for `what`" otherwise.
 func waitUntil(
-  _ what: @autoclosure () -> String, seconds: Double = 15, _ condition: () async throws -> Bool
+  _ what: @autoclosure () -> String, seconds: Double = 120, _ condition: () async throws -> Bool
 ) async throws {
   let deadline = ContinuousClock.now + .seconds(seconds)
   while try await !condition() {

@@ -159,7 +159,7 @@ final class Gathered: Sendable {
     all.compactMap { if case .error(let e) = $0.payload { e } else { nil } }
   }
 
-  func wait(seconds: Double = 30, until condition: (Gathered) -> Bool) async {
+  func wait(seconds: Double = 120, until condition: (Gathered) -> Bool) async {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline && !condition(self) {
       try? await Task.sleep(for: .milliseconds(10))

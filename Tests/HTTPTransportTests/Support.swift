@@ -100,14 +100,14 @@ final class Recorder: HTTPServerHandler {
   }
 
   /// Waits (`eventually`) until `condition` holds over the events; true when it did.
-  func wait(seconds: Double = 30, until condition: @Sendable ([Event]) -> Bool) async -> Bool {
+  func wait(seconds: Double = 120, until condition: @Sendable ([Event]) -> Bool) async -> Bool {
     await eventually(seconds: seconds) { condition(events) }
   }
 }
 
 /// Polls `condition` (suspending, never blocking a thread) until it holds, at most `seconds`
 /// (generous: the machine is shared); true when it did.
-func eventually(seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+func eventually(seconds: Double = 120, _ condition: () -> Bool) async -> Bool {
   let deadline = monotonicSeconds() + seconds
   while !condition() {
     guard monotonicSeconds() < deadline else { return false }

@@ -149,7 +149,7 @@ func accepts(_ port: UInt16) -> Bool {
 /// (generous: the machine is shared); never a fixed time. Gives up early, with the reason, once
 /// `exited` says the process that was to listen has ended.
 func waitUntilAccepting(
-  _ port: UInt16, seconds: Double = 30, exited: @escaping @Sendable () -> String? = { nil }
+  _ port: UInt16, seconds: Double = 120, exited: @escaping @Sendable () -> String? = { nil }
 ) async throws {
   let failure = await onOwnThread { () -> String? in
     let deadline = Date().addingTimeInterval(seconds)
@@ -381,21 +381,21 @@ final class Recorder: MQTTConnectionDelegate {
 
   /// Waits until `condition` holds of the events (`waitUntil`); throws with the events seen otherwise.
   func wait(
-    _ what: String, seconds: Double = 30, until condition: @Sendable ([Event]) -> Bool
+    _ what: String, seconds: Double = 120, until condition: @Sendable ([Event]) -> Bool
   ) async throws {
     try await waitUntil("\(what); events: \(all)", seconds: seconds) { condition(all) }
   }
 }
 
 /// Waits until the connection's network thread has ended, at most `seconds`.
-func waitForLoopEnd(_ connection: MQTTConnection, seconds: Double = 30) async throws {
+func waitForLoopEnd(_ connection: MQTTConnection, seconds: Double = 120) async throws {
   try await waitUntil("the end of the MQTT network thread", seconds: seconds) { connection.core.loopEnded }
 }
 
 /// Polls `condition` (suspending, never blocking a thread) until it holds, at most `seconds`
 /// (generous: the machine is shared); throws "timed out waiting for `what`" otherwise.
 func waitUntil(
-  _ what: @autoclosure () -> String, seconds: Double = 30, _ condition: () -> Bool
+  _ what: @autoclosure () -> String, seconds: Double = 120, _ condition: () -> Bool
 ) async throws {
   let deadline = ContinuousClock.now + .seconds(seconds)
   while !condition() {

@@ -57,7 +57,7 @@ final class EventLog: Sendable {
 
   /// Waits (`eventually`) until `condition` holds for the events so far; the events then.
   @discardableResult
-  func wait(seconds: Double = 30, until condition: ([Event]) -> Bool) async -> [Event] {
+  func wait(seconds: Double = 120, until condition: ([Event]) -> Bool) async -> [Event] {
     _ = await eventually(seconds: seconds) { condition(all) }
     return all
   }
@@ -67,7 +67,7 @@ final class EventLog: Sendable {
 
 /// Polls `condition` (suspending, never blocking a thread) until it holds, at most `seconds`
 /// (generous: the machine is shared); true when it did.
-func eventually(seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+func eventually(seconds: Double = 120, _ condition: () -> Bool) async -> Bool {
   let deadline = ContinuousClock.now + .seconds(seconds)
   while !condition() {
     guard ContinuousClock.now < deadline else { return false }

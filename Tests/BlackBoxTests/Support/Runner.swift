@@ -34,6 +34,28 @@ struct Interaction: Sendable {
   var feed: StdinFeed? = nil
 }
 
+extension Interaction {
+  /// Plays the operator who stops a running command once it has printed what the test waits for:
+  /// `number` goes to the child the first time `done` holds for its stdout lines so far. A test that
+  /// waits for events this way needs no `--timeout` window, which a loaded machine can overrun.
+  static func signal(_ number: Int32, once done: @escaping @Sendable ([String]) -> Bool) -> Interaction {
+    let state = Mutex<(pid: pid_t, lines: [String], sent: Bool)>((0, [], false))
+    return Interaction(
+      holdStdinOpen: true,
+      answer: { line in
+        state.withLock { s in
+          s.lines.append(line)
+          if !s.sent, s.pid > 0, done(s.lines) {
+            s.sent = true
+            kill(s.pid, number)
+          }
+        }
+        return ""
+      },
+      started: { child in state.withLock { $0.pid = child } })
+  }
+}
+
 /// What a finished child did.
 struct Outcome: Sendable, CustomStringConvertible {
   var status: Int32

@@ -34,7 +34,7 @@ final class ScannerPTY: @unchecked Sendable {
   /// becomes LF, so the frame would be damaged before capture could read it. The slave's termios is
   /// read through the master (they share it), so the wait ends at the tcsetattr itself, not a guess of
   /// how long after the open it comes.
-  func waitUntilOpened(seconds: Double = 30) async -> Bool {
+  func waitUntilOpened(seconds: Double = 120) async -> Bool {
     let deadline = Runner.monotonicSeconds() + seconds
     while Runner.monotonicSeconds() < deadline {
       if isRaw { return true }

@@ -10,7 +10,7 @@ import Testing
 /// records an issue saying that `what` did not happen.
 @discardableResult
 func waitUntil(
-  _ what: @autoclosure () -> String, seconds: Double = 30, every interval: Duration = .milliseconds(20),
+  _ what: @autoclosure () -> String, seconds: Double = 120, every interval: Duration = .milliseconds(20),
   sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
   let deadline = Runner.monotonicSeconds() + seconds
@@ -50,7 +50,7 @@ final class OutputWatch: Sendable {
   /// naming `what` when they do not come within `seconds`.
   @discardableResult
   func waitForLines(
-    _ stream: Stream, _ what: String, count: Int = 1, seconds: Double = 30,
+    _ stream: Stream, _ what: String, count: Int = 1, seconds: Double = 120,
     sourceLocation: SourceLocation = #_sourceLocation, where predicate: (String) -> Bool
   ) async -> Bool {
     await waitUntil(
@@ -62,7 +62,7 @@ final class OutputWatch: Sendable {
   /// Waits for a complete line on `stream` containing `text` (`count` such lines).
   @discardableResult
   func waitForLine(
-    _ stream: Stream, containing text: String, count: Int = 1, seconds: Double = 30,
+    _ stream: Stream, containing text: String, count: Int = 1, seconds: Double = 120,
     sourceLocation: SourceLocation = #_sourceLocation
   ) async -> Bool {
     await waitForLines(
