@@ -238,7 +238,7 @@ struct BLEDeviceTests {
     try await withRig { rig, sandbox in
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
       try await rig.ctl("AddLEDevice", s550, "S550 [334455]", "s550", "--", "-60", "true")
-      async let listening = sandbox.capture(["--json", "listen", d600, s550, "--count", "3"], timeLimit: 30)
+      async let listening = sandbox.capture(["--json", "listen", d600, s550, "--count", "3"], timeLimit: 120)
       try await waitForBringUp(rig, d600)
       try await waitForListener(rig, s550, uuid: "23d33996-e604-4f8b-baf7-547944030552")
       // The AXM capture: "4F" (NFC Forum) + "st.com/nfc-rfid" + 00, in 20-byte notifications.
@@ -272,7 +272,7 @@ struct BLEDeviceTests {
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
       let watch = OutputWatch()
       async let listening = sandbox.capture(
-        ["--json", "listen", d600, "--count", "3"], timeLimit: 40, interaction: watch.interaction)
+        ["--json", "listen", d600, "--count", "3"], timeLimit: 120, interaction: watch.interaction)
       try await waitForBringUp(rig, d600, watch: watch)
       try await scanText(rig, d600, "4F", "before")
       // Each code is out before the link goes: one still in flight would be lost with it.
@@ -306,7 +306,7 @@ struct BLEDeviceTests {
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
       let watch = OutputWatch()
       async let listening = sandbox.capture(
-        ["--json", "listen", d600, "--count", "1"], timeLimit: 40, interaction: watch.interaction)
+        ["--json", "listen", d600, "--count", "1"], timeLimit: 120, interaction: watch.interaction)
       try await waitForBringUp(rig, d600, watch: watch)
       try await rig.ctl("ClearWrites", dev)
       try await rig.ctl("LinkLoss", dev)
@@ -332,7 +332,7 @@ struct BLEDeviceTests {
       let dev = BlueZRig.devicePath(d600)
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
       try await rig.ctl("SetChunkSize", "180")
-      async let listening = sandbox.capture(["--json", "listen", d600, "--count", "501"], timeLimit: 60)
+      async let listening = sandbox.capture(["--json", "listen", d600, "--count", "501"], timeLimit: 120)
       try await waitForBringUp(rig, d600)
       // "4F" + 5000 bytes + 00: over the 4096-byte cap (TS's limit, docs/device-protocols.md §2.8).
       let oversized = (["34", "46"] + Array(repeating: "78", count: 5000) + ["00"]).joined(separator: " ")
@@ -374,7 +374,7 @@ struct BLEDeviceTests {
       let dev = BlueZRig.devicePath(d600)
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
       async let listening = sandbox.capture(
-        ["--json", "listen", d600, "--count", "1", "--confirm", "grep -q ok"], timeLimit: 30)
+        ["--json", "listen", d600, "--count", "1", "--confirm", "grep -q ok"], timeLimit: 120)
       try await waitForBringUp(rig, d600)
       try await rig.ctl("ClearWrites", dev)
       try await scanText(rig, d600, "4F", "ok-code")
@@ -398,7 +398,7 @@ struct BLEDeviceTests {
       // The scan-control writes of a verdict, from two listens on a pipe: `true` says good, `false` bad.
       func verdictWrites(_ command: String) async throws -> String {
         async let listening = sandbox.capture(
-          ["--json", "listen", d600, "--count", "1", "--confirm", command], timeLimit: 30)
+          ["--json", "listen", d600, "--count", "1", "--confirm", command], timeLimit: 120)
         try await waitForBringUp(rig, d600)
         try await rig.ctl("ClearWrites", dev)
         try await scanText(rig, d600, "4F", "code")
@@ -413,7 +413,7 @@ struct BLEDeviceTests {
       // The host says good, but the line cannot be written: the device hears bad. Plain output, whose
       // first write is the code itself (with --json the arrival line would fail first).
       async let full = HardeningIOTests.run(
-        sandbox, .full, ["listen", d600, "--count", "1", "--confirm", "true"], timeLimit: 30)
+        sandbox, .full, ["listen", d600, "--count", "1", "--confirm", "true"], timeLimit: 120)
       try await waitForBringUp(rig, d600)
       try await rig.ctl("ClearWrites", dev)
       try await scanText(rig, d600, "4F", "code")
@@ -436,7 +436,7 @@ struct BLEDeviceTests {
       let host = CoProcessHost { _, line in line.contains("ok-code") ? "good\n" : "bad\n" }
       async let listening = sandbox.capture(
         ["--json", "listen", d600, "--count", "1", "--confirm-stdin", "--output", "events.jsonl"],
-        timeLimit: 30, interaction: host.interaction)
+        timeLimit: 120, interaction: host.interaction)
       try await waitForBringUp(rig, d600)
       try await rig.ctl("ClearWrites", dev)
       try await scanText(rig, d600, "4F", "ok-code")

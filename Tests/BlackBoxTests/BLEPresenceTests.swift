@@ -33,7 +33,7 @@ struct BLEPresenceTests {
       #expect(connected.status == 0, "\(connected)")
       let watch = OutputWatch()
       async let listening = sandbox.capture(
-        ["--json", "listen"] + device + ["--count", "1"], timeLimit: 40, interaction: watch.interaction)
+        ["--json", "listen"] + device + ["--count", "1"], timeLimit: 120, interaction: watch.interaction)
       try await waitForBringUp(rig, d600, watch: watch)
       // Nothing is missing: no discovery (service mode's scout may finish the window it began while
       // the device was not open yet, at most 5 s).

@@ -51,10 +51,11 @@ struct ConfirmTests {
     let sandbox = try Sandbox()
     let images = try await Images.get()
     let outcome = try await sandbox.capture([
-      "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 30", "--confirm-timeout", "300ms",
+      "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 600", "--confirm-timeout", "300ms",
     ])
     #expect(outcome.status == 0, "\(outcome)")
-    #expect(outcome.elapsed < 10)
+    // Ended by itself within the runner's 120 s limit: the 600 s command was not waited out.
+    #expect(!outcome.timedOut, "\(outcome)")
     let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
     #expect(decoded.first?["confirmation"]?.string == "bad")
   }
@@ -67,10 +68,11 @@ struct ConfirmTests {
     interaction.signal = (SIGINT, 2)
     let outcome = try await sandbox.capture(
       [
-        "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 60", "--confirm-timeout", "60s",
-      ], timeLimit: 30, interaction: interaction)
+        "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 600", "--confirm-timeout", "600s",
+      ], timeLimit: 120, interaction: interaction)
     #expect(outcome.status == 0, "\(outcome)")
-    #expect(outcome.elapsed < 15)
+    // Ended by itself within the runner's 120 s limit: neither the command nor its timeout was waited out.
+    #expect(!outcome.timedOut, "\(outcome)")
     let decoded = Shape.jsonLines(outcome).filter { $0["event"]?.string == "decodedData" }
     #expect(decoded.map { $0["confirmation"]?.string } == ["bad"])
   }
@@ -405,7 +407,7 @@ struct ConfirmStdinTests {
       [
         "--json", "listen", "--image", images.qr.path, "--confirm-stdin", "--confirm-timeout", "60s",
         "--output", "events.jsonl",
-      ], timeLimit: 30, interaction: interaction)
+      ], timeLimit: 120, interaction: interaction)
     #expect(outcome.status == 0, "\(outcome)")
     #expect(host.questions.count == 1)
     // The open question's code is still recorded once, as bad: nobody confirmed it.

@@ -410,7 +410,7 @@ struct DoctorTests {
     try await withRig(reachableByAll: true, bluetoothdArgv0: fake) { rig, sandbox in
       try Unprivileged.give(sandbox)
       let outcome = try await Unprivileged.capture(
-        sandbox, ["--timeout", "2s", "--json", "doctor"], timeLimit: 25)
+        sandbox, ["--timeout", "2s", "--json", "doctor"], timeLimit: 120)
       #expect(!outcome.timedOut, "\(outcome)")
       let report = DoctorReport.json(outcome)
       let rows = report.rows("bluetoothd")
@@ -582,7 +582,7 @@ struct DoctorTests {
         "--address=\(rig.busAddress)", "get-property", "org.bluez", "/org/bluez/\(adapter)",
         "org.bluez.Adapter1",
         "PowerState",
-      ], environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+      ], environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 120)
     return outcome.out.trimmingCharacters(in: .whitespacesAndNewlines)
   }
 
@@ -607,7 +607,7 @@ struct DoctorTests {
           "-f", "-qq", "-o", trace, "-e",
           "trace=open,openat,openat2,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,chmod,fchmod,fchmodat,truncate,ftruncate",
           try Product.path(), "doctor",
-        ], environment: sandbox.environment, directory: sandbox.root, timeLimit: 60)
+        ], environment: sandbox.environment, directory: sandbox.root, timeLimit: 120)
       #expect(outcome.status == 32, "\(outcome)")
       let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
       #expect(!calls.isEmpty)

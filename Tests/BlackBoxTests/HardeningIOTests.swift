@@ -209,8 +209,8 @@ struct HardeningIOTests {
   func closedStdinIsEmpty() async throws {
     let sandbox = try Sandbox()
     let arguments = ["trigger", "socketcam", "start", "--image", "-"]
-    let closed = try await Self.run(sandbox, .closedStdin, arguments, timeLimit: 60)
-    let empty = try await sandbox.capture(arguments, timeLimit: 60)
+    let closed = try await Self.run(sandbox, .closedStdin, arguments, timeLimit: 120)
+    let empty = try await sandbox.capture(arguments, timeLimit: 120)
     #expect(!closed.timedOut, "\(closed)")
     #expect(empty.status == 34, "\(empty)")
     #expect(closed.status == empty.status, "\(closed)")
@@ -224,7 +224,7 @@ struct HardeningIOTests {
     let sandbox = try Sandbox()
     _ = try sandbox.makeDirectory("state/capture")
     #expect(mkfifo(sandbox.statePath, 0o600) == 0)
-    let outcome = try await sandbox.capture(["--timeout", "1s", "list"], timeLimit: 60)
+    let outcome = try await sandbox.capture(["--timeout", "1s", "list"], timeLimit: 120)
     #expect(!outcome.timedOut, "\(outcome)")
     #expect(outcome.status == 34, "\(outcome)")
     #expect(!outcome.timedOut, "\(outcome)")
@@ -241,7 +241,7 @@ struct HardeningIOTests {
     let sandbox = try Sandbox()
     _ = try sandbox.makeDirectory("state/capture")
     #expect(symlink("/dev/zero", sandbox.statePath) == 0)
-    let outcome = try await sandbox.capture(["list"], timeLimit: 60)
+    let outcome = try await sandbox.capture(["list"], timeLimit: 120)
     #expect(outcome.status == 34, "\(outcome)")
     #expect(outcome.err.contains("it is a character device, not a regular file"), "\(outcome)")
   }
@@ -255,7 +255,7 @@ struct HardeningIOTests {
     // Sparse: 1 GiB of zeros without writing them.
     #expect(ftruncate(fd, 1 << 30) == 0)
     close(fd)
-    let outcome = try await sandbox.capture(["list"], timeLimit: 60)
+    let outcome = try await sandbox.capture(["list"], timeLimit: 120)
     #expect(outcome.status == 34, "\(outcome)")
     #expect(!outcome.timedOut, "\(outcome)")
     #expect(outcome.err.contains("larger than 8 MiB"), "\(outcome)")
@@ -276,7 +276,7 @@ struct HardeningIOTests {
     let path = sandbox.statePath
     let watch = OutputWatch()
     let outcome = try await sandbox.capture(
-      ["listen"], timeLimit: 60,
+      ["listen"], timeLimit: 120,
       interaction: Interaction(
         started: { pid in
           // Once listen has read the state file (it warns that the remembered device is absent) and
@@ -315,7 +315,7 @@ struct HardeningIOTests {
     defer { close(writer) }
     for extra in [["--dry-run"], []] {
       let outcome = try await sandbox.capture(
-        ["--timeout", "1s", "set", "socketcam", "--from", "profile.fifo"] + extra, timeLimit: 60)
+        ["--timeout", "1s", "set", "socketcam", "--from", "profile.fifo"] + extra, timeLimit: 120)
       #expect(!outcome.timedOut, "\(outcome)")
       #expect(outcome.status == 42, "\(outcome)")
       #expect(outcome.elapsed >= 0.9, "\(outcome)")
@@ -331,10 +331,10 @@ struct HardeningIOTests {
     let sandbox = try Sandbox()
     #expect(mkfifo(sandbox.path("profile.fifo"), 0o600) == 0)
     let timed = try await sandbox.capture(
-      ["--timeout", "1s", "set", "socketcam", "--from", "profile.fifo", "--dry-run"], timeLimit: 60)
+      ["--timeout", "1s", "set", "socketcam", "--from", "profile.fifo", "--dry-run"], timeLimit: 120)
     #expect(timed.status == 42, "\(timed)")
     let signalled = try await sandbox.capture(
-      ["set", "socketcam", "--from", "profile.fifo", "--dry-run"], timeLimit: 60,
+      ["set", "socketcam", "--from", "profile.fifo", "--dry-run"], timeLimit: 120,
       interaction: Interaction(signal: (SIGTERM, 0.5)))
     #expect(!signalled.timedOut, "\(signalled)")
     #expect(signalled.signal == SIGTERM, "\(signalled)")
@@ -360,7 +360,7 @@ struct HardeningIOTests {
       close(fd)
     }
     let outcome = try await sandbox.capture(
-      ["--timeout", "30s", "set", "socketcam", "--from", "profile.fifo"], timeLimit: 60)
+      ["--timeout", "30s", "set", "socketcam", "--from", "profile.fifo"], timeLimit: 120)
     await writer.value
     #expect(outcome.status == 0, "\(outcome)")
     let name = try await sandbox.capture("get", "socketcam", "friendly-name")
@@ -371,7 +371,7 @@ struct HardeningIOTests {
   func profileFromEndlessDevice() async throws {
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
-      ["set", "socketcam", "--from", "/dev/zero", "--dry-run"], timeLimit: 60)
+      ["set", "socketcam", "--from", "/dev/zero", "--dry-run"], timeLimit: 120)
     #expect(!outcome.timedOut, "\(outcome)")
     #expect(outcome.status == 34, "\(outcome)")
     #expect(
@@ -387,7 +387,7 @@ struct HardeningIOTests {
     let sandbox = try Sandbox()
     #expect(mkfifo(sandbox.path("events.fifo"), 0o600) == 0)
     let outcome = try await sandbox.capture(
-      ["--timeout", "1s", "listen", "socketcam", "--output", "events.fifo", "--dir", "."], timeLimit: 60)
+      ["--timeout", "1s", "listen", "socketcam", "--output", "events.fifo", "--dir", "."], timeLimit: 120)
     #expect(!outcome.timedOut, "\(outcome)")
     #expect(outcome.status == 63, "\(outcome)")
     #expect(!outcome.timedOut, "\(outcome)")

@@ -63,10 +63,10 @@ struct HardeningImageTests {
     #expect(mkfifo(sandbox.path("f"), 0o600) == 0)
     // Ended by the timeout (42) and by the signal, not by the runner's kill at the time limit, which
     // is far above both so that a loaded machine's slowness is never taken for a hang.
-    let listen = try await sandbox.capture(["--timeout", "1s", "listen", "--image", "f"], timeLimit: 60)
+    let listen = try await sandbox.capture(["--timeout", "1s", "listen", "--image", "f"], timeLimit: 120)
     #expect(listen.status == 42 && !listen.timedOut, "\(listen)")
     let trigger = try await sandbox.capture(
-      ["trigger", "socketcam", "start", "--image", "f"], timeLimit: 60,
+      ["trigger", "socketcam", "start", "--image", "f"], timeLimit: 120,
       // SIGTERM once capture can catch it: a signal during exec would test the kernel's default
       // action, not capture.
       interaction: HardeningIOTests.signalOnceCaught(SIGTERM))
@@ -83,7 +83,7 @@ struct HardeningImageTests {
     #expect(writer >= 0)
     defer { close(writer) }
     let outcome = try await sandbox.capture(
-      ["--timeout", "2s", "trigger", "socketcam", "start", "--image", "f"], timeLimit: 15)
+      ["--timeout", "2s", "trigger", "socketcam", "start", "--image", "f"], timeLimit: 120)
     #expect(outcome.status == 42, "\(outcome)")
     #expect(!outcome.timedOut, "\(outcome)")
   }
@@ -93,11 +93,11 @@ struct HardeningImageTests {
     let sandbox = try Sandbox()
     let notImage = "not a PNG, JPEG or PNM image (starts with 00 00 00 00 00 00 00 00)"
     let device = try await sandbox.capture(
-      ["trigger", "socketcam", "start", "--image", "/dev/zero"], timeLimit: 60)
+      ["trigger", "socketcam", "start", "--image", "/dev/zero"], timeLimit: 120)
     #expect(device.status == 34 && !device.timedOut, "\(device)")
     #expect(device.errLines == ["\(Self.decodeError) '/dev/zero': \(notImage)"])
     let stdin = try await Self.shell(
-      sandbox, "exec \"$0\" trigger socketcam start --image - </dev/zero", timeLimit: 60)
+      sandbox, "exec \"$0\" trigger socketcam start --image - </dev/zero", timeLimit: 120)
     #expect(stdin.status == 34 && !stdin.timedOut, "\(stdin)")
     #expect(stdin.errLines == ["\(Self.decodeError) standard input: \(notImage)"])
     // Sparse: 16 GiB of zeros on disk costs nothing, but reading it whole would take minutes.
@@ -106,7 +106,7 @@ struct HardeningImageTests {
     #expect(fd >= 0 && ftruncate(fd, 16 << 30) == 0)
     close(fd)
     let file = try await sandbox.capture(
-      ["trigger", "socketcam", "start", "--image", "zeros.png"], timeLimit: 60)
+      ["trigger", "socketcam", "start", "--image", "zeros.png"], timeLimit: 120)
     #expect(file.status == 34 && !file.timedOut, "\(file)")
     #expect(file.errLines == ["\(Self.decodeError) 'zeros.png': \(notImage)"])
   }
@@ -118,7 +118,7 @@ struct HardeningImageTests {
     // The signature and the IHDR chunk (33 bytes) of a small real PNG, then /dev/zero for ever.
     try sandbox.write("head.bin", Array(try sandbox.read(images.qr.path).prefix(33)))
     let outcome = try await Self.shell(
-      sandbox, "{ cat head.bin; cat /dev/zero; } | \"$0\" trigger socketcam start --image -", timeLimit: 60)
+      sandbox, "{ cat head.bin; cat /dev/zero; } | \"$0\" trigger socketcam start --image -", timeLimit: 120)
     #expect(outcome.status == 34, "\(outcome)")
     #expect(!outcome.timedOut, "\(outcome)")
     #expect(
@@ -261,7 +261,7 @@ struct HardeningImageTests {
     let big = try await Self.bigPNGPath()
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
-      ["--timeout", "1s", "trigger", "socketcam", "start", "--image", big], timeLimit: 30)
+      ["--timeout", "1s", "trigger", "socketcam", "start", "--image", big], timeLimit: 120)
     #expect(outcome.status == 42, "\(outcome)")
     #expect(!outcome.timedOut, "\(outcome)")
   }
@@ -272,7 +272,7 @@ struct HardeningImageTests {
     let sandbox = try Sandbox()
     for signal in [SIGTERM, SIGINT] {
       let outcome = try await sandbox.capture(
-        ["trigger", "socketcam", "start", "--image", big], timeLimit: 30,
+        ["trigger", "socketcam", "start", "--image", big], timeLimit: 120,
         interaction: Interaction(signal: (signal, 0.5)))
       #expect(!outcome.timedOut, "\(outcome)")
       #expect(outcome.stdout.isEmpty)
@@ -308,7 +308,7 @@ struct HardeningImageTests {
     let sandbox = try Sandbox()
     let dir = try Self.manyImages(sandbox, images, count: 8000)
     let outcome = try await sandbox.capture(
-      ["--json", "--timeout", "1s", "listen", "--dir", dir], timeLimit: 60)
+      ["--json", "--timeout", "1s", "listen", "--dir", dir], timeLimit: 120)
     #expect(outcome.status == 42, "\(outcome.status) after \(outcome.elapsed) s")
     let events = Shape.jsonLines(outcome)
     let decoded = events.filter { $0["event"]?.string == "decodedData" }
@@ -336,7 +336,7 @@ struct HardeningImageTests {
     // as a worker takes them, so --count 1 never gets near it.
     try sandbox.write("\(dir)/zzzzz.png", Array("not an image".utf8))
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "--count", "1", "--dir", dir], timeLimit: 60)
+      ["--json", "listen", "--count", "1", "--dir", dir], timeLimit: 120)
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.stderr.isEmpty, "\(outcome)")
     let events = Shape.jsonLines(outcome)

@@ -142,14 +142,14 @@ struct ListenTests {
   func timeout() async throws {
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "--image", "-", "--timeout", "1s"], timeLimit: 20,
+      ["--json", "listen", "--image", "-", "--timeout", "1s"], timeLimit: 120,
       interaction: Interaction(holdStdinOpen: true))
     #expect(outcome.status == 42, "\(outcome)")
     #expect(
       outcome.errLines == ["capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 0 decoded code(s)"])
     let lines = Shape.jsonLines(outcome)
     #expect(lines.map { $0["event"]?.string ?? "error" } == ["deviceArrival", "deviceRemoval", "error"])
-    #expect(outcome.elapsed < 15, "a 1 s timeout took \(outcome.elapsed) s")
+    #expect(outcome.elapsed < 60, "a 1 s timeout took \(outcome.elapsed) s")
     // JSON Lines are flushed per event: the arrival is out well before the exit, not held until it.
     #expect(
       (outcome.firstStdout ?? 99) < outcome.elapsed - 0.5,
@@ -161,14 +161,14 @@ struct ListenTests {
     let sandbox = try Sandbox()
     let signalled = Shared<Double?>(nil)
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "--image", "-"], timeLimit: 20,
+      ["--json", "listen", "--image", "-"], timeLimit: 120,
       interaction: Self.signalOnFirstLine(number, at: signalled))
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.signal == nil)
     let lines = Shape.jsonLines(outcome)
     #expect(lines.map { $0["event"]?.string ?? "?" } == ["deviceArrival", "deviceRemoval"])
     let sent = try #require(signalled.value, "no event line came to signal on: \(outcome)")
-    #expect(outcome.elapsed - sent < 10, "stopping took \(outcome.elapsed - sent) s after the signal")
+    #expect(outcome.elapsed - sent < 60, "stopping took \(outcome.elapsed - sent) s after the signal")
   }
 
   /// Plays the process manager that stops listen once it is running: `number` goes to the child the
@@ -208,7 +208,7 @@ struct ListenTests {
     // while the command is still starting (nothing printed yet).
     let catching = Shared<Bool?>(nil)
     let outcome = try await sandbox.capture(
-      arguments, timeLimit: 20, interaction: HardeningIOTests.signalOnceCaught(number, caught: catching))
+      arguments, timeLimit: 120, interaction: HardeningIOTests.signalOnceCaught(number, caught: catching))
     #expect(catching.value == true, "capture \(name) never caught signal \(number): \(outcome)")
     #expect(outcome.signal == nil, "capture \(name) died of signal \(number): \(outcome)")
     #expect(outcome.status == status, "capture \(name): \(outcome)")

@@ -49,7 +49,7 @@ struct NotificationTests {
     try await withRig(gattBattery) { rig, sandbox in
       try await rig.ctl("AddLEDevice", generic, "Thermo [999998]", "generic", "--", "-50", "true")
       async let listening = sandbox.capture(
-        ["--json", "listen", generic, "--events", "batteryLevel,power"], timeLimit: 60,
+        ["--json", "listen", generic, "--events", "batteryLevel,power"], timeLimit: 120,
         interaction: .signal(SIGINT, once: { $0.contains(where: isBatteryEvent) }))
       try await waitForSessions(rig, generic, batteryLevelUUID, count: 1)
       try await rig.ctl("SetBattery", BlueZRig.devicePath(generic), "42")
@@ -80,12 +80,12 @@ struct NotificationTests {
     try await withRig(gattBattery) { rig, sandbox in
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF618]", "d600", "--", "-50", "true")
       async let first = sandbox.capture(
-        ["--json", "listen", d600, "--events", "batteryLevel"], timeLimit: 60,
+        ["--json", "listen", d600, "--events", "batteryLevel"], timeLimit: 120,
         interaction: .signal(SIGINT, once: { $0.contains(where: isBatteryEvent) }))
       try await waitForSessions(rig, d600, batteryLevelUUID, count: 1)
       let firstSession = try await sessions(rig, d600, batteryLevelUUID)
       async let second = sandbox.capture(
-        ["--json", "listen", d600, "--events", "batteryLevel"], timeLimit: 90,
+        ["--json", "listen", d600, "--events", "batteryLevel"], timeLimit: 120,
         interaction: .signal(SIGINT, once: { $0.filter(isBatteryEvent).count == 2 }))
       // The second listen is up when it holds its own scan-data session (the D600's data channel), and
       // past its battery decision once it has made bring-up's last step, the D600's config write

@@ -33,7 +33,7 @@ struct SerialTests {
       pty.write(sppFrame("4006381333931", aim: "E0"))
       return true
     }
-    let outcome = try await sandbox.capture(["--json", "listen", selector, "--count", "2"], timeLimit: 30)
+    let outcome = try await sandbox.capture(["--json", "listen", selector, "--count", "2"], timeLimit: 120)
     #expect(await writer.value, "capture never opened \(pty.slavePath)")
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.stderr.isEmpty, "\(outcome)")
@@ -86,7 +86,7 @@ struct SerialTests {
       return true
     }
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "3"], timeLimit: 30)
+      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "3"], timeLimit: 120)
     #expect(await writer.value, "capture never opened \(pty.slavePath)")
     #expect(outcome.status == 0, "\(outcome)")
     let events = Shape.jsonLines(outcome)
@@ -130,7 +130,7 @@ struct SerialTests {
       return true
     }
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "3"], timeLimit: 30)
+      ["--json", "listen", "serial:\(pty.slavePath)", "--count", "3"], timeLimit: 120)
     #expect(await writer.value)
     #expect(outcome.status == 0, "\(outcome)")
     let events = Shape.jsonLines(outcome)
@@ -151,7 +151,7 @@ struct SerialTests {
       return true
     }
     let outcome = try await sandbox.capture(
-      ["listen", "serial:\(pty.slavePath)", "--count", "2"], timeLimit: 30)
+      ["listen", "serial:\(pty.slavePath)", "--count", "2"], timeLimit: 120)
     #expect(await writer.value, "capture never opened \(pty.slavePath)")
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.outLines == ["ONE", "TWO"], "\(outcome)")
@@ -168,7 +168,7 @@ struct SerialTests {
       return true
     }
     let quiet = try await sandbox.capture(
-      ["-q", "listen", "serial:\(quietPTY.slavePath)", "--count", "1"], timeLimit: 30)
+      ["-q", "listen", "serial:\(quietPTY.slavePath)", "--count", "1"], timeLimit: 120)
     #expect(await quietWriter.value)
     #expect(quiet.status == 0, "\(quiet)")
     #expect(quiet.outLines == ["ONE"] && quiet.err.isEmpty, "\(quiet)")
@@ -186,7 +186,7 @@ struct SerialTests {
     }
     let outcome = try await sandbox.capture(
       ["--json", "listen", "serial:\(pty.slavePath)", "--count", "1", "--events", "decodedData"],
-      timeLimit: 30)
+      timeLimit: 120)
     #expect(await writer.value)
     #expect(outcome.status == 0, "\(outcome)")
     #expect(Shape.jsonLines(outcome).map { $0["event"]?.string ?? "?" } == ["decodedData"], "\(outcome)")

@@ -76,7 +76,7 @@ struct ServiceTests {
     try await withRig { rig, sandbox in
       try writeState(sandbox, [Entry(id: d600, name: "Socket D600 [7EF619]", type: 327701, transport: "ble")])
       let monitor = try await BusMonitor(rig, member: "GetManagedObjects")
-      async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
+      async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 120)
       // Several attempts (each starts with GetManagedObjects; the watch for the device makes one
       // more): the warning must still come once.
       await monitor.waitForCalls(5)
@@ -104,7 +104,7 @@ struct ServiceTests {
       try writeState(sandbox, [], favorite: "*")
       try await rig.ctl("AddLEDevice", s550, "S550 [334455]", "s550", "--", "-60", "false")
       try await rig.ctl("AddLEDevice", generic, "Thermometer", "generic", "--", "-70", "false")
-      async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
+      async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 120)
       try await waitForListener(rig, s550, uuid: directEventsUUID)
       try await rig.ctl("TagRead", BlueZRig.devicePath(s550), "02C40044F99DB6", "text:hello tag", "1")
       let outcome = try await listening
@@ -137,7 +137,7 @@ struct ServiceTests {
       // bluetoothd stops: the bus stays, org.bluez goes.
       try await rig.stopBluez()
       let monitor = try await BusMonitor(rig, member: "NameHasOwner")
-      async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
+      async let listening = sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 120)
       // Several discovery attempts fail meanwhile (each asks whether org.bluez has an owner); one
       // warning says so.
       await monitor.waitForCalls(4)
@@ -162,7 +162,7 @@ struct ServiceTests {
       try await rig.ctl("AddLEDevice", d600, "Socket D600 [7EF619]", "d600", "--", "-50", "true")
       try writeState(sandbox, [Entry(id: d600, name: "Socket D600 [7EF619]", type: 327701, transport: "ble")])
       async let listening = sandbox.capture(
-        ["--json", "listen", "--count", "1", "--confirm", "grep -q ok"], timeLimit: 60)
+        ["--json", "listen", "--count", "1", "--confirm", "grep -q ok"], timeLimit: 120)
       try await waitForBringUp(rig, d600)
       try await rig.ctl("ClearWrites", BlueZRig.devicePath(d600))
       try await scanText(rig, d600, "4F", "ok-code")
@@ -185,7 +185,7 @@ struct ServiceTests {
       try writeState(sandbox, [Entry(id: d600, name: "Socket D600 [7EF619]", type: 327701, transport: "ble")])
       let child = ChildPID()
       async let listening = sandbox.capture(
-        ["--json", "listen", "--count", "2"], timeLimit: 60,
+        ["--json", "listen", "--count", "2"], timeLimit: 120,
         interaction: Interaction(started: { child.set($0) }))
       try await waitForBringUp(rig, d600)
       let connected = try await sandbox.capture(["connect", s550])
@@ -215,7 +215,7 @@ struct ServiceTests {
       let child = ChildPID()
       let watch = OutputWatch()
       async let listening = sandbox.capture(
-        ["--json", "listen"], timeLimit: 60,
+        ["--json", "listen"], timeLimit: 120,
         interaction: Interaction(started: { child.set($0) }, watch: watch))
       try await waitForBringUp(rig, d600)
       try await waitForListener(rig, s550, uuid: directEventsUUID)
@@ -272,7 +272,7 @@ struct ServiceTests {
       return true
     }
     let outcome = try await sandbox.capture(
-      ["--json", "listen", "--count", "1"], timeLimit: 60, interaction: watch.interaction)
+      ["--json", "listen", "--count", "1"], timeLimit: 120, interaction: watch.interaction)
     #expect(await writer.value, "capture never opened \(link)")
     #expect(outcome.status == 0, "\(outcome)")
     #expect(
@@ -318,7 +318,7 @@ struct ServiceTests {
       pty.write(sppFrame("EQ0000013158", aim: "C0"))
       return true
     }
-    let outcome = try await sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 60)
+    let outcome = try await sandbox.capture(["--json", "listen", "--count", "1"], timeLimit: 120)
     #expect(await writer.value, "capture never opened \(pty.slavePath)")
     // The first error found decides the exit status: the unusable id, found when the file is read.
     #expect(outcome.status == 85, "\(outcome)")
@@ -346,7 +346,7 @@ struct ServiceTests {
   func nothingUsable() async throws {
     let sandbox = try Sandbox()
     try writeState(sandbox, [Entry(id: "bogus", name: "Old entry", type: 0, transport: "ble")])
-    let outcome = try await sandbox.capture(["listen"], timeLimit: 30)
+    let outcome = try await sandbox.capture(["listen"], timeLimit: 120)
     Shape.expectFailure(
       outcome, status: 85, name: "ESKT_INVALIDFORMAT",
       message:
@@ -374,7 +374,7 @@ struct ServiceTests {
     let outcome = try await sandbox.capture(
       // The window holds capture's start and both opens on a loaded machine; it is the behaviour
       // under test, so it is not cut short.
-      ["--json", "listen", "--events", "decodedData", "--timeout", "20s"], timeLimit: 60)
+      ["--json", "listen", "--events", "decodedData", "--timeout", "20s"], timeLimit: 120)
     #expect(await writer.value, "capture never opened both ptys")
     #expect(outcome.status == 42, "\(outcome)")
     #expect(

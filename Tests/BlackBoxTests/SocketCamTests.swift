@@ -290,7 +290,7 @@ struct SocketCamTests {
   func listenMissingCamera() async throws {
     let sandbox = try Sandbox()
     let message = "camera /dev/video99 is not available: /dev/video99: No such file or directory"
-    let outcome = try await sandbox.capture(["listen", "--camera", "/dev/video99"], timeLimit: 20)
+    let outcome = try await sandbox.capture(["listen", "--camera", "/dev/video99"], timeLimit: 120)
     #expect(outcome.status == 32, "\(outcome)")
     #expect(outcome.errLines == ["capture: ESKT_NOTAVAILABLE (-32): \(message)"])
     #expect(outcome.stdout.isEmpty)
@@ -350,11 +350,11 @@ struct SocketCamTests {
   func triggerTimeout() async throws {
     let sandbox = try Sandbox()
     let outcome = try await sandbox.capture(
-      ["trigger", "socketcam", "start", "--image", "-", "--timeout", "1s"], timeLimit: 20,
+      ["trigger", "socketcam", "start", "--image", "-", "--timeout", "1s"], timeLimit: 120,
       interaction: Interaction(holdStdinOpen: true))
     Shape.expectFailure(
       outcome, status: 42, name: "ESKT_REQUESTTIMEDOUT", message: "no code was read within 1s")
-    #expect(outcome.elapsed < 15, "a 1 s timeout took \(outcome.elapsed) s")
+    #expect(outcome.elapsed < 60, "a 1 s timeout took \(outcome.elapsed) s")
   }
 
   @Test("trigger continuous and start --wait read a finite source like start")

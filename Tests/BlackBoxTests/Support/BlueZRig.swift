@@ -35,7 +35,8 @@ final class BlueZRig: @unchecked Sendable {
     for user in denyBluezFor { arguments += ["--deny-bluez-for", user] }
     if let bluetoothdArgv0 { arguments += ["--bluetoothd-argv0", bluetoothdArgv0] }
     let outcome = try await Runner.run(
-      "/usr/bin/python3", arguments, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+      "/usr/bin/python3", arguments, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 120
+    )
     guard outcome.status == 0 else { throw HarnessError(description: "rig.py start failed: \(outcome)") }
     var values: [String: String] = [:]
     for line in outcome.outLines {
@@ -57,7 +58,7 @@ final class BlueZRig: @unchecked Sendable {
   func stopBluez() async throws {
     let outcome = try await Runner.run(
       "/usr/bin/python3", [Self.rigScript, "stop-bluez", "--dir", directory],
-      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 120)
     guard outcome.status == 0 else { throw HarnessError(description: "stop-bluez failed: \(outcome)") }
   }
 
@@ -65,7 +66,7 @@ final class BlueZRig: @unchecked Sendable {
     _ = try? await Runner.run(
       "/usr/bin/python3", [Self.rigScript, "stop", "--dir", directory],
       environment: ["PATH": "/usr/bin:/bin"],
-      timeLimit: 20)
+      timeLimit: 120)
   }
 
   /// Calls the rig's control API (org.bluez.Mock); returns rig.py's JSON reply text.
@@ -78,7 +79,7 @@ final class BlueZRig: @unchecked Sendable {
   func ctl(_ arguments: [String]) async throws -> String {
     let outcome = try await Runner.run(
       "/usr/bin/python3", [Self.rigScript, "ctl", "--dir", directory] + arguments,
-      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 30)
+      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 120)
     guard outcome.status == 0 else {
       throw HarnessError(description: "rig.py ctl \(arguments.joined(separator: " ")) failed: \(outcome)")
     }
@@ -88,7 +89,7 @@ final class BlueZRig: @unchecked Sendable {
   func restartBluez() async throws {
     let outcome = try await Runner.run(
       "/usr/bin/python3", [Self.rigScript, "restart-bluez", "--dir", directory],
-      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 20)
+      environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], timeLimit: 120)
     guard outcome.status == 0 else { throw HarnessError(description: "restart-bluez failed: \(outcome)") }
   }
 

@@ -75,7 +75,7 @@ struct Images: Sendable {
 
     func tool(_ path: String, _ arguments: [String], stdin: [UInt8] = []) throws {
       let outcome = try Runner.runBlocking(
-        path, arguments, environment: ["PATH": "/usr/bin:/bin"], stdin: stdin, directory: nil, timeLimit: 20)
+        path, arguments, environment: ["PATH": "/usr/bin:/bin"], stdin: stdin, directory: nil, timeLimit: 120)
       guard outcome.status == 0 else {
         throw HarnessError(description: "\(path) \(arguments.joined(separator: " ")) failed: \(outcome)")
       }
@@ -85,7 +85,7 @@ struct Images: Sendable {
       let outcome = try Runner.runBlocking(
         qrencode, ["-t", "ASCII", "-m", "0", "-o", "-", text], environment: ["PATH": "/usr/bin:/bin"],
         stdin: [],
-        directory: nil, timeLimit: 20)
+        directory: nil, timeLimit: 120)
       guard outcome.status == 0 else {
         throw HarnessError(description: "qrencode -t ASCII failed: \(outcome)")
       }
