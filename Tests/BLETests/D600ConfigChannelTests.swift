@@ -85,11 +85,12 @@ struct D600ConfigChannelTests {
     let fake = FakeConfigCharacteristic { _, _, _ in }
     let channel = fake.makeChannel()
     let started = ContinuousClock.now
-    async let answer = channel.command(0xAE, [0x07], timeout: .seconds(60))
+    // A timeout no loaded machine reaches: ending well before it is ending by the link loss.
+    async let answer = channel.command(0xAE, [0x07], timeout: .seconds(600))
     try await waitForWrites(fake, 1)
     channel.failCurrent()
     #expect(try await answer == nil)
-    #expect(ContinuousClock.now - started < .seconds(30))
+    #expect(ContinuousClock.now - started < .seconds(300))
   }
 
   @Test("a write that fails throws and lets the next command go ahead")

@@ -24,12 +24,13 @@ private func kinds(_ outcome: Outcome) -> [String] { events(outcome).compactMap 
 /// Sends a D600 scan through the rig, retrying while the simulator drops it (it reports 0 notifications
 /// sent when no notify session is armed yet — a real device drops such data too).
 func scanText(_ rig: BlueZRig, _ address: String, _ family: String, _ text: String) async throws {
-  for _ in 0..<100 {
+  let deadline = Runner.monotonicSeconds() + 120
+  while Runner.monotonicSeconds() < deadline {
     let sent = try await rig.ctl("ScanText", BlueZRig.devicePath(address), family, text)
     if sent != "0" { return }
     try await Task.sleep(for: .milliseconds(100))
   }
-  Issue.record("the rig dropped the scan '\(text)' for 10 s")
+  Issue.record("the rig dropped the scan '\(text)' for 120 s")
 }
 
 /// Polls until the D600 has been brought up again (its config write of AE 07 after ClearWrites), i.e.

@@ -33,7 +33,7 @@ struct BLEPresenceTests {
       #expect(connected.status == 0, "\(connected)")
       let watch = OutputWatch()
       async let listening = sandbox.capture(
-        ["--json", "listen"] + device + ["--count", "1"], timeLimit: 120, interaction: watch.interaction)
+        ["--json", "listen"] + device + ["--count", "1"], timeLimit: 300, interaction: watch.interaction)
       try await waitForBringUp(rig, d600, watch: watch)
       // Nothing is missing: no discovery (service mode's scout may finish the window it began while
       // the device was not open yet, at most 5 s).
@@ -82,10 +82,11 @@ struct BLEPresenceTests {
       // The rig fails an absent device's Connect after ConnectFailDelay (0.1 s).
       let dueByBackoff = last + 0.1 + backoffStep(afterFailures: failed.count)
       #expect(dueByBackoff - back > 1, "the outage left no backoff wait to beat: \(calls), back at \(back)")
+      // On sight, not by the backoff: before the backoff's next attempt was due (a bound relative to
+      // the rig's own clock, not an absolute delay a loaded machine can overrun).
       #expect(
         next < dueByBackoff - 0.5,
         "Connect at \(next) came by the backoff (due \(dueByBackoff)), not on sight")
-      #expect(next - back < 1.5, "Connect \(next - back) s after the device came back")
 
       // Connected again: the watch is over.
       var after: JSONValue?

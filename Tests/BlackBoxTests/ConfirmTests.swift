@@ -122,11 +122,12 @@ struct ConfirmTests {
     let waiting = sandbox.path("a-waiting")
     // A's command waits until B-2's verdict has been given (its mark), then leaves a mark of its own;
     // B's codes are good only while A's mark is absent. A lane shared by both devices would keep B
-    // waiting behind A, which waits for B: A gives up after 20 s (bad, not printed) and the test
-    // fails on its output, with no assumption about how fast a loaded machine is. B's codes are sent
-    // once A's command has said it is waiting (its first mark), so they meet A's lane busy.
+    // waiting behind A, which waits for B: A gives up after 100 s (bad, not printed; its
+    // --confirm-timeout is longer) and the test fails on its output, with no assumption about how fast
+    // a loaded machine is. B's codes are sent once A's command has said it is waiting (its first
+    // mark), so they meet A's lane busy.
     let command =
-      "code=$(cat); case \"$code\" in A*) touch '\(waiting)'; i=0; while [ ! -e '\(second)' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; [ -e '\(second)' ] && touch '\(done)';; B-2*) test ! -e '\(done)' && touch '\(second)';; *) test ! -e '\(done)';; esac"
+      "code=$(cat); case \"$code\" in A*) touch '\(waiting)'; i=0; while [ ! -e '\(second)' ] && [ $i -lt 2000 ]; do sleep 0.05; i=$((i+1)); done; [ -e '\(second)' ] && touch '\(done)';; B-2*) test ! -e '\(done)' && touch '\(second)';; *) test ! -e '\(done)';; esac"
     let writer = Task {
       guard await a.waitUntilOpened(), await b.waitUntilOpened() else { return false }
       a.write(sppFrame("A-1", aim: "C0"))
@@ -135,10 +136,11 @@ struct ConfirmTests {
       b.write(sppFrame("B-2", aim: "C0"))
       return true
     }
-    let outcome = try await sandbox.capture([
-      "listen", "serial:\(a.slavePath)?baud=115200", "serial:\(b.slavePath)?baud=115200", "--count", "3",
-      "--confirm", command,
-    ])
+    let outcome = try await sandbox.capture(
+      [
+        "listen", "serial:\(a.slavePath)?baud=115200", "serial:\(b.slavePath)?baud=115200", "--count", "3",
+        "--confirm", command, "--confirm-timeout", "300s",
+      ], timeLimit: 300)
     #expect(await writer.value, "capture never opened both ptys")
     #expect(outcome.status == 0, "\(outcome)")
     // Before A's verdict, which waited for B-2's, both of B's codes were confirmed and printed.

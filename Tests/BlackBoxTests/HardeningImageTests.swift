@@ -324,7 +324,9 @@ struct HardeningImageTests {
     }
     let last = decoded.compactMap(Self.seconds).max() ?? arrival
     #expect(last - arrival < 1.5, "the last code came \(last - arrival) s after arrival")
-    #expect(removal - arrival < 3.0, "closed \(removal - arrival) s after arrival")
+    // Before the fix the device closed 6.6 s after arrival, with 3,147 codes decoded after the
+    // deadline on an idle machine; 5 s leaves room for a loaded one.
+    #expect(removal - arrival < 5.0, "closed \(removal - arrival) s after arrival")
   }
 
   @Test("--count 1 over 8,000 images ends after the first code, without opening every file first")

@@ -42,7 +42,7 @@ final class RecordingLink: MQTTLink {
 /// Polls `condition` (the spool's thread runs on its own) until it holds, at most 30 s (generous: the
 /// machine is shared); true when it did.
 func eventually(_ condition: () -> Bool) async -> Bool {
-  let deadline = ContinuousClock.now + .seconds(30)
+  let deadline = ContinuousClock.now + .seconds(120)
   while !condition() {
     guard ContinuousClock.now < deadline else { return false }
     try? await Task.sleep(for: .milliseconds(10))
