@@ -164,7 +164,14 @@ public final class CommandService: Sendable {
     var stopped = false
   }
   private let state = Mutex(State())
-  private let saving = Mutex(())
+  /// The saves of `replies.json`: asked for (a generation each), written up to, one writer running.
+  private struct Saves {
+    var requested = 0
+    var written = 0
+    var running = false
+    var waiters: [(generation: Int, continuation: CheckedContinuation<Void, Never>)] = []
+  }
+  private let saves = Mutex(Saves())
 
   /// `path`: where the recent replies persist (nil: memory only).
   public init(
@@ -457,25 +464,61 @@ public final class CommandService: Sendable {
       ]))
   }
 
-  /// Replaces `replies.json` with the replies known now. One save at a time (the temporary file beside
-  /// it has one name), each writing the newest state, on the blocking executor.
+  /// Replaces `replies.json` with the replies known now, and returns once a save that began after
+  /// this call has finished. Saves are coalesced: one job on the blocking executor writes the newest
+  /// state again while new replies came in meanwhile, so a burst of replies (hundreds of busy answers
+  /// and refusals in a second) costs one thread and a few writes, not a thread per reply waiting for
+  /// the one before.
   private func save(to path: FilePath) async {
-    let warn = self.warn
-    await BlockingExecutor.shared.run { [self] _ in
-      saving.withLock { _ in
-        let saved = state.withLock { s in
-          s.order.compactMap { id in s.replies[id].map { (id, String(decoding: $0, as: UTF8.self)) } }
-        }
-        var bytes: [UInt8] = []
-        JSON.array(saved.map { .object(["id": .string($0.0), "reply": .string($0.1)]) }).write(to: &bytes)
-        let directory = FilePath(
-          bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
-        do throws(Errno) {
-          try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
-        } catch {
-          warn("cannot save the MQTT command replies to \(path): \(error.message)")
+    let (generation, start) = saves.withLock { s -> (Int, Bool) in
+      s.requested += 1
+      defer { s.running = true }
+      return (s.requested, !s.running)
+    }
+    if start {
+      let warn = self.warn
+      Task {
+        await BlockingExecutor.shared.run { [self] _ in
+          while true {
+            let target = saves.withLock { $0.requested }
+            write(to: path, warn: warn)
+            let (done, more) = saves.withLock { s -> ([CheckedContinuation<Void, Never>], Bool) in
+              s.written = target
+              let done = s.waiters.filter { $0.generation <= target }.map(\.continuation)
+              s.waiters.removeAll { $0.generation <= target }
+              let more = s.requested > target
+              if !more { s.running = false }
+              return (done, more)
+            }
+            for continuation in done { continuation.resume() }
+            if !more { return }
+          }
         }
       }
+    }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let written = saves.withLock { s -> Bool in
+        if s.written >= generation { return true }
+        s.waiters.append((generation, continuation))
+        return false
+      }
+      if written { continuation.resume() }
+    }
+  }
+
+  /// One write of `replies.json` (the temporary file beside it has one name: one writer at a time).
+  private func write(to path: FilePath, warn: @Sendable (String) -> Void) {
+    let saved = state.withLock { s in
+      s.order.compactMap { id in s.replies[id].map { (id, String(decoding: $0, as: UTF8.self)) } }
+    }
+    var bytes: [UInt8] = []
+    JSON.array(saved.map { .object(["id": .string($0.0), "reply": .string($0.1)]) }).write(to: &bytes)
+    let directory = FilePath(
+      bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
+    do throws(Errno) {
+      try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
+    } catch {
+      warn("cannot save the MQTT command replies to \(path): \(error.message)")
     }
   }
 }

@@ -11,9 +11,13 @@ final class CommandRig: Sendable {
   let calls = Mutex<[[String]]>([])
   let profiles = Mutex<[JSON?]>([])
 
-  func service(_ allowed: FleetSettings.Commands = .standard, path: FilePath? = nil) -> CommandService {
+  func service(
+    _ allowed: FleetSettings.Commands = .standard, path: FilePath? = nil,
+    limits: CommandLimits = CommandLimits()
+  ) -> CommandService {
     CommandService(
-      topics: Topics(prefix: "acme", host: "h1"), allowed: CommandAllowList.allowed(allowed), path: path,
+      topics: Topics(prefix: "acme", host: "h1"), allowed: CommandAllowList.allowed(allowed), limits: limits,
+      path: path,
       runner: { [self] argv, profile in
         calls.withLock { $0.append(argv) }
         profiles.withLock { $0.append(profile) }
@@ -245,7 +249,8 @@ final class BlockingRig: Sendable {
     #expect(Self.code(reply) == -42, "\(text)")
     #expect(text.contains(#""exit":42"#) && text.contains(#""name":"ESKT_REQUESTTIMEDOUT""#))
     #expect(text.contains("deadline of 300ms") && text.contains("--mqtt-command-timeout"))
-    #expect(took >= .milliseconds(300) && took < .seconds(3), "\(took)")
+    // Not before the deadline; well after it only on a machine loaded far past its cores.
+    #expect(took >= .milliseconds(300) && took < .seconds(10), "\(took)")
     // The runner saw the cancellation and returned: its slot is free again.
     #expect(await rig.wait { service.activeCount == 0 && rig.inside.withLock { $0 } == 0 })
     #expect(rig.replies.withLock { $0.map(\.topic) } == ["acme/h1/replies/slow"])
@@ -263,7 +268,7 @@ final class BlockingRig: Sendable {
 
   @Test func atMostRunningCommandsRunTheNextWaitAndTheRestAreBusyAtOnce() async throws {
     let rig = BlockingRig()
-    let limits = CommandLimits(deadline: .seconds(1), running: 2, waiting: 3)
+    let limits = CommandLimits(deadline: .seconds(3), running: 2, waiting: 3)
     let service = rig.service(limits, ignoresCut: true)
     let replies = await withTaskGroup(of: (Int, [UInt8]?, Duration).self) { group in
       for i in 0..<20 {
@@ -284,11 +289,11 @@ final class BlockingRig: Sendable {
     #expect(rig.started.withLock { $0 } == 2)
     for (_, reply, took) in replies {
       if Self.code(reply) == -16 {
-        #expect(took < .milliseconds(900), "a busy answer waits for nothing: \(took)")
+        #expect(took < .milliseconds(2500), "a busy answer waits for nothing: \(took)")
         #expect(
           String(decoding: reply!, as: UTF8.self).contains(#""name":"ESKT_PENDINGOPERATIONNOTCOMPLETED""#))
       } else {
-        #expect(took >= .seconds(1) && took < .seconds(4), "\(took)")
+        #expect(took >= .seconds(3) && took < .seconds(12), "\(took)")
       }
     }
     // The two that ignore their cut keep their slots: a new request waits and is answered at its
@@ -360,5 +365,27 @@ final class BlockingRig: Sendable {
     #expect(throws: CaptureError.self) {
       try FleetSettings(url: url, hostID: "h", commandTimeout: .zero).validate()
     }
+  }
+}
+
+@Suite struct CommandSaveTests {
+  @Test func aBurstOfRepliesIsSavedWholeAndEachReplyAfterItsSave() async throws {
+    let dir = TemporaryDirectory()
+    let path = dir.filePath + "/replies.json"
+    let rig = CommandRig()
+    let service = rig.service(path: path, limits: CommandLimits(running: 200))
+    await withTaskGroup(of: Void.self) { group in
+      for i in 0..<200 {
+        group.addTask { _ = await service.handle(bytes(#"{"id":"s\#(i)","argv":["get","dock","x"]}"#)) }
+      }
+    }
+    #expect(rig.calls.withLock { $0.count } == 200)
+    // A restart answers every one from the file (fewer than `memory`), and runs none of them again.
+    let again = CommandRig()
+    let restarted = again.service(path: path)
+    for i in 0..<200 {
+      _ = await restarted.handle(bytes(#"{"id":"s\#(i)","argv":["get","dock","x"]}"#))
+    }
+    #expect(again.calls.withLock { $0.isEmpty })
   }
 }
