@@ -223,7 +223,10 @@ struct EngineHeldSystem: DeviceSystem {
 final class LentDevice: Device {
   let device: any Device
   let engine: CaptureEngine
-  private let subscription = Mutex<EngineSubscription?>(nil)
+  /// The subscriptions `events` made, and whether the command closed its view: a stream asked for
+  /// after the close (trigger's drain task may ask after trigger has already closed the device) ends at
+  /// once instead of subscribing for ever and holding the command.
+  private let state = Mutex<(subscriptions: [EngineSubscription], closed: Bool)>(([], false))
 
   init(_ device: any Device, engine: CaptureEngine) {
     self.device = device
@@ -246,9 +249,18 @@ final class LentDevice: Device {
   func keepNotifications(_ bits: Notifications) async { await device.keepNotifications(bits) }
 
   var events: AsyncStream<Event> {
+    if state.withLock({ $0.closed }) { return AsyncStream { $0.finish() } }
     // A client of the engine like any other: dropped, not waited for, if the command stops reading.
     let subscription = engine.subscribe("a remote command", policy: .dropWhenBehind(limit: 256))
-    self.subscription.withLock { $0 = subscription }
+    let kept = state.withLock { s -> Bool in
+      guard !s.closed else { return false }
+      s.subscriptions.append(subscription)
+      return true
+    }
+    guard kept else {
+      subscription.cancel()
+      return AsyncStream { $0.finish() }
+    }
     let id = device.info.id
     return AsyncStream { continuation in
       let task = Task {
@@ -259,5 +271,12 @@ final class LentDevice: Device {
     }
   }
 
-  func close() async { subscription.withLock { $0 }?.cancel() }
+  func close() async {
+    let subscriptions = state.withLock { s -> [EngineSubscription] in
+      s.closed = true
+      defer { s.subscriptions = [] }
+      return s.subscriptions
+    }
+    for subscription in subscriptions { subscription.cancel() }
+  }
 }
