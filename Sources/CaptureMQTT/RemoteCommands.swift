@@ -131,8 +131,8 @@ public struct CommandLimits: Sendable, Equatable {
 /// Every request has a deadline (`CommandLimits.deadline`, from its arrival): at most `running`
 /// commands run at once and `waiting` more wait for a slot; a request past those is answered busy at
 /// once (ESKT_PENDINGOPERATIONNOTCOMPLETED, not remembered: the same id may be sent again). A request
-/// still waiting or running at its deadline is answered ESKT_REQUESTTIMEDOUT then, and a running one is
-/// cancelled (the runner ends what it holds); its slot is free only once it has returned, so commands
+/// still waiting or running at its deadline is answered ESKT_REQUESTTIMEDOUT then (remembered only if
+/// it ran), and a running one is cancelled (the runner ends what it holds); its slot is free only once it has returned, so commands
 /// that ignore the cut still cannot hold more than `running` slots (and their descriptors and threads).
 public final class CommandService: Sendable {
   /// `argv` and the inline profile → the exit status and what the command printed with `--json` (one
@@ -270,7 +270,8 @@ public final class CommandService: Sendable {
     return bytes
   }
 
-  /// The reply, and whether it is remembered for the id (a busy answer is not: nothing ran).
+  /// The reply, and whether it is remembered for the id (a busy answer, or one that waited for a slot
+  /// until its deadline, is not: nothing ran, and the same id may be sent again).
   private func run(_ request: CommandRequest, deadline: ContinuousClock.Instant) async -> ([UInt8], Bool) {
     let name = request.argv[0]
     guard allowed.contains(name) else {
@@ -307,7 +308,7 @@ public final class CommandService: Sendable {
           CaptureError(
             .requestTimedOut,
             "the command waited for a free slot for its whole deadline of \(limits.deadlineText) (--mqtt-command-timeout) and did not run"
-          )), true
+          )), false
       )
     case .admitted: break
     }

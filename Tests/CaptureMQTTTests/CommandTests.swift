@@ -303,9 +303,12 @@ final class BlockingRig: Sendable {
     #expect(Self.code(late) == -42)
     #expect(String(decoding: late, as: UTF8.self).contains("did not run"))
     #expect(rig.started.withLock { $0 } == 2)
-    // Once they return, the slots are free for new requests.
+    // Once they return, the slots are free for new requests, and the one that never ran runs when
+    // sent again (its timeout was not remembered).
     rig.releaseAll()
     #expect(await rig.wait { service.activeCount == 0 })
+    let lateAgain = try #require(await service.handle(Self.request("late", "quick")))
+    #expect(String(decoding: lateAgain, as: UTF8.self) == #"{"exit":0,"id":"late","ok":true}"#)
     let quick = try #require(await service.handle(Self.request("q", "quick")))
     #expect(String(decoding: quick, as: UTF8.self) == #"{"exit":0,"id":"q","ok":true}"#)
   }
