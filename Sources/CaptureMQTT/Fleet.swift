@@ -66,7 +66,7 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     if settings.commands != .off, let run = hooks.run {
       commands = CommandService(
         topics: settings.topics, allowed: CommandAllowList.allowed(settings.commands),
-        path: spool.directory + "/replies.json", runner: run,
+        limits: settings.commandLimits, path: spool.directory + "/replies.json", runner: run,
         reply: { topic, bytes in
           _ = relay.publish(MQTTMessage(topic: topic, payload: bytes, qos: 1, retain: false))
         },
@@ -127,6 +127,8 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   /// A clean stop: the spool written and saved (PUBACKs awaited up to `grace`), then the caller stops
   /// the transport with `offline` as its last message.
   public func stop(grace: Duration = .seconds(2)) async {
+    // Remote commands still running are cut first: none may hold the stop (SIGTERM always ends capture).
+    commands?.stop()
     await publisher.stop(grace: grace)
   }
 

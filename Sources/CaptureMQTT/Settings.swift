@@ -77,11 +77,52 @@ public struct BrokerURL: Sendable, Equatable {
       host = host[..<colon]
     }
     guard !host.isEmpty else { throw refuse("no broker host in '\(text)'") }
+    if let problem = hostProblem(host, bracketed: authority.hasPrefix("[")) { throw refuse(problem) }
     guard !prefix.isEmpty else {
       throw refuse("a topic PREFIX is needed after the host (mqtt://HOST/PREFIX)")
     }
     if let problem = Topics.problem(inPrefix: prefix) { throw refuse(problem) }
+    if let username, let problem = userProblem(username) { throw refuse(problem) }
     return BrokerURL(tls: tls, username: username, host: String(host), port: port, prefix: prefix)
+  }
+
+  /// The longest broker host name: a DNS name is at most 253 characters written out (RFC 1035 §2.3.4,
+  /// 255 octets on the wire).
+  public static let maximumHostLength = 253
+
+  /// Why `host` cannot name the broker, or nil: a DNS name or IPv4 address (letters, digits, `-`, `_`,
+  /// `.`), or between brackets an IPv6 address (hex digits, `:`, `.`, and a `%` zone of letters and
+  /// digits). Found here, as a usage error, and not by the transport when it connects.
+  static func hostProblem(_ host: Substring, bracketed: Bool) -> String? {
+    if host.utf8.count > maximumHostLength {
+      return "the broker host is longer than \(maximumHostLength) characters"
+    }
+    let allowed = host.utf8.allSatisfy { b in
+      if bracketed {
+        return (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66) || b == 0x3A
+          || b == 0x2E || b == 0x25 || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+      }
+      return (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D
+        || b == 0x5F || b == 0x2E
+    }
+    guard allowed else {
+      let shown = String(host).unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : String($0) }
+        .joined()
+      return bracketed
+        ? "'[\(shown)]' is not an IPv6 address"
+        : "the broker host '\(shown)' is not a host name or address (letters, digits, '-', '_' and '.'; no spaces)"
+    }
+    if bracketed && !host.contains(":") { return "'[\(host)]' is not an IPv6 address" }
+    return nil
+  }
+
+  /// Why a user name (after `%XX` decoding) cannot go in a CONNECT, or nil: an MQTT string is UTF-8
+  /// without U+0000, at most 65,535 bytes (the MQTT 3.1.1 specification §1.5.3).
+  static func userProblem(_ user: String) -> String? {
+    if user.utf8.contains(0) { return "the user name holds NUL (%00)" }
+    if user.utf8.count > 65535 { return "the user name is longer than 65535 bytes" }
+    if user.unicodeScalars.contains("\u{FFFD}") { return "the user name is not UTF-8 once %XX is decoded" }
+    return nil
   }
 
   /// `%XX` in a user name (RFC 3986 §2.1); anything else kept as written.
@@ -135,11 +176,14 @@ public struct FleetSettings: Sendable {
   public var spoolMax: Int
   public var confirmDelivery: ConfirmDelivery?
   public var commands: Commands
+  /// `--mqtt-command-timeout DUR`: each remote command's deadline (docs/fleet.md §5).
+  public var commandTimeout: Duration
 
   public init(
     url: BrokerURL, hostID: String, caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil,
     password: String? = nil, spoolMax: Int = FleetSettings.defaultSpoolMax,
-    confirmDelivery: ConfirmDelivery? = nil, commands: Commands = .off
+    confirmDelivery: ConfirmDelivery? = nil, commands: Commands = .off,
+    commandTimeout: Duration = CommandLimits.defaultDeadline
   ) {
     self.url = url
     self.hostID = hostID
@@ -150,7 +194,11 @@ public struct FleetSettings: Sendable {
     self.spoolMax = spoolMax
     self.confirmDelivery = confirmDelivery
     self.commands = commands
+    self.commandTimeout = commandTimeout
   }
+
+  /// The remote commands' deadline and bounds.
+  public var commandLimits: CommandLimits { CommandLimits(deadline: commandTimeout) }
 
   /// The MQTT client id: stable per host, so a broker that keeps sessions recognises the host after a
   /// restart, and two hosts never take each other's session. The MQTT 3.1.1 specification §3.1.3.1 only promises 23
@@ -179,6 +227,9 @@ public struct FleetSettings: Sendable {
         .invalidParameter, "--mqtt-password-file needs a user name in the URL (mqtt://USER@HOST/PREFIX)")
     }
     guard spoolMax > 0 else { throw CaptureError(.invalidParameter, "--mqtt-spool-max must be at least 1") }
+    guard commandTimeout > .zero else {
+      throw CaptureError(.invalidParameter, "--mqtt-command-timeout must be longer than 0")
+    }
   }
 }
 

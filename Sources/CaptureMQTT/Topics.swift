@@ -62,6 +62,10 @@ public struct Topics: Sendable, Equatable {
     return String(decoding: out, as: UTF8.self)
   }
 
+  /// The longest topic prefix taken: room for HOST, the longest level after it and a device id, well
+  /// inside the 65,535 bytes of an MQTT topic.
+  public static let maximumPrefixLength = 1024
+
   /// Why `prefix` cannot start this host's topics, or nil: no wildcards (a topic name cannot hold
   /// them, the MQTT 3.1.1 specification §4.7.1), no empty level, no NUL, and not `$...` (reserved for
   /// the broker, the specification §4.7.2).
@@ -71,6 +75,16 @@ public struct Topics: Sendable, Equatable {
     if prefix.utf8.contains(0) { return "the topic prefix cannot hold NUL" }
     if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
       return "the topic prefix has an empty level ('//')"
+    }
+    // Every topic is PREFIX/HOST/... and an MQTT string is at most 65,535 bytes (the specification
+    // §1.5.3); a prefix far past any real one would fail only when the transport first uses it.
+    if prefix.utf8.count > maximumPrefixLength {
+      return "the topic prefix is longer than \(maximumPrefixLength) bytes"
+    }
+    // The specification §1.5.3: a topic SHOULD NOT hold control characters, and libmosquitto refuses
+    // them (its UTF-8 check), so a prefix with one could never be published to.
+    if prefix.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+      return "the topic prefix cannot hold control characters"
     }
     return nil
   }

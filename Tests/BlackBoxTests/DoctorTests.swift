@@ -789,3 +789,50 @@ extension DoctorTests {
     }
   }
 }
+
+/// The state-file row says what stands in the way (issue 20 item 12): `sudo chown` only for a file that
+/// is another user's, never for a directory in the file's place or a directory on the way.
+@Suite("capture doctor: what keeps the state file from this user")
+struct DoctorStateAccessTests {
+  @Test("a directory where devices.json should be: failure 64 that says so, no chown")
+  func directoryInTheWay() async throws {
+    let sandbox = try Sandbox()
+    try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
+    let report = DoctorReport.json(try await sandbox.capture(["--json", "doctor"]))
+    let rows = report.rows("state-file")
+    #expect(rows.count == 1, "\(report.rows)")
+    guard let row = rows.first else { return }
+    #expect(row.status == "failure" && row.code == -64, "\(row)")
+    #expect(row.message.contains("\(sandbox.statePath) is a directory, not the state file"), "\(row)")
+    #expect(row.fix == nil, "\(row)")
+  }
+
+  @Test(
+    "a state directory of mode 000: failure 64 naming the directory and its mode; its owner gets chmod, not chown",
+    .enabled(if: Unprivileged.available, "needs root, setpriv and user 65534"))
+  func closedStateDirectory() async throws {
+    let sandbox = try Sandbox()
+    try sandbox.write("state/capture/devices.json", #"{"schemaVersion":1,"devices":[]}"#)
+    try Unprivileged.give(sandbox)
+    #expect(chmod(sandbox.statePath, 0o600) == 0)
+    #expect(chmod(sandbox.stateDirectory, 0o000) == 0)
+    let report = DoctorReport.json(try await Unprivileged.capture(sandbox, ["--json", "doctor"]))
+    let row = try #require(report.rows("state-file").first, "\(report.rows)")
+    #expect(row.status == "failure" && row.code == -64, "\(row)")
+    #expect(
+      row.message
+        == "directory \(sandbox.stateDirectory) (mode 0000, this user's) does not let this user in, so \(sandbox.statePath) cannot be reached",
+      "\(row)")
+    #expect(row.fix == "chmod u+rwx '\(sandbox.stateDirectory)'", "\(row)")
+    // A directory on the way that is root's: named with its owner, and no command this user could run.
+    #expect(chmod(sandbox.stateDirectory, 0o700) == 0)
+    #expect(chown(sandbox.stateHome, 0, 0) == 0 && chmod(sandbox.stateHome, 0o000) == 0)
+    let again = DoctorReport.json(try await Unprivileged.capture(sandbox, ["--json", "doctor"]))
+    let rootRow = try #require(again.rows("state-file").first, "\(again.rows)")
+    #expect(rootRow.code == -64)
+    #expect(
+      rootRow.message.hasPrefix("directory \(sandbox.stateHome) (mode 0000, owned by user root)"),
+      "\(rootRow)")
+    #expect(rootRow.fix == nil, "\(rootRow)")
+  }
+}

@@ -42,16 +42,57 @@ private final class FakeScanner: Device, Sendable {
   }
 }
 
+/// A scanner that takes every trigger and never reads a code: `trigger --wait` waits on it until its
+/// own timeout, a signal or, run remotely, the cut at its deadline.
+private final class SilentScanner: Device, Sendable {
+  let info: DeviceInfo
+  let events: AsyncStream<Event>
+  private let continuation: AsyncStream<Event>.Continuation
+  private let closedFlag = Mutex(false)
+  var closed: Bool { closedFlag.withLock { $0 } }
+  var capabilities: Capabilities {
+    Capabilities(readable: [], writable: [], triggers: [.start], events: [.decodedData])
+  }
+
+  init(id: String) {
+    info = DeviceInfo(id: id, name: "Silent scanner", type: .none)
+    (events, continuation) = AsyncStream.makeStream(of: Event.self)
+  }
+
+  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
+    throw unsupported(property)
+  }
+  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
+    throw unsupported(property)
+  }
+  func trigger(_ action: Trigger) async throws(CaptureError) {}
+  func close() async {
+    closedFlag.withLock { $0 = true }
+    continuation.finish()
+  }
+}
+
 /// Device management without Bluetooth: `connect` of a D600 succeeds, and every call is recorded.
 private final class FakeSystem: DeviceSystem, Sendable {
   let calls = Mutex<[String]>([])
   let codes: [String]
-  init(codes: [String] = []) { self.codes = codes }
+  /// Opens `SilentScanner`s instead: they take a trigger and never read a code.
+  let silent: Bool
+  let opened = Mutex<[SilentScanner]>([])
+  init(codes: [String] = [], silent: Bool = false) {
+    self.codes = codes
+    self.silent = silent
+  }
 
   func record(_ call: String) { calls.withLock { $0.append(call) } }
 
   func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
     record("open \(request.selector)")
+    if silent {
+      let scanner = SilentScanner(id: request.selector.description)
+      opened.withLock { $0.append(scanner) }
+      return scanner
+    }
     return FakeScanner(id: request.selector.description, codes: codes)
   }
   func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
@@ -192,5 +233,45 @@ struct ContextCommandTests {
     #expect(result.status == 0)
     #expect(result.stdout == "00:11:22:7E:F6:19\tSocket D600\tScannerD600\t-40\n")
     #expect(system.calls.withLock { $0 } == ["discover le"])
+  }
+}
+
+/// A remote command cut at its deadline (CommandService cancels the runner's task) ends as the command
+/// line does on SIGINT, releasing its device, instead of waiting for its own timeout (issue 20 item 5).
+@Suite("Remote commands: the cut ends the command", .timeLimit(.minutes(2)))
+struct RemoteCutRunTests {
+  @Test("a remote trigger --wait --timeout 1h, cut: ends at once with ESKT_CANCEL, its device closed")
+  func triggerWaitCut() async throws {
+    let system = FakeSystem(silent: true)
+    let state = sandbox()
+    let output = Output(mode: .json, quiet: true, verbose: false, noColor: true)
+    let context = Context(globals: GlobalOptions(), output: output, state: state, system: system)
+    let runner = RemoteRunner(context: context, engine: CaptureEngine(system: system, store: state))
+    let run = Task {
+      await runner.run(["trigger", "tcp://10.0.0.9", "start", "--wait", "--timeout", "1h"], nil)
+    }
+    let opened = ContinuousClock.now.advanced(by: .seconds(30))
+    while system.opened.withLock({ $0.isEmpty }) && ContinuousClock.now < opened {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    let scanner = try #require(system.opened.withLock { $0.first })
+    let cut = ContinuousClock.now
+    run.cancel()
+    let (exit, _) = await run.value
+    #expect(ContinuousClock.now - cut < .seconds(20))
+    #expect(exit == 91, "ESKT_CANCEL, as trigger ends on SIGINT")
+    #expect(scanner.closed)
+  }
+
+  @Test("an engine device lent to a command and closed before its events are asked for: they end at once")
+  func lentDeviceClosedFirst() async {
+    let system = FakeSystem(silent: true)
+    let state = sandbox()
+    let engine = CaptureEngine(system: system, store: state)
+    let lent = LentDevice(SilentScanner(id: "tcp://10.0.0.9"), engine: engine)
+    await lent.close()
+    var count = 0
+    for await _ in lent.events { count += 1 }
+    #expect(count == 0)
   }
 }

@@ -31,6 +31,13 @@ import Testing
     #expect(options.selectors.isEmpty)
   }
 
+  @Test func theCommandDeadlineIsAnOptionWithADefault() throws {
+    let given = try Self.listen(["--mqtt", "mqtt://b/p", "--mqtt-commands", "--mqtt-command-timeout", "1.5s"])
+    #expect(given.fleet?.commandTimeout == .milliseconds(1500))
+    let standard = try Self.listen(["--mqtt", "mqtt://b/p", "--mqtt-commands"])
+    #expect(standard.fleet?.commandTimeout == .seconds(60))
+  }
+
   @Test func commandsAllTakesTheWordAllFromTheOperands() throws {
     let options = try Self.listen([
       "--mqtt", "mqtt://b/p", "--mqtt-commands", "all", "socketcam", "--dir", "/tmp",
@@ -54,6 +61,12 @@ import Testing
     ["--mqtt", "mqtt://b/p", "--confirm-delivery", "never"],
     ["--mqtt", "mqtt://b/p", "--confirm-delivery", "spool", "--confirm", "true"],
     ["--mqtt", "mqtt://b/p", "--confirm-delivery", "spool", "--confirm-stdin"],
+    ["--mqtt", "mqtt://b /p"],
+    ["--mqtt", "mqtt://b/" + String(repeating: "x", count: 70000)],
+    ["--mqtt", "mqtt://b/p", "--mqtt-command-timeout", "10s"],
+    ["--mqtt-command-timeout", "10s", "--mqtt-commands"],
+    ["--mqtt", "mqtt://b/p", "--mqtt-commands", "--mqtt-command-timeout", "0"],
+    ["--mqtt", "mqtt://b/p", "--mqtt-commands", "--mqtt-command-timeout", "soon"],
   ])
   func refusedAsUsage(_ words: [String]) {
     #expect(throws: UsageError.self) { try Self.listen(words) }

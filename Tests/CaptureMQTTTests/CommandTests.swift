@@ -11,9 +11,13 @@ final class CommandRig: Sendable {
   let calls = Mutex<[[String]]>([])
   let profiles = Mutex<[JSON?]>([])
 
-  func service(_ allowed: FleetSettings.Commands = .standard, path: FilePath? = nil) -> CommandService {
+  func service(
+    _ allowed: FleetSettings.Commands = .standard, path: FilePath? = nil,
+    limits: CommandLimits = CommandLimits()
+  ) -> CommandService {
     CommandService(
-      topics: Topics(prefix: "acme", host: "h1"), allowed: CommandAllowList.allowed(allowed), path: path,
+      topics: Topics(prefix: "acme", host: "h1"), allowed: CommandAllowList.allowed(allowed), limits: limits,
+      path: path,
       runner: { [self] argv, profile in
         calls.withLock { $0.append(argv) }
         profiles.withLock { $0.append(profile) }
@@ -170,5 +174,221 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
     #expect(replies.count == 8 && Set(replies.compactMap { $0 }).count == 1)
     #expect(service.runCount == 1)
+  }
+}
+
+/// A runner that blocks until its task is cancelled (a command cut at its deadline that ends when
+/// asked), or for ever (`ignoresCut`, one that does not), and counts the runs that have not returned.
+final class BlockingRig: Sendable {
+  let replies = Mutex<[(topic: String, body: String, at: ContinuousClock.Instant)]>([])
+  let started = Mutex(0)
+  let inside = Mutex(0)
+  let release = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+  func service(_ limits: CommandLimits, ignoresCut: Bool = false) -> CommandService {
+    CommandService(
+      topics: Topics(prefix: "acme", host: "h1"), allowed: CommandAllowList.standard, limits: limits,
+      path: nil,
+      runner: { [self] argv, _ in
+        started.withLock { $0 += 1 }
+        inside.withLock { $0 += 1 }
+        defer { inside.withLock { $0 -= 1 } }
+        if argv.last == "quick" { return (0, Array(#"{"ok":true}"#.utf8)) }
+        if ignoresCut {
+          await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            release.withLock { $0.append(c) }
+          }
+        } else {
+          while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+        }
+        return (0, [])
+      },
+      reply: { [self] topic, bytes in
+        replies.withLock { $0.append((topic, String(decoding: bytes, as: UTF8.self), .now)) }
+      },
+      warn: { _ in })
+  }
+
+  /// Lets every run that ignored its cut return.
+  func releaseAll() {
+    for c in release.withLock({ r in
+      defer { r = [] }; return r
+    }) { c.resume() }
+  }
+
+  /// Until `condition` holds, or false after `seconds`.
+  func wait(seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+    let end = ContinuousClock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
+    while !condition() {
+      if ContinuousClock.now > end { return false }
+      try? await Task.sleep(for: .milliseconds(5))
+    }
+    return true
+  }
+}
+
+@Suite struct CommandDeadlineTests {
+  static func request(_ id: String, _ last: String = "start") -> [UInt8] {
+    bytes(#"{"id":"\#(id)","argv":["trigger","dock","\#(last)"]}"#)
+  }
+
+  static func code(_ reply: [UInt8]?) -> Int? {
+    guard let reply, let text = String(validating: reply, as: UTF8.self),
+      let range = text.firstRange(of: #""code":"#)
+    else { return nil }
+    return Int(text[range.upperBound...].prefix { $0 == "-" || $0.isNumber })
+  }
+
+  @Test func aCommandRunningAtItsDeadlineIsAnsweredRequestTimedOutAndCancelled() async throws {
+    let rig = BlockingRig()
+    let service = rig.service(CommandLimits(deadline: .milliseconds(300)))
+    let start = ContinuousClock.now
+    let reply = try #require(await service.handle(Self.request("slow")))
+    let took = ContinuousClock.now - start
+    let text = String(decoding: reply, as: UTF8.self)
+    #expect(Self.code(reply) == -42, "\(text)")
+    #expect(text.contains(#""exit":42"#) && text.contains(#""name":"ESKT_REQUESTTIMEDOUT""#))
+    #expect(text.contains("deadline of 300ms") && text.contains("--mqtt-command-timeout"))
+    // Not before the deadline; well after it only on a machine loaded far past its cores.
+    #expect(took >= .milliseconds(300) && took < .seconds(10), "\(took)")
+    // The runner saw the cancellation and returned: its slot is free again.
+    #expect(await rig.wait { service.activeCount == 0 && rig.inside.withLock { $0 } == 0 })
+    #expect(rig.replies.withLock { $0.map(\.topic) } == ["acme/h1/replies/slow"])
+  }
+
+  @Test func aCutReplyIsRememberedForItsId() async throws {
+    let rig = BlockingRig()
+    let service = rig.service(CommandLimits(deadline: .milliseconds(100)))
+    let first = try #require(await service.handle(Self.request("again")))
+    #expect(await rig.wait { service.activeCount == 0 })
+    let second = try #require(await service.handle(Self.request("again")))
+    #expect(first == second)
+    #expect(rig.started.withLock { $0 } == 1)
+  }
+
+  @Test func atMostRunningCommandsRunTheNextWaitAndTheRestAreBusyAtOnce() async throws {
+    let rig = BlockingRig()
+    let limits = CommandLimits(deadline: .seconds(3), running: 2, waiting: 3)
+    let service = rig.service(limits, ignoresCut: true)
+    let replies = await withTaskGroup(of: (Int, [UInt8]?, Duration).self) { group in
+      for i in 0..<20 {
+        group.addTask {
+          let start = ContinuousClock.now
+          let reply = await service.handle(Self.request("r\(i)"))
+          return (i, reply, ContinuousClock.now - start)
+        }
+      }
+      var all: [(Int, [UInt8]?, Duration)] = []
+      for await r in group { all.append(r) }
+      return all
+    }
+    let codes = replies.map { Self.code($0.1) }
+    // Two ran (cut at the deadline), three waited for a slot until the deadline, fifteen were busy.
+    #expect(codes.filter { $0 == -42 }.count == 5, "\(codes)")
+    #expect(codes.filter { $0 == -16 }.count == 15, "\(codes)")
+    #expect(rig.started.withLock { $0 } == 2)
+    for (_, reply, took) in replies {
+      if Self.code(reply) == -16 {
+        #expect(took < .milliseconds(2500), "a busy answer waits for nothing: \(took)")
+        #expect(
+          String(decoding: reply!, as: UTF8.self).contains(#""name":"ESKT_PENDINGOPERATIONNOTCOMPLETED""#))
+      } else {
+        #expect(took >= .seconds(3) && took < .seconds(12), "\(took)")
+      }
+    }
+    // The two that ignore their cut keep their slots: a new request waits and is answered at its
+    // deadline without running.
+    #expect(service.activeCount == 2)
+    let late = try #require(await service.handle(Self.request("late")))
+    #expect(Self.code(late) == -42)
+    #expect(String(decoding: late, as: UTF8.self).contains("did not run"))
+    #expect(rig.started.withLock { $0 } == 2)
+    // Once they return, the slots are free for new requests, and the one that never ran runs when
+    // sent again (its timeout was not remembered).
+    rig.releaseAll()
+    #expect(await rig.wait { service.activeCount == 0 })
+    let lateAgain = try #require(await service.handle(Self.request("late", "quick")))
+    #expect(String(decoding: lateAgain, as: UTF8.self) == #"{"exit":0,"id":"late","ok":true}"#)
+    let quick = try #require(await service.handle(Self.request("q", "quick")))
+    #expect(String(decoding: quick, as: UTF8.self) == #"{"exit":0,"id":"q","ok":true}"#)
+  }
+
+  @Test func aBusyAnswerIsNotRememberedTheSameIdRunsWhenSentAgain() async throws {
+    let rig = BlockingRig()
+    let service = rig.service(CommandLimits(deadline: .seconds(10), running: 1, waiting: 0), ignoresCut: true)
+    let blocker = Task { await service.handle(Self.request("hold")) }
+    #expect(await rig.wait { rig.started.withLock { $0 } == 1 })
+    let busy = try #require(await service.handle(Self.request("b1", "quick")))
+    #expect(Self.code(busy) == -16)
+    rig.releaseAll()
+    _ = await blocker.value
+    #expect(await rig.wait { service.activeCount == 0 })
+    let ran = try #require(await service.handle(Self.request("b1", "quick")))
+    #expect(String(decoding: ran, as: UTF8.self) == #"{"exit":0,"id":"b1","ok":true}"#)
+    #expect(rig.started.withLock { $0 } == 2)
+  }
+
+  @Test func aWaitingRequestRunsWhenASlotFrees() async throws {
+    let rig = BlockingRig()
+    let service = rig.service(CommandLimits(deadline: .seconds(10), running: 1, waiting: 1), ignoresCut: true)
+    let blocker = Task { await service.handle(Self.request("first")) }
+    #expect(await rig.wait { rig.started.withLock { $0 } == 1 })
+    let waiting = Task { await service.handle(Self.request("second", "quick")) }
+    #expect(await rig.wait { service.waitingCount == 1 })
+    #expect(rig.started.withLock { $0 } == 1)
+    rig.releaseAll()
+    let first = try #require(await blocker.value)
+    let second = try #require(await waiting.value)
+    #expect(String(decoding: first, as: UTF8.self) == #"{"exit":0,"id":"first"}"#)
+    #expect(String(decoding: second, as: UTF8.self) == #"{"exit":0,"id":"second","ok":true}"#)
+    #expect(rig.started.withLock { $0 } == 2)
+  }
+
+  @Test func stopCutsEveryRunningCommandWithoutWaitingForIt() async throws {
+    let rig = BlockingRig()
+    let service = rig.service(CommandLimits(deadline: .seconds(60)), ignoresCut: true)
+    let running = (0..<3).map { i in Task { await service.handle(Self.request("s\(i)")) } }
+    #expect(await rig.wait { rig.started.withLock { $0 } == 3 })
+    let start = ContinuousClock.now
+    service.stop()
+    #expect(ContinuousClock.now - start < .seconds(1))
+    rig.releaseAll()
+    for task in running { _ = await task.value }
+  }
+
+  @Test func theDeadlineIsAFleetSetting() throws {
+    let url = try BrokerURL.parse("mqtt://broker/acme")
+    #expect(FleetSettings(url: url, hostID: "h").commandLimits == CommandLimits())
+    #expect(
+      CommandLimits().deadline == .seconds(60) && CommandLimits().running == 4
+        && CommandLimits().waiting == 16)
+    let short = FleetSettings(url: url, hostID: "h", commandTimeout: .milliseconds(1500))
+    #expect(short.commandLimits.deadline == .milliseconds(1500))
+    #expect(short.commandLimits.deadlineText == "1.5s")
+    #expect(throws: CaptureError.self) {
+      try FleetSettings(url: url, hostID: "h", commandTimeout: .zero).validate()
+    }
+  }
+}
+
+@Suite struct CommandSaveTests {
+  @Test func aBurstOfRepliesIsSavedWholeAndEachReplyAfterItsSave() async throws {
+    let dir = TemporaryDirectory()
+    let path = dir.filePath + "/replies.json"
+    let rig = CommandRig()
+    let service = rig.service(path: path, limits: CommandLimits(running: 200))
+    await withTaskGroup(of: Void.self) { group in
+      for i in 0..<200 {
+        group.addTask { _ = await service.handle(bytes(#"{"id":"s\#(i)","argv":["get","dock","x"]}"#)) }
+      }
+    }
+    #expect(rig.calls.withLock { $0.count } == 200)
+    // A restart answers every one from the file (fewer than `memory`), and runs none of them again.
+    let again = CommandRig()
+    let restarted = again.service(path: path)
+    for i in 0..<200 {
+      _ = await restarted.handle(bytes(#"{"id":"s\#(i)","argv":["get","dock","x"]}"#))
+    }
+    #expect(again.calls.withLock { $0.isEmpty })
   }
 }

@@ -43,6 +43,38 @@ import Testing
     #expect(throws: CaptureError.self) { try BrokerURL.parse(text) }
   }
 
+  /// What the transport would refuse only when it connects (exit 24) is a usage error here (exit 18).
+  @Test(arguments: [
+    "mqtt://broker /acme", "mqtt://broker\t/acme", "mqtt:// broker/acme", "mqtt://bro ker:1883/acme",
+    "mqtt://broker\u{7F}/acme", "mqtt://[::1 ]/acme", "mqtt://[broker]/acme", "mqtt://a%00b@broker/acme",
+    "mqtt://" + String(repeating: "h", count: 254) + "/acme",
+    "mqtt://broker/" + String(repeating: "p", count: Topics.maximumPrefixLength + 1),
+    "mqtt://broker/" + String(repeating: "level/", count: 20_000) + "x",
+    "mqtt://broker/acme\u{01}", "mqtt://broker/ac\nme", "mqtt://broker/acme\u{85}",
+    "mqtt://" + String(repeating: "u", count: 65536) + "@broker/acme",
+  ])
+  func urlProblemsTheTransportWouldFindAreUsageErrors(_ text: String) {
+    do {
+      _ = try BrokerURL.parse(text)
+      Issue.record("accepted \(text.prefix(80))")
+    } catch {
+      #expect(error.code == .invalidParameter, "\(error.message)")
+      #expect(error.message.hasPrefix("--mqtt: "))
+      #expect(error.message.utf8.count < 400, "one line that does not repeat a huge URL")
+    }
+  }
+
+  @Test func hostsAndPrefixesAtTheBoundsAreTaken() throws {
+    #expect(try BrokerURL.parse("mqtt://broker-1.example_lan:1884/acme").host == "broker-1.example_lan")
+    #expect(try BrokerURL.parse("mqtt://10.0.0.5/acme").host == "10.0.0.5")
+    #expect(try BrokerURL.parse("mqtt://[fe80::1%eth0]:1883/acme").host == "fe80::1%eth0")
+    let longest = String(repeating: "h", count: BrokerURL.maximumHostLength)
+    #expect(try BrokerURL.parse("mqtt://\(longest)/acme").host == longest)
+    let prefix = String(repeating: "p", count: Topics.maximumPrefixLength)
+    #expect(try BrokerURL.parse("mqtt://b/\(prefix)").prefix == prefix)
+    #expect(try BrokerURL.parse("mqtt://b/caf\u{E9}/ligne").prefix == "caf\u{E9}/ligne")
+  }
+
   @Test func settingsChecksBetweenOptions() throws {
     let plain = try BrokerURL.parse("mqtt://b/p")
     #expect(throws: CaptureError.self) {

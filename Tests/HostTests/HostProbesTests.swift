@@ -188,13 +188,50 @@ struct StateFileCheckTests {
     #expect(row.fix == nil)
   }
 
-  @Test("an unreadable file is failure 64 with chown", .enabled(if: geteuid() != 0, "root reads any file"))
+  @Test(
+    "this user's own file of mode 000 is failure 64 with chmod 600, not chown",
+    .enabled(if: geteuid() != 0, "root reads any file"))
   func unreadable() throws {
     let root = try ScratchDirectory()
     try root.write("devices.json", #"{"schemaVersion":1}"#, mode: 0o000)
     let row = HostChecks.stateFile(store(root).inspect())
     #expect(row.code == .fileAccessDenied)
-    #expect(row.fix == "sudo chown \"$USER\" '\(root.path)/devices.json'")
+    #expect(row.fix == "chmod 600 '\(root.path)/devices.json'")
+  }
+
+  @Test("a directory where the file should be is failure 64 that says so, without a fix")
+  func directoryInTheWay() throws {
+    let root = try ScratchDirectory()
+    #expect(mkdir(root.path + "/devices.json", 0o700) == 0)
+    let row = HostChecks.stateFile(store(root).inspect())
+    #expect(row.status == .failure && row.code == .fileAccessDenied)
+    #expect(row.message.hasPrefix("\(root.path)/devices.json is a directory, not the state file"))
+    #expect(row.fix == nil)
+  }
+
+  @Test("what stands in the way decides the message and the fix: chown only for another user's file")
+  func causes() {
+    let error = CaptureError(.fileAccessDenied, "cannot read /s/devices.json: Permission denied")
+    let path = "/s/devices.json"
+    let own = HostCause.stateUnreadable(
+      error, path: path, access: .closedDirectory(path: "/s", mode: 0, owner: geteuid(), ownedByUser: true))
+    #expect(
+      own.message
+        == "directory /s (mode 0000, this user's) does not let this user in, so /s/devices.json cannot be reached"
+    )
+    #expect(own.fix == "chmod u+rwx '/s'")
+    let roots = HostCause.stateUnreadable(
+      error, path: path, access: .closedDirectory(path: "/s", mode: 0o700, owner: 0, ownedByUser: false))
+    #expect(roots.message.hasPrefix("directory /s (mode 0700, owned by user root) does not let this user in"))
+    #expect(roots.fix == nil)
+    let other = HostCause.stateUnreadable(error, path: path, access: .otherOwner(mode: 0o600, owner: 0))
+    #expect(other.fix == "sudo chown \"$USER\" '/s/devices.json'")
+    #expect(other.message.hasSuffix("(mode 0600, owned by user root)"))
+    let mine = HostCause.stateUnreadable(error, path: path, access: .ownMode(mode: 0o200))
+    #expect(mine.fix == "chmod 600 '/s/devices.json'")
+    let directory = HostCause.stateUnreadable(error, path: path, access: .directoryInTheWay)
+    #expect(directory.fix == nil && !directory.message.contains("chown"))
+    for cause in [own, roots, other, mine, directory] { #expect(cause.code == .fileAccessDenied) }
   }
 }
 

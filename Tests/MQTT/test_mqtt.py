@@ -508,6 +508,26 @@ class ConnectionTests(Fixture):
         self.assertNotIn("New client connected", broker.tail(200), "capture connected with a URL it should refuse")
         self.assertTrue(any("password" in line.lower() for line in cap.stderr()), cap.describe())
 
+    def test_url_problems_the_transport_would_refuse_are_usage_errors(self):
+        """Issue 20 item 12: a host with a space, an over-long or control-character prefix, a %00 user name
+        exited 24 (ESKT_INVALIDCONFIGURATION) when libmosquitto refused them; they are usage errors (18)
+        that say what is wrong, before any connection (docs/fleet.md §6)."""
+        broker = self.broker()
+        cases = {f"mqtt://127.0.0.1 :{broker.port}/{PREFIX}": "host",
+                 f"mqtt://127.0.0.1:{broker.port} /{PREFIX}": "port",
+                 f"mqtt://127.0.0.1:{broker.port}/" + "p" * 70000: "prefix",
+                 f"mqtt://127.0.0.1:{broker.port}/fle\x01et": "control",
+                 f"mqtt://a%00b@127.0.0.1:{broker.port}/{PREFIX}": "NUL"}
+        for url, word in cases.items():
+            with self.subTest(url=url[:60]):
+                cap = self.capture(broker, ["serial:/dev/null?framing=line"], url=url, json_out=False)
+                self.assertEqual(cap.wait_exit(15), EXIT_INVALID_PARAMETER, cap.describe())
+                errors = [line for line in cap.stderr() if line.startswith("capture: ESKT_INVALIDPARAMETER (-18): --mqtt: ")]
+                self.assertEqual(len(errors), 1, cap.describe())
+                self.assertIn(word, errors[0])
+                self.assertLess(len(errors[0]), 300, "the message does not repeat a huge URL")
+        self.assertNotIn("New client connected", broker.tail(200), "capture connected with a URL it should refuse")
+
     def test_a_refused_password_is_a_one_line_error_and_a_nonzero_exit(self):
         broker = self.broker(users={"scanner1": "right"})
         pw = os.path.join(broker.dir, "wrong-password")
@@ -677,6 +697,44 @@ class CommandTests(Fixture):
         self.assertEqual(acting(), before)
         self.assertEqual(self.wait_codes(self.sub, 1, seconds=0.1), [])
 
+    def test_a_local_path_in_any_spelling_is_refused_and_nothing_is_read(self):
+        """Issue 20 item 3: a remote command is judged on the parsed command line, so --from=PATH (and
+        --image, --dir, --camera in every spelling) is refused before anything is opened; a FIFO named
+        so is never waited on. Only set --from - with the profile inline is taken."""
+        self.start()
+        dev = self.dataman.selector
+        private = tempfile.mkdtemp(prefix="capture-remote-path.")
+        self.addCleanup(shutil.rmtree, private, True)
+        secret = os.path.join(private, "secret.json")
+        with open(secret, "w") as f:
+            json.dump({"properties": [{"name": "friendly-name", "value": "Leaked"}]}, f)
+        os.chmod(secret, 0o600)
+        fifo = os.path.join(private, "fifo")
+        os.mkfifo(fifo)
+        cases = [["set", dev, f"--from={secret}"], ["set", dev, "--from", secret],
+                 ["set", dev, "--dry-run", f"--from={fifo}"], ["set", dev, "--from", "-"],
+                 ["trigger", "socketcam", "start", "--image", "/dev/ptmx"],
+                 ["trigger", "socketcam", "start", "--image=/dev/ptmx"], ["trigger", "socketcam", "start", "--image=-"],
+                 ["trigger", "socketcam", "start", "--dir", private], ["trigger", "socketcam", "start", f"--dir={private}"],
+                 ["trigger", "socketcam", "start", "--camera=/dev/ptmx"],
+                 ["trigger", "-q", "socketcam", "start", "--wait", "--image", fifo]]
+        for i, argv in enumerate(cases):
+            with self.subTest(argv=argv):
+                start = time.monotonic()
+                reply = self.request({"id": f"path{i}", "argv": argv}, f"path{i}", seconds=10)
+                self.assertEqual(reply["exit"], EXIT_INVALID_PARAMETER, reply)
+                self.assertEqual(reply["error"]["name"], "ESKT_INVALIDPARAMETER", reply)
+                self.assertLess(time.monotonic() - start, 5, "refused at once, nothing opened")
+        # The secret was never applied: the name is the simulator's own.
+        reply = self.request({"id": "name", "argv": ["get", dev, "friendly-name"]}, "name")
+        self.assertEqual(self.document(reply)["properties"][0]["value"], "Line 3 reader", reply)
+        # An inline profile in the --from=- spelling is taken.
+        profile = {"properties": [{"name": "friendly-name", "value": "Inline"}]}
+        reply = self.request({"id": "inline", "argv": ["set", dev, "--from=-"], "profile": profile}, "inline")
+        self.assertEqual(reply["exit"], 0, reply)
+        reply = self.request({"id": "name2", "argv": ["get", dev, "friendly-name"]}, "name2")
+        self.assertEqual(self.document(reply)["properties"][0]["value"], "Inline", reply)
+
     def test_connect_is_refused_unless_mqtt_commands_all(self):
         self.start()
         reply = self.request({"id": "c1", "argv": ["connect", self.dataman.selector]}, "c1")
@@ -699,6 +757,184 @@ class CommandTests(Fixture):
         self.assertEqual(self.broker_.sent_to(f"{BASE}/commands"), [self.sub.client_id], self.broker_.tail(60))
         self.assertEqual([m for m in self.sub.snapshot() if "/replies/" in m.topic], [])
         self.assertEqual(self.wait_codes(self.sub, 1, seconds=0.1), [])
+
+
+class SilentServer:
+    """A TCP port that accepts connections and never says a word: a `tcp://` device (a DataMan) whose
+    open waits for a DMCC answer that never comes. Counts the connections still open (a command that
+    was cut must close its socket)."""
+
+    def __init__(self):
+        import socket
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(512)
+        self.port = self.sock.getsockname()[1]
+        self.lock = threading.Lock()
+        self.conns = []
+        self.accepted = 0
+        self.stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.conns.append(conn)
+                self.accepted += 1
+
+    def open_connections(self):
+        """Connections the peer has not closed: a read that would block means still open."""
+        import select
+        with self.lock:
+            still = []
+            for conn in self.conns:
+                readable, _, _ = select.select([conn], [], [], 0)
+                if readable:
+                    try:
+                        if conn.recv(4096, 0) == b"":
+                            conn.close()
+                            continue
+                    except OSError:
+                        conn.close()
+                        continue
+                still.append(conn)
+            self.conns = still
+            return len(still)
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
+        with self.lock:
+            for conn in self.conns:
+                conn.close()
+
+
+def process_usage(pid):
+    """(open descriptors, threads) of a process, from /proc."""
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    with open(f"/proc/{pid}/status") as f:
+        threads = next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+    return fds, threads
+
+
+class CommandDeadlineTests(Fixture):
+    """Issue 20 item 5: every remote command has a deadline (--mqtt-command-timeout, docs/fleet.md §5),
+    at most 4 run at once and 16 wait; one past those is answered busy at once. A command cut at its
+    deadline is answered ESKT_REQUESTTIMEDOUT and ends, releasing what it held; SIGTERM ends capture
+    (exit 0) whatever the remote commands are doing."""
+
+    DEADLINE = 2.0
+    MARGIN = 5.0  # a loaded machine's scheduling and the broker's round trips
+    RUNNING, WAITING = 4, 16
+    EXIT_TIMED_OUT = 42  # ESKT_REQUESTTIMEDOUT
+    EXIT_BUSY = 16  # ESKT_PENDINGOPERATIONNOTCOMPLETED
+
+    def setUp(self):
+        self.broker_ = self.broker()
+        self.sub = self.subscriber(self.broker_)
+        self.silent = SilentServer()
+        self.addCleanup(self.silent.close)
+        self.scanner_ = self.scanner()
+        self.cap = self.capture(self.broker_, [self.scanner_.selector],
+                                extra=["--mqtt-commands", "--mqtt-command-timeout", f"{self.DEADLINE}s"],
+                                json_out=False)
+        self.wait_online(self.sub, self.cap)
+        self.wait_opened(self.scanner_, self.cap)
+        self.sender = Subscriber(self.broker_, f"{BASE}/nothing")
+        self.addCleanup(self.sender.close)
+
+    def publish(self, body):
+        info = self.sender.client.publish(f"{BASE}/commands", json.dumps(body), qos=1)
+        return info
+
+    def replies(self, ids, seconds):
+        """{id: (reply, arrival)} for every id, waiting up to `seconds` for all of them."""
+        wanted = {f"{BASE}/replies/{i}": i for i in ids}
+        found = self.sub.wait_count(lambda m: m.topic in wanted, len(wanted), seconds=seconds)
+        return {wanted[m.topic]: (m.json(), m.time) for m in found}
+
+    def blocking(self, i):
+        return {"id": f"b{i}", "argv": ["get", f"tcp://127.0.0.1:{self.silent.port}", "friendly-name",
+                                        "--timeout", "1h"]}
+
+    def test_blocking_commands_are_answered_at_their_deadline_and_the_process_stays_bounded(self):
+        base_fds, base_threads = process_usage(self.cap.proc.pid)
+        count = 300
+        sent = {}
+        peak = [base_fds, base_threads]
+        for i in range(count):
+            sent[f"b{i}"] = time.monotonic()
+            self.publish(self.blocking(i))
+        # Every request is answered: the ones that ran or waited at their deadline, the rest busy at once.
+        deadline = time.monotonic() + self.DEADLINE + self.MARGIN + 10
+        got = {}
+        most_open = 0
+        while time.monotonic() < deadline and len(got) < count:
+            fds, threads = process_usage(self.cap.proc.pid)
+            peak = [max(peak[0], fds), max(peak[1], threads)]
+            most_open = max(most_open, self.silent.open_connections())
+            got = self.replies(list(sent), seconds=0.05)
+        self.assertEqual(len(got), count, f"answered {len(got)} of {count}\n{self.cap.describe()}")
+        timed_out = [i for i, (r, _) in got.items() if r["exit"] == self.EXIT_TIMED_OUT]
+        busy = [i for i, (r, _) in got.items() if r["exit"] == self.EXIT_BUSY]
+        self.assertEqual(len(timed_out), self.RUNNING + self.WAITING, {i: r for i, (r, _) in list(got.items())[:30]})
+        self.assertEqual(len(busy), count - self.RUNNING - self.WAITING)
+        for i in timed_out:
+            reply, when = got[i]
+            self.assertEqual((reply["error"]["code"], reply["error"]["name"]), (-42, "ESKT_REQUESTTIMEDOUT"), reply)
+            self.assertIn("--mqtt-command-timeout", reply["error"]["message"])
+            self.assertGreaterEqual(when - sent[i], self.DEADLINE - 0.2, reply)
+            self.assertLess(when - sent[i], self.DEADLINE + self.MARGIN, reply)
+        for i in busy:
+            reply, when = got[i]
+            self.assertEqual(reply["error"]["name"], "ESKT_PENDINGOPERATIONNOTCOMPLETED", reply)
+        # Bounded: a handful of descriptors and threads per running command, not one set per request
+        # (before: 296 threads and 1,170 descriptors for 300 requests).
+        self.assertLess(peak[0] - base_fds, 60, f"descriptors {base_fds} -> {peak[0]}")
+        self.assertLess(peak[1] - base_threads, 40, f"threads {base_threads} -> {peak[1]}")
+        # Only commands holding a slot connect: at most 4 at once (a waiting one whose deadline had not
+        # passed yet may take a slot freed by a cut one), none of the busy ones.
+        self.assertLessEqual(most_open, self.RUNNING, "connections open at once")
+        self.assertLessEqual(self.silent.accepted, self.RUNNING + self.WAITING)
+        # The cut commands ended: their sockets are closed, and new commands run again.
+        self.cap.wait_for(lambda: self.silent.open_connections() == 0, 10, "the cut commands' sockets closed")
+        self.publish({"id": "after", "argv": ["list"]})
+        after = self.replies(["after"], seconds=10)
+        self.assertEqual(after["after"][0]["exit"], 0, after)
+
+    def test_a_command_on_a_held_device_ends_by_itself_and_the_device_still_reads(self):
+        """A trigger on the serial scanner listen holds (lent to the command) fails at once with
+        ESKT_NOTSUPPORTED (docs/device-protocols.md §5.3): it closes its view of the device before its
+        event stream is asked for, and that stream must then end, not subscribe for ever and hold the
+        command until its deadline (which it did now and then). The device stays listen's."""
+        for i in range(10):
+            start = time.monotonic()
+            self.publish({"id": f"tw{i}", "argv": ["trigger", self.scanner_.selector, "start", "--wait"]})
+            got = self.replies([f"tw{i}"], seconds=self.DEADLINE + self.MARGIN)
+            self.assertIn(f"tw{i}", got, self.cap.describe())
+            reply, when = got[f"tw{i}"]
+            self.assertEqual(reply["exit"], 15, reply)
+            self.assertLess(when - start, self.DEADLINE, f"answered by the command, not cut: {reply}")
+        self.scanner_.write("AFTER-COMMANDS")
+        docs = self.wait_codes(self.sub, 1, seconds=15, prefix="AFTER-COMMANDS")
+        self.assertEqual([d["text"] for d in docs], ["AFTER-COMMANDS"], self.cap.describe())
+        self.publish({"id": "l1", "argv": ["list"]})
+        self.assertEqual(self.replies(["l1"], seconds=10)["l1"][0]["exit"], 0)
+
+    def test_sigterm_ends_capture_while_commands_block(self):
+        for i in range(self.RUNNING + self.WAITING + 5):
+            self.publish(self.blocking(i))
+        self.cap.wait_for(lambda: self.silent.accepted >= self.RUNNING, 15, "the blocking commands running")
+        start = time.monotonic()
+        status = self.cap.terminate(seconds=15)
+        self.assertEqual(status, 0, self.cap.describe())
+        self.assertLess(time.monotonic() - start, 10, self.cap.describe())
+        self.assertEqual(retained(self.broker_, f"{BASE}/status").json().get("state"), "offline")
 
 
 class ConfirmDeliveryTests(Fixture):

@@ -83,6 +83,11 @@ enum CommandTree {
       help:
         "Run requests from PREFIX/HOST/commands (list, get, set, trigger; --mqtt-commands all adds connect and remove) and reply on PREFIX/HOST/replies/ID."
     ),
+    OptionSpec(
+      long: "mqtt-command-timeout", valueName: "DUR", kind: .duration,
+      help:
+        "With --mqtt-commands: answer a remote command that has not ended DUR after its request arrived (default 60s) with ESKT_REQUESTTIMEDOUT (exit 42) and stop it. At most 4 run at once and 16 wait; a request past those is answered ESKT_PENDINGOPERATIONNOTCOMPLETED (exit 16) at once."
+    ),
   ]
 
   /// Keyboard-wedge scanners type key positions for the layout they were set up for.

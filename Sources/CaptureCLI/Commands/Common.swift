@@ -114,6 +114,32 @@ enum Interruption {
   /// Set while a remote command (`--mqtt-commands`) runs inside listen or serve: its own watch (trigger's)
   /// must not take the signals from the command that runs it.
   @TaskLocal static var isNested = false
+  /// A remote command's stand-in for SIGINT: its `watch` handler goes here, and the command's deadline
+  /// calls it (RemoteRunner), so a cut command ends exactly as the command line does on a signal.
+  @TaskLocal static var cut: Cut?
+
+  /// One remote command's cut: the handler its `watch` installed, called once when the cut comes
+  /// (at once if it came first).
+  final class Cut: Sendable {
+    private let state = Mutex<(handler: (@Sendable () -> Void)?, fired: Bool)>((nil, false))
+
+    func install(_ handler: @escaping @Sendable () -> Void) {
+      let fired = state.withLock { s -> Bool in
+        s.handler = handler
+        return s.fired
+      }
+      if fired { handler() }
+    }
+
+    func fire() {
+      let handler = state.withLock { s -> (@Sendable () -> Void)? in
+        guard !s.fired else { return nil }
+        s.fired = true
+        return s.handler
+      }
+      handler?()
+    }
+  }
 
   /// Installs the handlers and the relay, once per process (CaptureCLI.prepareProcess calls it first
   /// thing). A self-pipe: the async-signal-safe handler writes the signal's number as one byte; a
@@ -268,7 +294,10 @@ enum Interruption {
   /// SIGINT/SIGTERM → `onSignal` on the relay thread, from now on; one that came before (since the
   /// process started) is delivered now, on a thread of its own.
   static func watch(_ onSignal: @escaping @Sendable () -> Void, onHangUp: (@Sendable () -> Void)? = nil) {
-    if isNested { return }
+    if isNested {
+      cut?.install(onSignal)
+      return
+    }
     install()
     let pending = lock.withLock { s -> Bool in
       if case .claimed = s.mode {} else { s.mode = .claimed(interrupted: .noError, serviceHangUp: false) }

@@ -18,12 +18,13 @@ struct FleetOptions: Sendable {
   var spoolMax: Int
   var confirmDelivery: FleetSettings.ConfirmDelivery?
   var commands: FleetSettings.Commands
+  var commandTimeout: Duration
 
   /// nil without --mqtt (and then no other --mqtt option may be given).
   init?(_ parsed: ParsedArguments) throws(UsageError) {
     let others = [
       "mqtt-ca", "mqtt-cert", "mqtt-key", "mqtt-password-file", "mqtt-host-id", "mqtt-spool-max",
-      "confirm-delivery",
+      "confirm-delivery", "mqtt-command-timeout",
     ]
     guard let text = parsed.value("mqtt") else {
       if let given = others.first(where: { parsed.value($0) != nil })
@@ -55,10 +56,17 @@ struct FleetOptions: Sendable {
       confirmDelivery = nil
     }
     commands = !parsed.flag("mqtt-commands") ? .off : Self.commandsAll(parsed) ? .all : .standard
+    if let text = parsed.value("mqtt-command-timeout") {
+      guard commands != .off else { throw parsed.usage("--mqtt-command-timeout works with --mqtt-commands") }
+      commandTimeout = try Values.duration(
+        text, option: "--mqtt-command-timeout", command: parsed.commandName)
+    } else {
+      commandTimeout = CommandLimits.defaultDeadline
+    }
     // The options between themselves, before anything is read.
     let check = FleetSettings(
       url: url, hostID: "check", caFile: caFile, certFile: certFile, keyFile: keyFile,
-      password: passwordFile == nil ? nil : "", spoolMax: spoolMax)
+      password: passwordFile == nil ? nil : "", spoolMax: spoolMax, commandTimeout: commandTimeout)
     do { try check.validate() } catch { throw parsed.usage(error.message) }
   }
 
@@ -88,7 +96,8 @@ struct FleetOptions: Sendable {
     }
     return FleetSettings(
       url: url, hostID: host, caFile: caFile, certFile: certFile, keyFile: keyFile, password: password,
-      spoolMax: spoolMax, confirmDelivery: confirmDelivery, commands: commands)
+      spoolMax: spoolMax, confirmDelivery: confirmDelivery, commands: commands, commandTimeout: commandTimeout
+    )
   }
 }
 

@@ -18,29 +18,10 @@ struct RemoteRunner: Sendable {
   static let outputLimit = 1 << 20
 
   func run(_ argv: [String], _ profile: JSON?) async -> (exit: Int32, output: [UInt8]) {
-    var words = argv
-    for refused in ["--help", "-h", "--version", "--output"] where words.contains(refused) {
-      return Self.failure(CaptureError(.invalidParameter, "\(refused) is not taken remotely"))
-    }
-    var profileFile: String?
-    if let from = words.firstIndex(of: "--from") {
-      guard from + 1 < words.count, words[from + 1] == "-", let profile else {
-        return Self.failure(
-          CaptureError(
-            .invalidParameter, "a remote set --from takes the profile inline: --from - and \"profile\":{...}")
-        )
-      }
-      guard let path = await Self.temporaryFile(Array(profile.serialized.utf8)) else {
-        return Self.failure(CaptureError(.unableWriteFile, "cannot write the profile to a temporary file"))
-      }
-      profileFile = path
-      words[from + 1] = path
-    }
-    defer { if let profileFile { unlink(profileFile) } }
-    let parsed: ParsedArguments
+    var parsed: ParsedArguments
     let globals: GlobalOptions
     do {
-      parsed = try ArgumentParser.parse(words)
+      parsed = try ArgumentParser.parse(argv)
       globals = try CaptureCLI.globalOptions(parsed)
     } catch {
       return Self.failure(CaptureError(.invalidParameter, error.message))
@@ -48,6 +29,23 @@ struct RemoteRunner: Sendable {
     guard let command = parsed.command else {
       return Self.failure(CaptureError(.invalidParameter, "no command given"))
     }
+    // The allow-list judged the first word (CommandService); it must be the command the parser found.
+    guard command.name == argv.first else {
+      return Self.failure(
+        CaptureError(.invalidParameter, "a remote command starts with the command's name ('\(command.name)')")
+      )
+    }
+    if let refusal = Self.refusal(parsed, hasProfile: profile != nil) { return Self.failure(refusal) }
+    var profileFile: String?
+    if let profile {
+      // refusal() made sure this is set --from -: the inline profile takes the place of the "-".
+      guard let path = await Self.temporaryFile(Array(profile.serialized.utf8)) else {
+        return Self.failure(CaptureError(.unableWriteFile, "cannot write the profile to a temporary file"))
+      }
+      profileFile = path
+      parsed.replacePath(of: "from", with: FilePath(path))
+    }
+    defer { if let profileFile { unlink(profileFile) } }
     guard
       let out = await Self.temporaryFile([]).map({ path -> Int32 in
         defer { unlink(path) }
@@ -65,7 +63,17 @@ struct RemoteRunner: Sendable {
     let remote = Context(
       globals: remoteGlobals, output: output, state: context.state,
       system: EngineHeldSystem(base: context.system, engine: engine, state: context.state))
-    let exit = await Interruption.$isNested.withValue(true) { await CaptureCLI.run(command, parsed, remote) }
+    // The deadline (CommandService) cancels this task: the command's own signal handler is called, as
+    // SIGINT would be on the command line (trigger closes its device), and its blocking work, which
+    // runs on the blocking executor, sees the cancellation.
+    let cut = Interruption.Cut()
+    let exit = await withTaskCancellationHandler {
+      await Interruption.$isNested.withValue(true) {
+        await Interruption.$cut.withValue(cut) { await CaptureCLI.run(command, parsed, remote) }
+      }
+    } onCancel: {
+      cut.fire()
+    }
     let bytes = await BlockingExecutor.shared.run { _ -> [UInt8] in
       var buffer = [UInt8](repeating: 0, count: Self.outputLimit)
       let n = buffer.withUnsafeMutableBytes { pread(out, $0.baseAddress, Self.outputLimit, 0) }
@@ -76,6 +84,44 @@ struct RemoteRunner: Sendable {
       $0.first == UInt8(ascii: "{") || $0.first == UInt8(ascii: "[")
     }
     return (exit, Array(lines.joined(separator: [UInt8(ascii: "\n")])))
+  }
+
+  /// Why a parsed remote command may not run, or nil. Judged on what the parser made of the words, so
+  /// every spelling it takes (`--from PATH`, `--from=PATH`, a value after `--`) is judged alike:
+  /// - no option that names a local file, directory or device (`--from`, `--image`, `--dir`,
+  ///   `--camera`, `--output`, every `.file`/`.directory` option the command tree has) and none that
+  ///   runs a program: a remote peer must not read or block on this host's files. The one exception
+  ///   is `set --from -` with the profile inline in the request (`"profile"`), which becomes a private
+  ///   temporary file; without an inline profile, `-` would be capture's own standard input;
+  /// - no `--help` or `--version` (they print the command line's text, not a `--json` document).
+  static func refusal(_ parsed: ParsedArguments, hasProfile: Bool) -> CaptureError? {
+    if parsed.flag("help") || parsed.flag("version") {
+      return CaptureError(.invalidParameter, "--help and --version are not taken remotely")
+    }
+    let options = CommandTree.globalOptions + (parsed.command?.options ?? [])
+    let inlineProfile = parsed.command?.name == "set" && parsed.allValues("from") == ["-"]
+    for spec in options where !parsed.allValues(spec.long).isEmpty {
+      let local: String
+      switch spec.kind {
+      case .file: local = "a file or device"
+      case .directory: local = "a directory"
+      case .command: local = "a program"
+      default: continue
+      }
+      if spec.long == "from" && inlineProfile && hasProfile { continue }
+      if spec.long == "from" {
+        return CaptureError(
+          .invalidParameter,
+          "a remote set --from takes the profile inline: \"argv\":[\"set\",DEVICE,\"--from\",\"-\"] and \"profile\":{...}"
+        )
+      }
+      return CaptureError(
+        .invalidParameter, "--\(spec.long) names \(local) on this host and is not taken remotely")
+    }
+    if hasProfile && !inlineProfile {
+      return CaptureError(.invalidParameter, "\"profile\" goes with set DEVICE --from -")
+    }
+    return nil
   }
 
   static func failure(_ error: CaptureError) -> (exit: Int32, output: [UInt8]) {
@@ -177,7 +223,10 @@ struct EngineHeldSystem: DeviceSystem {
 final class LentDevice: Device {
   let device: any Device
   let engine: CaptureEngine
-  private let subscription = Mutex<EngineSubscription?>(nil)
+  /// The subscriptions `events` made, and whether the command closed its view: a stream asked for
+  /// after the close (trigger's drain task may ask after trigger has already closed the device) ends at
+  /// once instead of subscribing for ever and holding the command.
+  private let state = Mutex<(subscriptions: [EngineSubscription], closed: Bool)>(([], false))
 
   init(_ device: any Device, engine: CaptureEngine) {
     self.device = device
@@ -200,9 +249,18 @@ final class LentDevice: Device {
   func keepNotifications(_ bits: Notifications) async { await device.keepNotifications(bits) }
 
   var events: AsyncStream<Event> {
+    if state.withLock({ $0.closed }) { return AsyncStream { $0.finish() } }
     // A client of the engine like any other: dropped, not waited for, if the command stops reading.
     let subscription = engine.subscribe("a remote command", policy: .dropWhenBehind(limit: 256))
-    self.subscription.withLock { $0 = subscription }
+    let kept = state.withLock { s -> Bool in
+      guard !s.closed else { return false }
+      s.subscriptions.append(subscription)
+      return true
+    }
+    guard kept else {
+      subscription.cancel()
+      return AsyncStream { $0.finish() }
+    }
     let id = device.info.id
     return AsyncStream { continuation in
       let task = Task {
@@ -213,5 +271,12 @@ final class LentDevice: Device {
     }
   }
 
-  func close() async { subscription.withLock { $0 }?.cancel() }
+  func close() async {
+    let subscriptions = state.withLock { s -> [EngineSubscription] in
+      s.closed = true
+      defer { s.subscriptions = [] }
+      return s.subscriptions
+    }
+    for subscription in subscriptions { subscription.cancel() }
+  }
 }

@@ -195,8 +195,42 @@ struct HostCause: Sendable, Equatable {
       fix: "sudo usermod -aG \(group) \"$USER\"", code: .fileAccessDenied)
   }
 
-  static func stateUnreadable(_ error: CaptureError, path: String) -> HostCause {
-    HostCause(message: error.message, fix: "sudo chown \"$USER\" \(quoted(path))", code: .fileAccessDenied)
+  /// A state file this user may not use, by what is in the way: chown only for a file that is another
+  /// user's; a directory in the file's place or on the way is named, never chowned.
+  static func stateUnreadable(_ error: CaptureError, path: String, access: StateAccess) -> HostCause {
+    func octal(_ mode: UInt32) -> String {
+      let digits = String(mode & 0o777, radix: 8)
+      return "0" + String(repeating: "0", count: max(0, 3 - digits.count)) + digits
+    }
+    switch access {
+    case .directoryInTheWay:
+      return HostCause(
+        message:
+          "\(path) is a directory, not the state file: capture cannot keep its devices there until it is moved away or removed",
+        fix: nil, code: .fileAccessDenied)
+    case .closedDirectory(let directory, let mode, let owner, let ownedByUser):
+      let whose = ownedByUser ? "this user's" : "owned by \(userName(owner))"
+      return HostCause(
+        message:
+          "directory \(directory) (mode \(octal(mode)), \(whose)) does not let this user in, so \(path) cannot be reached",
+        fix: ownedByUser ? "chmod u+rwx \(quoted(directory))" : nil, code: .fileAccessDenied)
+    case .otherOwner(let mode, let owner):
+      return HostCause(
+        message: "\(error.message) (mode \(octal(mode)), owned by \(userName(owner)))",
+        fix: "sudo chown \"$USER\" \(quoted(path))", code: .fileAccessDenied)
+    case .ownMode(let mode):
+      return HostCause(
+        message: "\(error.message): mode \(octal(mode)) does not let its owner, this user, read and write it",
+        fix: "chmod 600 \(quoted(path))", code: .fileAccessDenied)
+    case .unknown:
+      return HostCause(message: error.message, fix: nil, code: .fileAccessDenied)
+    }
+  }
+
+  /// A user's name, or their uid when the user database has none.
+  static func userName(_ uid: uid_t) -> String {
+    guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+    return "user \(String(cString: name))"
   }
 
   static func stateCorrupt(_ error: CaptureError) -> HostCause {

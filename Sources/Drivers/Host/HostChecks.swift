@@ -185,7 +185,9 @@ enum HostChecks {
     }
   }
 
-  static func stateFile(_ inspection: StateInspection) -> HostCheck {
+  /// `access`: what stands in the way when the file cannot be used (FILEACCESSDENIED), probed by the
+  /// caller off the cooperative pool; nil probes it here.
+  static func stateFile(_ inspection: StateInspection, access: StateAccess? = nil) -> HostCheck {
     let path = inspection.path
     switch inspection.result {
     case .success(nil): return HostCheck(.stateFile, subject: path, status: .ok, message: "no state file yet")
@@ -199,7 +201,8 @@ enum HostChecks {
     case .failure(let error):
       let cause: HostCause
       switch error.code {
-      case .fileAccessDenied: cause = .stateUnreadable(error, path: path)
+      case .fileAccessDenied:
+        cause = .stateUnreadable(error, path: path, access: access ?? StateAccess.probe(path))
       case .invalidFormat: cause = .stateCorrupt(error)
       default: cause = .stateOther(error)
       }

@@ -26,6 +26,8 @@ struct HostDoctor: Sendable {
     var serial: [NodeAccess] = []
     var video: [NodeAccess] = []
     var state: StateInspection
+    /// What stands in the way of a state file this user may not use.
+    var stateAccess: StateAccess?
   }
 
   func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] {
@@ -36,7 +38,7 @@ struct HostDoctor: Sendable {
     rows += HostChecks.nodes(.input, local.input)
     rows += HostChecks.nodes(.serial, local.serial)
     rows += HostChecks.nodes(.video, local.video)
-    rows.append(HostChecks.stateFile(local.state))
+    rows.append(HostChecks.stateFile(local.state, access: local.stateAccess))
     rows.append(HostCheck(.zbar, status: .ok, message: "ZBar \(DecoderLibraries.zbarVersion)"))
     rows.append(HostCheck(.zxing, status: .ok, message: "zxing-cpp \(DecoderLibraries.zxingVersion)"))
     return rows
@@ -94,6 +96,9 @@ struct HostDoctor: Sendable {
     return await BlockingExecutor.shared.run { cancellation in
       let state = store.inspect()
       var local = LocalFacts(state: state)
+      if case .failure(let error) = state.result, error.code == .fileAccessDenied {
+        local.stateAccess = StateAccess.probe(state.path)
+      }
       local.identity = probes.daemonIdentity(pid: pid, timeout: bound, cancellation: cancellation)
       for name in names { local.rfkill[name] = probes.rfkill(name) }
       local.kernel = Self.kernelFailure(bluetooth)

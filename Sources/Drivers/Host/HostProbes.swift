@@ -276,6 +276,47 @@ struct HostProbes: Sendable {
   }
 }
 
+/// Why this user may not use the state file, as stat(2) and access(2) see it: what `doctor` names
+/// instead of one fix for every FILEACCESSDENIED.
+enum StateAccess: Sendable, Equatable {
+  /// A directory stands where the file should be.
+  case directoryInTheWay
+  /// A directory on the way this user may not search (`path`, its mode and owner).
+  case closedDirectory(path: String, mode: UInt32, owner: uid_t, ownedByUser: Bool)
+  /// The file is another user's, and its mode does not let this one read and write it.
+  case otherOwner(mode: UInt32, owner: uid_t)
+  /// The file is this user's, but its mode does not let them read and write it.
+  case ownMode(mode: UInt32)
+  /// None of these: the error's own words are all there is.
+  case unknown
+
+  /// Looks at `path` and every directory above it, without opening anything.
+  static func probe(_ path: String) -> StateAccess {
+    let user = geteuid()
+    // Every directory from the root down to the file's: the first one this user may not search is
+    // where the path ends for them (path_resolution(7)), whatever the file's own mode.
+    let components = path.split(separator: "/", omittingEmptySubsequences: true)
+    var directory = path.hasPrefix("/") ? "" : "."
+    for component in components.dropLast() {
+      directory += "/" + component
+      var info = stat()
+      guard stat(directory, &info) == 0 else { break }
+      if (info.st_mode & S_IFMT) == S_IFDIR && Glibc.access(directory, X_OK) != 0 && errno == EACCES {
+        return .closedDirectory(
+          path: directory, mode: UInt32(info.st_mode) & 0o7777, owner: info.st_uid,
+          ownedByUser: info.st_uid == user)
+      }
+    }
+    var info = stat()
+    guard stat(path, &info) == 0 else { return .unknown }
+    if (info.st_mode & S_IFMT) == S_IFDIR { return .directoryInTheWay }
+    let mode = UInt32(info.st_mode) & 0o7777
+    if info.st_uid != user { return .otherOwner(mode: mode, owner: info.st_uid) }
+    if Glibc.access(path, R_OK | W_OK) != 0 { return .ownMode(mode: mode) }
+    return .unknown
+  }
+}
+
 extension String {
   var trimmingWhitespace: String {
     var scalars = Substring(self)
