@@ -33,6 +33,11 @@ final class RecordingOutput: ServerOutput, Sendable {
     closes.withLock { $0.append(Close(socket: socket, code: code, reason: reason)) }
   }
 
+  private let inUse = Mutex<Set<WebSocketID>>([])
+  func markInUse(_ socket: WebSocketID) { _ = inUse.withLock { $0.insert(socket) } }
+  /// The sockets the service marked in use (bound to a client).
+  var socketsInUse: Set<WebSocketID> { inUse.withLock { $0 } }
+
   func response(_ id: UInt64) async throws -> HTTPResponse {
     try await eventually("a response to request \(id)") { self.responses.withLock { $0[id] } }
   }
