@@ -225,17 +225,20 @@ final class Harness: Sendable {
   let warnings = Log<String>()
   private let nextID = Atomic<UInt64>(1)
 
-  init(bluetooth: Bool = true, allowedOrigins: [String] = []) {
+  init(
+    bluetooth: Bool = true, allowedOrigins: [String] = [],
+    configure: (inout CaptureService.Configuration) -> Void = { _ in }
+  ) {
     system = FakeSystem(bluetooth: bluetooth)
     store = StateStore(directory: "/tmp/capture-service-tests-\(UInt64.random(in: 0...UInt64.max))")
     engine = CaptureEngine(system: system, store: store)
     let warnings = self.warnings
-    service = CaptureService(
-      engine: engine,
-      configuration: .init(
-        policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
-        warn: { line in warnings.append(line) },
-        discoveryWindow: .milliseconds(50)))
+    var configuration = CaptureService.Configuration(
+      policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
+      warn: { line in warnings.append(line) },
+      discoveryWindow: .milliseconds(50))
+    configure(&configuration)
+    service = CaptureService(engine: engine, configuration: configuration)
     service.attach(output)
   }
 
