@@ -155,7 +155,7 @@ class ClientTests(h.AsyncTestCase):
     def test_an_appinfo_string_over_256_bytes_is_invalid_app_info(self):
         for key in ("appId", "developerId", "appKey"):
             with self.subTest(key=key):
-                params = dict(APP_INFO, **{key: "x" * (1 << 20)})
+                params = dict(APP_INFO, **{key: "x" * ((1 << 20) - 1024)})  # a body just under 1 MiB
                 reply = self.service.call("openclient", params)
                 self.assertEqual(error_code(reply), ESKT_INVALIDAPPINFO)
                 self.assertIn("256", reply["error"]["message"])
