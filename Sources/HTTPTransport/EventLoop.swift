@@ -130,10 +130,19 @@ final class EventLoop: @unchecked Sendable {
     // numbers the process may hand out (RLIMIT_NOFILE), not just the count we allow; capped to keep
     // the table small where the limit is huge.
     var limit = rlimit()
-    let descriptors =
-      getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
-      ? Int(clamping: limit.rlim_cur) : 1024
     let wanted = min(max(configuration.maxConnections, 0), 1 << 20) + 64
+    // The connections allowed need as many descriptors, and the rest of the process (devices, the
+    // state file, D-Bus) some more: a soft limit under that (1,024 is systemd's default for a
+    // service) made accept(2) fail with EMFILE once the slots filled, before a connection could be
+    // closed to make room. The soft limit is raised towards the hard one, as systemd.exec(5)
+    // advises a program that needs more to do.
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    if getrlimit(resource, &limit) == 0, limit.rlim_cur < rlim_t(wanted + 256) {
+      var raised = limit
+      raised.rlim_cur = min(rlim_t(wanted + 256), limit.rlim_max)
+      if raised.rlim_cur > limit.rlim_cur { _ = setrlimit(resource, &raised) }
+    }
+    let descriptors = getrlimit(resource, &limit) == 0 ? Int(clamping: limit.rlim_cur) : 1024
     options.fd_limit = UInt32(clamping: min(max(descriptors, wanted), 1 << 16))
     options.timeout_seconds = UInt32(clamping: max(configuration.requestTimeoutSeconds, 1))
     if let log = configuration.log { LibraryLog.add(ObjectIdentifier(self), log) }
@@ -255,7 +264,12 @@ final class EventLoop: @unchecked Sendable {
     var address = [CChar](repeating: 0, count: 64)
     for _ in 0..<64 {
       let fd = cws_accept(listenFD, &address, address.count)
-      if fd < 0 { return }  // EAGAIN: none left; anything else: try again at the next readiness
+      if fd < 0 {
+        // Out of descriptors (a hard limit under the connections allowed): the idlest connection
+        // makes room, and the next turn accepts.
+        if errno == EMFILE || errno == ENFILE { _ = evictIdlest(of: nil) }
+        return  // EAGAIN: none left; anything else: try again at the next readiness
+      }
       let peer = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
       guard !shuttingDown, let server, makeRoom(for: peer) else {
         Glibc.close(fd)
@@ -288,8 +302,13 @@ final class EventLoop: @unchecked Sendable {
     let fromPeer = peerCounts[peer] ?? 0
     let perPeer = fromPeer >= max(configuration.maxConnectionsPerPeer, 1)
     guard perPeer || live >= configuration.maxConnections else { return true }
+    return evictIdlest(of: perPeer ? peer : nil)
+  }
+
+  /// Closes the idlest connection (of `peer`, or of anyone); false when none is idle.
+  private func evictIdlest(of peer: String?) -> Bool {
     var idlest: Connection?
-    for connection in connections.values where connection.isIdle && (!perPeer || connection.peer == peer) {
+    for connection in connections.values where connection.isIdle && (peer == nil || connection.peer == peer) {
       if connection.touched < idlest?.touched ?? .max { idlest = connection }
     }
     guard let idlest else { return false }
