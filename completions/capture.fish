@@ -71,7 +71,7 @@ complete -c capture -n '__fish_seen_subcommand_from listen' -l mqtt-commands -d 
 complete -c capture -n '__fish_seen_subcommand_from listen' -l mqtt-command-timeout -x -d 'With --mqtt-commands: answer a remote command that has not ended DUR after its request arrived (default 60s) with ESKT_REQUESTTIMEDOUT (exit 42) and stop it. At most 4 run at once and 16 wait; a request past those is answered ESKT_PENDINGOPERATIONNOTCOMPLETED (exit 16) at once.'
 complete -c capture -n '__fish_seen_subcommand_from listen' -a 'socketcam'
 complete -c capture -n '__fish_seen_subcommand_from serve' -l listen -x -d 'Listen on HOST:PORT (default 127.0.0.1:18481, CaptureJS\'s default; HOST an IPv4 address or a name; port 0 picks a free one).'
-complete -c capture -n '__fish_seen_subcommand_from serve' -l allow-origin -x -d 'Also accept web pages from ORIGIN (e.g. https://shop.example); repeatable; * accepts every origin.'
+complete -c capture -n '__fish_seen_subcommand_from serve' -l allow-origin -x -d 'Also accept web pages from ORIGIN (e.g. https://shop.example); repeatable; * accepts every scheme://host origin; null (sandboxed iframes and file:// pages of any website) only when written out.'
 complete -c capture -n '__fish_seen_subcommand_from serve' -l output -r -F -d 'Append the event stream (as listen --output writes it) to FILE (created 0600; reopened after log rotation).'
 complete -c capture -n '__fish_seen_subcommand_from serve' -l keymap -x -a 'us de fr uk' -d 'The keyboard layout hid: scanners type for: us (default), de, fr or uk.'
 complete -c capture -n '__fish_seen_subcommand_from serve' -l image -r -F -d 'Decode this image (PNG, JPEG, PGM/PPM); repeatable; "-" reads one image from stdin.'

@@ -3,7 +3,11 @@
 #include <malloc.h>
 #include "cwebsockets.h"
 
+#include <arpa/inet.h>
 #include <libwebsockets.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +81,17 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
   }
 }
 
+// libwebsockets 4.1 has one log emitter for the whole process (lws_set_log_level), not one per
+// context, so the function that takes its lines is process-wide too.
+static _Atomic(cws_log_fn) log_function = NULL;
+
+static void emit_log(int level, const char *line) {
+  cws_log_fn function = atomic_load(&log_function);
+  if (function) function(level & LLL_ERR ? 1 : 0, line);
+}
+
+void cws_set_log(cws_log_fn function) { atomic_store(&log_function, function); }
+
 cws_server *cws_server_create(void *owner, cws_event_fn callback, const cws_options *options) {
   struct cws_server *server = calloc(1, sizeof(*server));
   if (!server) return NULL;
@@ -86,9 +101,10 @@ cws_server *cws_server_create(void *owner, cws_event_fn callback, const cws_opti
   server->protocols[0].callback = on_event;
   // protocols[1] stays zero: the terminator.
 
-  // Warnings and errors of the library go to stderr through its default emitter; its notices
-  // ("lws_create_context: LWS: 4.1.6…") are noise for a command-line tool.
-  lws_set_log_level(LLL_ERR, NULL);
+  // Errors and warnings of the library go to cws_set_log's function, never to its default emitter
+  // (which writes unprefixed "[date] E: …" lines to stderr); its notices ("lws_create_context: LWS:
+  // 4.1.6…") are noise for a command-line tool.
+  lws_set_log_level(LLL_ERR | LLL_WARN, emit_log);
 
   struct lws_context_creation_info info;
   memset(&info, 0, sizeof(info));
@@ -134,7 +150,26 @@ void cws_server_unwatch_listener(cws_server *server) {
   if (server->listener) lws_set_timeout(server->listener, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
 }
 
-int cws_accept(int listen_fd) { return accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+int cws_accept(int listen_fd, char *peer, size_t capacity) {
+  struct sockaddr_storage address;
+  socklen_t length = sizeof(address);
+  int fd = accept4(listen_fd, (struct sockaddr *)&address, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) return fd;
+  // An answer goes out in two writes (headers, then body): with Nagle's algorithm the second waits
+  // for the client's ACK of the first, which a keep-alive client delays by up to 40 ms (delayed
+  // ACK), so every request after the first on a connection took ~42 ms. Replies are whole messages:
+  // send each write at once.
+  int one = 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (peer && capacity > 0) {
+    peer[0] = 0;
+    if (address.ss_family == AF_INET)
+      inet_ntop(AF_INET, &((struct sockaddr_in *)&address)->sin_addr, peer, (socklen_t)capacity);
+    else if (address.ss_family == AF_INET6)
+      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&address)->sin6_addr, peer, (socklen_t)capacity);
+  }
+  return fd;
+}
 
 struct lws *cws_server_adopt(cws_server *server, int fd, uint64_t tag) {
   struct lws *wsi = lws_adopt_socket_vhost(server->vhost, fd);
@@ -193,23 +228,35 @@ static const char *const custom_headers[] = {
     "sec-fetch-site:", "sec-fetch-mode:", "sec-fetch-dest:", "x-requested-with:", "keep-alive:",
 };
 
-static size_t append_pair(uint8_t *dst, size_t used, size_t capacity, const char *name, size_t name_length,
-                          const char *value, size_t value_length) {
-  size_t need = name_length + 1 + value_length + 1;
-  if (need > capacity - used) return used;
+// Copies one header's value (its fragments joined by lws_hdr_copy / lws_hdr_custom_copy) after its
+// name, straight into dst: no intermediate buffer, so no value is too long to read while it fits
+// the request's header space. 0 when it did not fit or could not be copied.
+static int append_header(uint8_t *dst, size_t *used, size_t capacity, const char *name, size_t name_length,
+                         int value_length, struct lws *connection, int token, const char *custom_name,
+                         int custom_length) {
+  // lws_hdr_copy wants room for the joined fragments and a NUL; a separator per fragment at most
+  // doubles the value.
+  size_t need = name_length + 1 + 2 * (size_t)value_length + 2;
+  if (need > capacity - *used) return 0;
+  uint8_t *at = dst + *used;
   for (size_t i = 0; i < name_length; i++) {
     char c = name[i];
-    dst[used + i] = (uint8_t)((c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c);
+    at[i] = (uint8_t)((c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c);
   }
-  dst[used + name_length] = 0;
-  memcpy(dst + used + name_length + 1, value, value_length);
-  dst[used + name_length + 1 + value_length] = 0;
-  return used + need;
+  at[name_length] = 0;
+  char *value = (char *)at + name_length + 1;
+  int room = (int)(2 * (size_t)value_length + 2);
+  int copied = custom_name ? lws_hdr_custom_copy(connection, value, room, custom_name, custom_length)
+                           : lws_hdr_copy(connection, value, room, (enum lws_token_indexes)token);
+  if (copied < 0) return 0;
+  value[copied] = 0;
+  *used += name_length + 1 + (size_t)copied + 1;
+  return 1;
 }
 
-size_t cws_request_headers(struct lws *connection, uint8_t *dst, size_t capacity) {
+size_t cws_request_headers(struct lws *connection, uint8_t *dst, size_t capacity, int *incomplete) {
   size_t used = 0;
-  char value[4096];
+  *incomplete = 0;
   for (int token = 0; token < (int)WSI_TOKEN_COUNT; token++) {
     const char *name = (const char *)lws_token_to_string((enum lws_token_indexes)token);
     if (!name) continue;
@@ -218,19 +265,17 @@ size_t cws_request_headers(struct lws *connection, uint8_t *dst, size_t capacity
     if (name_length < 2 || name[name_length - 1] != ':' || name[0] == ':') continue;
     int length = lws_hdr_total_length(connection, (enum lws_token_indexes)token);
     if (length <= 0) continue;
-    if (length >= (int)sizeof(value)) continue;
-    int copied = lws_hdr_copy(connection, value, (int)sizeof(value), (enum lws_token_indexes)token);
-    if (copied < 0) continue;
-    used = append_pair(dst, used, capacity, name, name_length - 1, value, (size_t)copied);
+    if (!append_header(dst, &used, capacity, name, name_length - 1, length, connection, token, NULL, 0))
+      *incomplete = 1;
   }
   for (size_t i = 0; i < sizeof(custom_headers) / sizeof(custom_headers[0]); i++) {
     const char *name = custom_headers[i];
     int name_length = (int)strlen(name);
     int length = lws_hdr_custom_length(connection, name, name_length);
-    if (length < 0 || length >= (int)sizeof(value)) continue;
-    int copied = lws_hdr_custom_copy(connection, value, (int)sizeof(value), name, name_length);
-    if (copied < 0) continue;
-    used = append_pair(dst, used, capacity, name, (size_t)name_length - 1, value, (size_t)copied);
+    if (length < 0) continue;
+    if (!append_header(dst, &used, capacity, name, (size_t)name_length - 1, length, connection, 0, name,
+                       name_length))
+      *incomplete = 1;
   }
   return used;
 }
@@ -273,6 +318,7 @@ static const char *reason_phrase(unsigned int status) {
   case 405: return "Method Not Allowed";
   case 426: return "Upgrade Required";
   case 429: return "Too Many Requests";
+  case 431: return "Request Header Fields Too Large";
   case 500: return "Internal Server Error";
   case 503: return "Service Unavailable";
   default: return status < 400 ? "OK" : "Error";

@@ -36,19 +36,33 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     /// Clients at most; at the limit a new openclient first frees the oldest client that never
     /// opened its WebSocket.
     public var maximumClients: Int
+    /// The memory all clients may hold, as `CaptureService.cost` accounts it; at the bound openclient
+    /// frees the oldest client that never opened its WebSocket, or is refused, and opendevice is
+    /// refused (ESKT_NOTAVAILABLE).
+    public var maximumClientBytes: Int
+    /// How long a WebSocket may stay open without sending `waitforcaptureevent` for a client
+    /// handle; then it is closed with 1008. CaptureJS and Flutter send it as soon as the socket
+    /// opens (docs/capturejs.md §1.4), so only a socket that holds a connection slot for nothing
+    /// waits this long.
+    public var bindDeadline: Duration
 
     public init(
       policy: AccessPolicy, warn: @escaping @Sendable (String) -> Void = { _ in },
-      discoveryWindow: Duration = .seconds(10), maximumClients: Int = 4096
+      discoveryWindow: Duration = .seconds(10), maximumClients: Int = 4096,
+      maximumClientBytes: Int = 16 << 20, bindDeadline: Duration = .seconds(10)
     ) {
       self.policy = policy
       self.warn = warn
       self.discoveryWindow = discoveryWindow
       self.maximumClients = maximumClients
+      self.maximumClientBytes = maximumClientBytes
+      self.bindDeadline = bindDeadline
     }
   }
 
-  /// What a handle stands for. Handles are one namespace, non-zero, and never reused while open.
+  /// What a handle stands for. Handles are one namespace, non-zero, never reused while open, and
+  /// random (`allocate`): a handle is a client's only credential on HTTP, where requests carry no
+  /// connection of their own.
   enum Target: Sendable, Equatable {
     case client
     /// An opened device connection: its key and GUID (`Connections`).
@@ -66,6 +80,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   struct Client {
     let handle: UInt32
     let appID: String
+    /// The WebSocket that asked for this client's events: the only one that ever gets them
+    /// (`waitForEvents` refuses every other). Set when `waitforcaptureevent` is accepted, before
+    /// its subscription exists.
     var socket: WebSocketID?
     var subscription: EngineSubscription?
     /// The connections this client was told about (arrived, not removed yet), by device key.
@@ -77,10 +94,11 @@ public final class CaptureService: HTTPServerHandler, Sendable {
 
   struct State {
     var output: (any ServerOutput)?
-    var nextHandle: UInt32 = 1
     var handles: [UInt32: Target] = [:]
     var clients: [UInt32: Client] = [:]
     var clientOrder: UInt64 = 0
+    /// What the clients hold, as `cost` accounts it (bounded by `maximumClientBytes`).
+    var clientBytes = 0
     /// Sockets bound to a client by waitforcaptureevent.
     var bound: [WebSocketID: UInt32] = [:]
     /// Every open WebSocket (each gets a close frame when the service stops).
@@ -198,7 +216,36 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       if !s.isStopping { s.sockets.insert(socket) }
       return s.isStopping
     }
-    if stopping { output?.close(socket, code: 1001, reason: "capture serve is stopping") }
+    if stopping {
+      output?.close(socket, code: 1001, reason: "capture serve is stopping")
+      return
+    }
+    // A socket that never asks for a client's events holds one of the transport's connections for
+    // nothing: 1,024 of them took every slot. It gets `bindDeadline` to ask.
+    let deadline = configuration.bindDeadline
+    Task { [weak self] in
+      try? await Task.sleep(for: deadline)
+      self?.closeIfUnbound(socket)
+    }
+  }
+
+  /// The bind deadline has passed: a socket still open that has not asked for a client's events is
+  /// closed with 1008 (policy violation, RFC 6455 §7.4.1).
+  func closeIfUnbound(_ socket: WebSocketID) {
+    let output = state.withLock { s -> (any ServerOutput)? in
+      guard !s.isStopping, s.sockets.contains(socket), s.bound[socket] == nil else { return nil }
+      return s.output
+    }
+    guard let output else { return }
+    output.close(
+      socket, code: 1008,
+      reason: "no waitforcaptureevent within \(Self.seconds(configuration.bindDeadline)) of opening")
+  }
+
+  static func seconds(_ duration: Duration) -> String {
+    let (whole, fraction) = duration.components
+    if fraction == 0 { return "\(whole) s" }
+    return "\(Double(whole) + Double(fraction) / 1e18) s"
   }
 
   public func text(_ socket: WebSocketID, _ message: [UInt8]) {
@@ -241,7 +288,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
         ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
         ("Access-Control-Allow-Methods", "POST, OPTIONS"), ("Access-Control-Allow-Headers", "Content-Type"),
       ])
-    case .refused(let origin):
+    case .refused(let header):
+      // Quoted, bounded and without control characters: the header is the client's.
+      let origin = Self.shown(header)
       let first = state.withLock { s -> Bool in
         // Bounded: a hostile page could invent origins without end.
         guard s.toldOrigins.count < 256 else { return false }
@@ -255,6 +304,20 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       return .refused(
         Self.plain(403, "forbidden: origin \(origin) is not allowed (see capture serve --allow-origin)"))
     }
+  }
+
+  /// A client's text as a diagnostic shows it: at most 200 characters (then "…"), control
+  /// characters as "?" (an Origin of 4 KB was written to stderr whole).
+  static func shown(_ text: String) -> String {
+    var out = ""
+    for (index, ch) in text.enumerated() {
+      if index == 200 {
+        out += "…"
+        break
+      }
+      out.append(ch.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } ? "?" : ch)
+    }
+    return out
   }
 
   /// `//Capture/v1/api` (a host written with a trailing slash) is the API path too.
@@ -350,8 +413,21 @@ public final class CaptureService: HTTPServerHandler, Sendable {
 
   // MARK: methods
 
-  /// openclient: appInfo is three non-empty strings. No signature can be checked (no key is public,
-  /// docs/capturejs.md §5), so any three are taken.
+  /// The longest appInfo string, in UTF-8 bytes. The SDK's are short (docs/capturejs.md §5): an
+  /// appId `web:<bundle id>`, a developerId UUID (36), an appKey of base64 DER (about 64); a longer
+  /// one is refused rather than kept for the client's lifetime (a page kept a 1 MiB appId).
+  static let maximumAppInfoBytes = 256
+
+  /// What one client is accounted to hold: its record, tables and subscription (a fixed 1 KiB,
+  /// more than their size with no device), its appId, and 256 bytes for each device handle it has
+  /// open (two table entries, a key and a GUID).
+  static func cost(appID: String, handles: Int) -> Int {
+    1024 + appID.utf8.count + handles * deviceHandleCost
+  }
+  static let deviceHandleCost = 256
+
+  /// openclient: appInfo is three non-empty strings of at most `maximumAppInfoBytes`. No signature
+  /// can be checked (no key is public, docs/capturejs.md §5), so any three are taken.
   func openClient(_ params: JSON) throws(CaptureError) -> JSON {
     var info: [String] = []
     for key in ["appId", "developerId", "appKey"] {
@@ -360,24 +436,35 @@ public final class CaptureService: HTTPServerHandler, Sendable {
           .invalidAppInfo,
           "appInfo needs appId, developerId and appKey, each a non-empty string (\(key) is not)")
       }
+      guard value.utf8.count <= Self.maximumAppInfoBytes else {
+        throw CaptureError(
+          .invalidAppInfo,
+          "appInfo's \(key) is \(value.utf8.count) bytes; at most \(Self.maximumAppInfoBytes) are accepted")
+      }
       info.append(value)
     }
-    let (handle, evicted) = state.withLock { s -> (UInt32?, EngineSubscription?) in
-      if s.isStopping { return (nil, nil) }
-      var evicted: EngineSubscription?
-      if s.clients.count >= configuration.maximumClients {
+    let cost = Self.cost(appID: info[0], handles: 0)
+    let (handle, evicted) = state.withLock { s -> (UInt32?, [EngineSubscription]) in
+      if s.isStopping { return (nil, []) }
+      var evicted: [EngineSubscription] = []
+      // Room is made by freeing the oldest clients that never opened their WebSocket (a page that
+      // went away before it did); a client with its socket is never dropped for a newcomer.
+      while s.clients.count >= configuration.maximumClients
+        || s.clientBytes > configuration.maximumClientBytes - cost
+      {
         guard let oldest = s.clients.values.filter({ $0.socket == nil }).min(by: { $0.order < $1.order })
         else {
-          return (nil, nil)
+          return (nil, evicted)
         }
-        evicted = Self.removeClient(oldest.handle, &s)
+        if let subscription = Self.removeClient(oldest.handle, &s) { evicted.append(subscription) }
       }
       let handle = Self.allocate(.client, &s)
       s.clientOrder += 1
       s.clients[handle] = Client(handle: handle, appID: info[0], order: s.clientOrder)
+      s.clientBytes += cost
       return (handle, evicted)
     }
-    evicted?.cancel()
+    for subscription in evicted { subscription.cancel() }
     guard let handle else {
       throw CaptureError(.notAvailable, "capture serve cannot take another client now")
     }
@@ -401,9 +488,14 @@ public final class CaptureService: HTTPServerHandler, Sendable {
           .notAvailable,
           "client \(client) has \(Self.maximumHandlesPerClient) device handles open; close some first")
       }
+      guard s.clientBytes <= configuration.maximumClientBytes - Self.deviceHandleCost else {
+        throw CaptureError(
+          .notAvailable, "capture serve's clients hold all the memory they may; close some handles first")
+      }
       if wanted == managerGUID {
         let handle = Self.allocate(.deviceManager(client: client), &s)
         s.clients[client]?.opened[handle] = (Self.managerKey, managerGUID)
+        s.clientBytes += Self.deviceHandleCost
         return handle
       }
       guard let connection = s.connections.connection(guid: wanted) else {
@@ -411,6 +503,7 @@ public final class CaptureService: HTTPServerHandler, Sendable {
       }
       let handle = Self.allocate(.device(client: client, key: connection.key, guid: connection.guid), &s)
       s.clients[client]?.opened[handle] = (connection.key, connection.guid)
+      s.clientBytes += Self.deviceHandleCost
       return handle
     }
     return .object(["handle": .int(handle)])
@@ -429,7 +522,9 @@ public final class CaptureService: HTTPServerHandler, Sendable {
         return (Self.removeClient(handle, &s), socket, s.output)
       }
       s.handles[handle] = nil
-      if let owner = target.owner { s.clients[owner]?.opened[handle] = nil }
+      if let owner = target.owner, s.clients[owner]?.opened.removeValue(forKey: handle) != nil {
+        s.clientBytes -= Self.deviceHandleCost
+      }
       return (nil, nil, nil)
     }
     subscription?.cancel()
@@ -443,14 +538,19 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   /// The device manager's entry in `Client.opened` (no device key has this form).
   static let managerKey = "device manager"
 
-  /// A new handle for `target`: counting up from 1, wrapping before 2^31 (some clients keep handles
-  /// in 32-bit ints), skipping 0 and every handle still open.
+  /// Handles are drawn from 1..<2^30: non-zero (CaptureJS tests the handle for truth) and well
+  /// inside 2^31 (Flutter reads it as an int; other clients keep handles in 32-bit ints).
+  static let handleRange: Range<UInt32> = 1..<(1 << 30)
+
+  /// A new handle for `target`: random in `handleRange` from the system's generator, skipping every
+  /// handle still open. Counting up from 1 let any page name another client's handle (a second
+  /// socket took over client 1's events); a random one is known only to the client it was given
+  /// to. At most 4,096 clients of at most 1,024 handles are open, a tiny part of 2^30, so a draw
+  /// hits a free handle almost every time.
   static func allocate(_ target: Target, _ s: inout State) -> UInt32 {
-    while s.handles[s.nextHandle] != nil || s.nextHandle == 0 {
-      s.nextHandle = s.nextHandle >= UInt32(Int32.max) ? 1 : s.nextHandle + 1
-    }
-    let handle = s.nextHandle
-    s.nextHandle = handle >= UInt32(Int32.max) ? 1 : handle + 1
+    var generator = SystemRandomNumberGenerator()
+    var handle = UInt32.random(in: handleRange, using: &generator)
+    while s.handles[handle] != nil { handle = UInt32.random(in: handleRange, using: &generator) }
     s.handles[handle] = target
     return handle
   }
@@ -461,6 +561,7 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     guard let client = s.clients.removeValue(forKey: handle) else { return nil }
     s.handles[handle] = nil
     for opened in client.opened.keys { s.handles[opened] = nil }
+    s.clientBytes -= cost(appID: client.appID, handles: client.opened.count)
     return client.subscription
   }
 
@@ -470,13 +571,33 @@ public final class CaptureService: HTTPServerHandler, Sendable {
   /// (when Bluetooth LE is there) and the devices already connected, then pushes every later event of
   /// the client and of the devices it opened (docs/capturejs.md §1.4). A repeat on the same socket
   /// changes nothing.
+  ///
+  /// A client's events go to the one socket that asked first, for the client's lifetime: another
+  /// socket asking for the same handle, or a socket already serving another client asking for a
+  /// second one, is refused with ESKT_INVALIDHANDLE and the same message as a handle that does not
+  /// exist (so the refusal tells nothing about other clients), and the first socket goes on. Moving
+  /// the stream let a second socket take over a page's events while its own socket starved, open.
   func waitForEvents(_ params: JSON, socket: WebSocketID) async throws(CaptureError) {
     let handle = try Self.handle(params)
-    try state.withLock { s throws(CaptureError) in
-      guard s.handles[handle] == .client else {
-        throw CaptureError(.invalidHandle, "\(handle) is not an open client handle (openclient gives one)")
+    let claimed = try state.withLock { s throws(CaptureError) -> Bool in
+      guard s.handles[handle] == .client, var client = s.clients[handle], !s.isStopping,
+        s.sockets.contains(socket), client.socket == nil || client.socket == socket,
+        s.bound[socket] == nil || s.bound[socket] == handle
+      else {
+        throw CaptureError(
+          .invalidHandle,
+          "\(handle) is not an open client handle this WebSocket may use (openclient gives one)")
       }
+      if client.socket == socket { return false }
+      // Claimed now, before the await below: a second socket asking meanwhile is refused.
+      client.socket = socket
+      s.clients[handle] = client
+      s.bound[socket] = handle
+      return true
     }
+    guard claimed else { return }
+    // The socket serves a client now: the transport never closes it to make room for another.
+    output?.markInUse(socket)
     let managerAvailable = await engine.system.bluetoothdReachable(adapter: engine.configuration.adapter)
     // Back-pressure, not dropWhenBehind: the pump never waits on the client (the transport queues
     // each message, and a client whose unsent messages pass the transport's bound, one that stopped
@@ -485,19 +606,13 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     // being dropped for the service's own pace (a flooding scanner did that to ten reading clients).
     let subscription = engine.subscribe("client \(handle)", policy: .backPressure)
     let start = state.withLock {
-      s -> (replay: [JSON], previous: EngineSubscription?, output: (any ServerOutput)?)? in
-      guard !s.isStopping, var client = s.clients[handle], s.sockets.contains(socket) else { return nil }
-      if client.socket == socket { return nil }
-      let previous = client.subscription
-      if let old = client.socket { s.bound[old] = nil }
-      if let other = s.bound[socket], other != handle, let stale = Self.removeClient(other, &s) {
-        stale.cancel()
-      }
-      client.socket = socket
+      s -> (replay: [JSON], output: (any ServerOutput)?)? in
+      // The client closed, or its socket went, while bluetoothd was asked.
+      guard !s.isStopping, var client = s.clients[handle], client.socket == socket, client.subscription == nil
+      else { return nil }
       client.subscription = subscription
       client.seen = s.connections.current
       s.clients[handle] = client
-      s.bound[socket] = handle
       var replay: [JSON] = []
       if managerAvailable {
         replay.append(
@@ -511,13 +626,12 @@ public final class CaptureService: HTTPServerHandler, Sendable {
             handle: handle, id: .deviceArrival,
             value: EventWire.deviceInfo(guid: connection.guid, connection.info)))
       }
-      return (replay, previous, s.output)
+      return (replay, s.output)
     }
     guard let start, let output = start.output else {
       subscription.cancel()
       return
     }
-    start.previous?.cancel()
     for message in start.replay {
       guard send(message, to: socket, output) else {
         drop(handle, socket: socket, reason: "the client stopped reading", output)

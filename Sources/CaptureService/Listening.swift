@@ -11,13 +11,16 @@ public final class ServiceListener: Sendable {
   public let isInherited: Bool
 
   /// Binds `host:port` now (or takes the socket systemd passed), before any device is opened, so a
-  /// port in use fails at once. Connections are served from `start()` on.
-  public init(host: String, port: UInt16, service: CaptureService) throws(CaptureError) {
+  /// port in use fails at once. Connections are served from `start()` on. `log` takes the HTTP
+  /// library's own lines (about what clients sent: for -v, not errors of the service).
+  public init(
+    host: String, port: UInt16, service: CaptureService, log: (@Sendable (String) -> Void)? = nil
+  ) throws(CaptureError) {
     let inherited = HTTPServer.Configuration.systemdListenDescriptor()
     isInherited = inherited != nil
     do {
       server = try HTTPServer(
-        configuration: .init(host: host, port: port, listenDescriptor: inherited), handler: service)
+        configuration: .init(host: host, port: port, listenDescriptor: inherited, log: log), handler: service)
     } catch {
       throw Self.convert(error)
     }

@@ -6,9 +6,16 @@ import CaptureCore
 /// - **Host.** Only a loopback name or address with the served port (`localhost`, `127.0.0.0/8`,
 ///   `[::1]`), or the host `--listen` named with that port. A page whose own name a DNS rebinding has
 ///   pointed at 127.0.0.1 sends its own name here and is refused (403).
-/// - **Origin.** Absent (not a browser, or a same-origin GET), `null` (a `file://` page), a loopback
-///   origin (`http://localhost:*`, `http://127.x.x.x:*`, `http://[::1]:*`, or https), or one given with
-///   `--allow-origin` (`*` allows every origin, and only when written out). Anything else is 403.
+/// - **Origin.** Absent (not a browser, or a same-origin GET), a loopback origin
+///   (`http://localhost:*`, `http://127.x.x.x:*`, `http://[::1]:*`, or https), or one given with
+///   `--allow-origin`. `*` (only when written out) allows every origin of the form scheme://host[:port]
+///   except `file://`. `null` is never trusted unless `--allow-origin null` names it: browsers send it
+///   for every opaque origin — a sandboxed iframe on any website, a `data:` URL, a `file://` page, a
+///   cross-origin redirect (Fetch standard, "serializing a request origin") — so it says nothing
+///   about who is asking, and `*` does not include it. Anything else is 403.
+///
+/// An Origin header the transport could not read whole is never taken as absent: the transport
+/// refuses such a request itself (431) before it reaches here.
 public struct AccessPolicy: Sendable {
   /// The host `--listen` named (lower-cased; an IPv6 address in brackets) and the served port.
   public var listenHost: String
@@ -85,15 +92,30 @@ public struct AccessPolicy: Sendable {
   public func judgeOrigin(_ header: String?) -> OriginVerdict {
     guard let header else { return .absent }
     let origin = header.trimmingSpaces
-    if origin == "null" || allowsAnyOrigin { return .allowed(origin) }
     let normalised = Self.normaliseOrigin(origin)
-    if allowedOrigins.contains(normalised) { return .allowed(origin) }
-    for scheme in ["http://", "https://"] where normalised.hasPrefix(scheme) {
-      let authority = String(normalised.dropFirst(scheme.count))
-      guard !authority.contains("/"), let (host, _) = Self.splitAuthority(authority) else { continue }
-      if Self.isLoopback(host) { return .allowed(origin) }
-    }
+    // Named explicitly (`null` included: only `--allow-origin null` admits the opaque origin).
+    if normalised != "*" && allowedOrigins.contains(normalised) { return .allowed(origin) }
+    // Everything else must be a tuple origin, scheme://host[:port] (RFC 6454 §6.1): `null`, a
+    // `file://` page (some browsers send that instead of `null`), a list of origins or anything
+    // malformed is refused, `*` or not.
+    guard let (scheme, host) = Self.tupleOrigin(normalised), scheme != "file" else { return .refused(origin) }
+    if (scheme == "http" || scheme == "https") && Self.isLoopback(host) { return .allowed(origin) }
+    if allowsAnyOrigin { return .allowed(origin) }
     return .refused(origin)
+  }
+
+  /// `scheme://host[:port]` with nothing after → (scheme, host); nil for anything else (`null`,
+  /// `file://`, a path, an empty host, two origins in one header).
+  static func tupleOrigin(_ normalised: String) -> (scheme: String, host: String)? {
+    guard let range = normalised.firstRange(of: "://") else { return nil }
+    let scheme = String(normalised[..<range.lowerBound])
+    let authority = String(normalised[range.upperBound...])
+    guard !scheme.isEmpty,
+      scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }),
+      !authority.isEmpty, !authority.contains("/"), !authority.contains(","), !authority.contains(" "),
+      !authority.contains("@"), let (host, _) = Self.splitAuthority(authority)
+    else { return nil }
+    return (scheme, host)
   }
 
   /// Lower-case scheme and host, no trailing slash (`HTTPS://Shop.Example/` = `https://shop.example`).

@@ -20,10 +20,17 @@ extension HTTPServer {
     public var maxMessageBytes: Int
     /// Bytes of text frames one socket may have queued and unsent; `send` beyond it returns false.
     public var maxOutboxBytes: Int
-    /// Open connections (HTTP and WebSocket) at once; a connection beyond it is accepted and closed.
+    /// Open connections (HTTP and WebSocket) at once. A connection beyond it first closes the
+    /// connection that has waited longest for nothing — an HTTP connection between requests, or a
+    /// WebSocket not marked in use (`ServerOutput.markInUse`) — and is accepted and closed at once
+    /// when there is none.
     public var maxConnections: Int
+    /// Open connections one peer (one client address) may hold, under the same rule as
+    /// `maxConnections`: one program on another machine cannot take every slot.
+    public var maxConnectionsPerPeer: Int
     /// Bytes of request line and headers one request may use; more gets libwebsockets' 400 or a
-    /// close.
+    /// close without an answer. A header the transport cannot read whole is never left out: the
+    /// request gets 431 and the connection closes.
     public var maxHeaderBytes: Int
     /// Seconds a connection has to send a complete request (headers, then body), counted from its
     /// accept or from the previous answer; an idle keep-alive connection is closed after as long.
@@ -32,12 +39,15 @@ extension HTTPServer {
     /// Seconds a WebSocket being closed (by `close` or `shutdown`) has to take its close frame before
     /// the TCP connection is dropped (a client that stopped reading never takes it).
     public var closeGraceSeconds: Int
+    /// Takes libwebsockets' error and warning lines (without the newline); nil drops them. They are
+    /// about what clients sent ("Ran out of header data space") and never reach stderr by themselves.
+    public var log: (@Sendable (String) -> Void)?
 
     public init(
       host: String = "127.0.0.1", port: UInt16 = 0, listenDescriptor: Int32? = nil,
       maxBodyBytes: Int = 1 << 20, maxMessageBytes: Int = 1 << 20, maxOutboxBytes: Int = 8 << 20,
-      maxConnections: Int = 1024, maxHeaderBytes: Int = 8192, requestTimeoutSeconds: Int = 10,
-      closeGraceSeconds: Int = 3
+      maxConnections: Int = 1024, maxConnectionsPerPeer: Int = 256, maxHeaderBytes: Int = 8192,
+      requestTimeoutSeconds: Int = 10, closeGraceSeconds: Int = 3, log: (@Sendable (String) -> Void)? = nil
     ) {
       self.host = host
       self.port = port
@@ -46,9 +56,11 @@ extension HTTPServer {
       self.maxMessageBytes = maxMessageBytes
       self.maxOutboxBytes = maxOutboxBytes
       self.maxConnections = maxConnections
+      self.maxConnectionsPerPeer = maxConnectionsPerPeer
       self.maxHeaderBytes = maxHeaderBytes
       self.requestTimeoutSeconds = requestTimeoutSeconds
       self.closeGraceSeconds = closeGraceSeconds
+      self.log = log
     }
 
     /// The listening socket systemd passed this process, per sd_listen_fds(3): LISTEN_PID is this

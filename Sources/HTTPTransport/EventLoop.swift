@@ -12,6 +12,9 @@ final class Connection {
     case idle
     /// The headers are in; the body is arriving.
     case body
+    /// The body is complete; the request goes to the handler at the end of the loop's pass, unless
+    /// libwebsockets shows bytes behind it first (`refusePipelined`).
+    case complete
     /// The handler has the request; its answer has not come.
     case awaiting
     /// The answer is being written.
@@ -22,7 +25,16 @@ final class Connection {
 
   let tag: UInt64
   let wsi: OpaquePointer
+  /// The client's address (text), for `maxConnectionsPerPeer`.
+  let peer: String
   var phase = Phase.idle
+  /// When the connection last did something (accepted, a request complete, an answer written), on
+  /// the loop's own counter: the idlest connection is the one with the smallest value.
+  var touched: UInt64 = 0
+  /// The handler marked this WebSocket in use: it is never closed to make room.
+  var inUse = false
+  /// Closed to make room for a new connection; gone at the loop's next turn.
+  var evicted = false
   // The request being read or answered.
   var requestID: UInt64 = 0
   var method = ""
@@ -51,9 +63,16 @@ final class Connection {
   /// The response being written refuses a WebSocket upgrade.
   var upgradeRefusal = false
 
-  init(tag: UInt64, wsi: OpaquePointer) {
+  init(tag: UInt64, wsi: OpaquePointer, peer: String) {
     self.tag = tag
     self.wsi = wsi
+    self.peer = peer
+  }
+
+  /// Waiting for nothing the server owes it: between requests (or before the first), or a
+  /// WebSocket no client uses yet.
+  var isIdle: Bool {
+    !evicted && (phase == .idle || (phase == .webSocket && !inUse && closeRequest == nil))
   }
 }
 
@@ -77,9 +96,18 @@ final class EventLoop: @unchecked Sendable {
   private var nextTag: UInt64 = 1
   private var nextRequestID: UInt64 = 1
   private var nextSocketID: UInt64 = 1
+  private var activity: UInt64 = 0
+  /// Live (not evicted) connections per peer address.
+  private var peerCounts: [String: Int] = [:]
+  private var evictedCount = 0
+  /// Requests complete in the current pass (`Phase.complete`).
+  private var pendingDispatch: [Connection] = []
   private var shuttingDown = false
   private var shutdownDeadline: Double = 0
-  private var headerScratch = [UInt8](repeating: 0, count: 1 << 16)
+  /// Where `cws_request_headers` copies a request's headers: room for twice the header space (a
+  /// value's fragments may be joined with separators) and the names.
+  private lazy var headerScratch = [UInt8](
+    repeating: 0, count: 2 * min(max(configuration.maxHeaderBytes, 256), 1 << 16) + (16 << 10))
 
   init(
     configuration: HTTPServer.Configuration, handler: any HTTPServerHandler, listenFD: Int32,
@@ -102,18 +130,32 @@ final class EventLoop: @unchecked Sendable {
     // numbers the process may hand out (RLIMIT_NOFILE), not just the count we allow; capped to keep
     // the table small where the limit is huge.
     var limit = rlimit()
-    let descriptors =
-      getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
-      ? Int(clamping: limit.rlim_cur) : 1024
     let wanted = min(max(configuration.maxConnections, 0), 1 << 20) + 64
+    // The connections allowed need as many descriptors, and the rest of the process (devices, the
+    // state file, D-Bus) some more: a soft limit under that (1,024 is systemd's default for a
+    // service) made accept(2) fail with EMFILE once the slots filled, before a connection could be
+    // closed to make room. The soft limit is raised towards the hard one, as systemd.exec(5)
+    // advises a program that needs more to do.
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    if getrlimit(resource, &limit) == 0, limit.rlim_cur < rlim_t(wanted + 256) {
+      var raised = limit
+      raised.rlim_cur = min(rlim_t(wanted + 256), limit.rlim_max)
+      if raised.rlim_cur > limit.rlim_cur { _ = setrlimit(resource, &raised) }
+    }
+    let descriptors = getrlimit(resource, &limit) == 0 ? Int(clamping: limit.rlim_cur) : 1024
     options.fd_limit = UInt32(clamping: min(max(descriptors, wanted), 1 << 16))
     options.timeout_seconds = UInt32(clamping: max(configuration.requestTimeoutSeconds, 1))
+    if let log = configuration.log { LibraryLog.add(ObjectIdentifier(self), log) }
     let owner = Unmanaged.passUnretained(self).toOpaque()
-    guard let created = cws_server_create(owner, eventTrampoline, &options) else { return nil }
+    guard let created = cws_server_create(owner, eventTrampoline, &options) else {
+      LibraryLog.remove(ObjectIdentifier(self))
+      return nil
+    }
     let copy = fcntl(listenFD, F_DUPFD_CLOEXEC, 3)
     guard copy >= 0, cws_server_watch_listener(created, copy) == 0 else {
       if copy >= 0 { Glibc.close(copy) }
       cws_server_destroy(created)
+      LibraryLog.remove(ObjectIdentifier(self))
       return nil
     }
     server = created
@@ -125,6 +167,7 @@ final class EventLoop: @unchecked Sendable {
     if let server { cws_server_destroy(server) }
     server = nil
     Glibc.close(listenFD)
+    LibraryLog.remove(ObjectIdentifier(self))
   }
 
   /// The event loop: runs until `shutdown` has closed every connection (or its grace has passed),
@@ -134,6 +177,7 @@ final class EventLoop: @unchecked Sendable {
     while true {
       if shuttingDown && (connections.isEmpty || monotonicSeconds() > shutdownDeadline) { break }
       if cws_server_service(server) < 0 { break }
+      dispatchPending()
     }
     // No thread may wake the context from now on (every wake happens under the mutex, with the
     // handle present). Destroying it closes what is left; their CLOSED events still reach the
@@ -142,6 +186,7 @@ final class EventLoop: @unchecked Sendable {
     cws_server_destroy(server)
     self.server = nil
     Glibc.close(listenFD)
+    LibraryLog.remove(ObjectIdentifier(self))
   }
 
   // MARK: Events
@@ -168,13 +213,13 @@ final class EventLoop: @unchecked Sendable {
         return 0
       }
       if connection.phase == .body {
-        dispatch(connection)
+        // Not dispatched yet: libwebsockets 4.1 reports the completion again, in this same pass,
+        // when bytes follow the body in what it read (a pipelined request).
+        connection.phase = .complete
+        pendingDispatch.append(connection)
         return 0
       }
-      // libwebsockets 4.1 reports the completion again for every read that brings bytes after a
-      // complete body (a request pipelined behind one with a body), never consuming them: the loop
-      // would spin until the answer is written. Such a client is closed; browsers never pipeline.
-      return -1
+      return refusePipelined(connection)
     case CWS_HTTP_WRITEABLE.rawValue: return httpWriteable(connection)
     case CWS_HTTP_CLOSED.rawValue: return 0
     case CWS_UPGRADE.rawValue: return upgrade(connection, protocolName: bytes(data, length))
@@ -186,9 +231,15 @@ final class EventLoop: @unchecked Sendable {
       return 0
     case CWS_DEADLINE.rawValue:
       // The request did not arrive whole in time (slowloris), or the connection sat idle.
-      return connection.phase == .idle || connection.phase == .body ? -1 : 0
+      return connection.phase == .idle || connection.phase == .body || connection.phase == .complete ? -1 : 0
     case CWS_DESTROYED.rawValue:
       reportClosed(connection)
+      if connection.evicted {
+        evictedCount -= 1
+      } else {
+        peerCounts[connection.peer, default: 1] -= 1
+        if peerCounts[connection.peer] == 0 { peerCounts[connection.peer] = nil }
+      }
       // An answer still owed to this connection will be dropped when it comes; forget it now.
       if requestOwners[connection.requestID] == tag {
         requestOwners.removeValue(forKey: connection.requestID)
@@ -210,25 +261,69 @@ final class EventLoop: @unchecked Sendable {
 
   private func acceptConnections() {
     // A bounded batch per wakeup keeps the loop fair to the connections already open.
+    var address = [CChar](repeating: 0, count: 64)
     for _ in 0..<64 {
-      let fd = cws_accept(listenFD)
-      if fd < 0 { return }  // EAGAIN: none left; anything else: try again at the next readiness
-      if shuttingDown || connections.count >= configuration.maxConnections {
+      let fd = cws_accept(listenFD, &address, address.count)
+      if fd < 0 {
+        // Out of descriptors (a hard limit under the connections allowed): the idlest connection
+        // makes room, and the next turn accepts.
+        if errno == EMFILE || errno == ENFILE { _ = evictIdlest(of: nil) }
+        return  // EAGAIN: none left; anything else: try again at the next readiness
+      }
+      let peer = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      guard !shuttingDown, let server, makeRoom(for: peer) else {
         Glibc.close(fd)
         continue
       }
       let tag = nextTag
       nextTag += 1
-      guard let server else {
-        Glibc.close(fd)
-        continue
-      }
       // The events adoption itself makes carry no tag yet and are ignored; the request's events
       // come from later reads, after the connection is registered.
       guard let wsi = cws_server_adopt(server, fd, tag) else { continue }
-      connections[tag] = Connection(tag: tag, wsi: wsi)
+      let connection = Connection(tag: tag, wsi: wsi, peer: peer)
+      connections[tag] = connection
+      peerCounts[peer, default: 0] += 1
+      touch(connection)
       armDeadline(wsi)
     }
+  }
+
+  private func touch(_ connection: Connection) {
+    activity += 1
+    connection.touched = activity
+  }
+
+  /// Whether a connection from `peer` may be accepted: under both bounds, or once the idlest
+  /// connection (of that peer when it is the peer's bound that is reached) has been closed to make
+  /// room. 1,024 bare WebSocket upgrades otherwise held every slot for good and the real page's
+  /// requests were reset; a connection that waits for nothing yields to one that comes to be served.
+  private func makeRoom(for peer: String) -> Bool {
+    let live = connections.count - evictedCount
+    let fromPeer = peerCounts[peer] ?? 0
+    let perPeer = fromPeer >= max(configuration.maxConnectionsPerPeer, 1)
+    guard perPeer || live >= configuration.maxConnections else { return true }
+    return evictIdlest(of: perPeer ? peer : nil)
+  }
+
+  /// Closes the idlest connection (of `peer`, or of anyone); false when none is idle.
+  private func evictIdlest(of peer: String?) -> Bool {
+    var idlest: Connection?
+    for connection in connections.values where connection.isIdle && (peer == nil || connection.peer == peer) {
+      if connection.touched < idlest?.touched ?? .max { idlest = connection }
+    }
+    guard let idlest else { return false }
+    evict(idlest)
+    return true
+  }
+
+  /// Closes `connection` at the loop's next turn (a WebSocket without a close frame: no client uses
+  /// it) and stops counting it.
+  private func evict(_ connection: Connection) {
+    connection.evicted = true
+    evictedCount += 1
+    peerCounts[connection.peer, default: 1] -= 1
+    if peerCounts[connection.peer] == 0 { peerCounts[connection.peer] = nil }
+    cws_kill(connection.wsi)
   }
 
   /// The next request must arrive whole (headers and body) within `requestTimeoutSeconds`, however
@@ -239,9 +334,13 @@ final class EventLoop: @unchecked Sendable {
 
   // MARK: HTTP
 
-  private func readHeaders(_ wsi: OpaquePointer) -> [String: String] {
+  /// The request's headers, and whether one could not be read whole (then it is missing here, and
+  /// the request must be refused rather than judged without it: an Origin of 4,096 bytes or more
+  /// was left out and the request looked origin-less).
+  private func readHeaders(_ wsi: OpaquePointer) -> (headers: [String: String], incomplete: Bool) {
+    var incomplete: Int32 = 0
     let used = headerScratch.withUnsafeMutableBufferPointer {
-      cws_request_headers(wsi, $0.baseAddress, $0.count)
+      cws_request_headers(wsi, $0.baseAddress, $0.count, &incomplete)
     }
     var headers: [String: String] = [:]
     var fields = headerScratch[0..<used].split(separator: 0, omittingEmptySubsequences: false)
@@ -252,8 +351,13 @@ final class EventLoop: @unchecked Sendable {
         decoding: fields[index + 1], as: UTF8.self)
       index += 2
     }
-    return headers
+    return (headers, incomplete != 0)
   }
+
+  /// The answer to a request with a header the transport could not read (RFC 6585 §5).
+  static let unreadableHeaderResponse = HTTPResponse(
+    status: 431, contentType: "text/plain; charset=utf-8",
+    body: Array("request header fields too large: a header could not be read whole\n".utf8))
 
   private func requestMethod(_ wsi: OpaquePointer) -> String {
     var buffer = [CChar](repeating: 0, count: 16)
@@ -275,7 +379,8 @@ final class EventLoop: @unchecked Sendable {
     nextRequestID += 1
     connection.method = requestMethod(wsi)
     connection.path = path.isEmpty ? requestPath(wsi) : String(decoding: path, as: UTF8.self)
-    connection.headers = readHeaders(wsi)
+    let (headers, incomplete) = readHeaders(wsi)
+    connection.headers = headers
     connection.body = []
     connection.refused = false
     connection.response = nil
@@ -285,6 +390,12 @@ final class EventLoop: @unchecked Sendable {
     let length = cws_request_content_length(wsi)
     let chunked = cws_request_is_chunked(wsi) != 0
     connection.emptyBodyCompletionDue = length == 0 && !chunked
+    if incomplete {
+      refuse(
+        connection, status: 431,
+        message: "request header fields too large: a header could not be read whole\n")
+      return 0
+    }
     if length > Int64(configuration.maxBodyBytes) {
       refuseTooLarge(connection)
       return 0
@@ -349,6 +460,46 @@ final class EventLoop: @unchecked Sendable {
     refuse(connection, status: 413, message: "request body larger than \(configuration.maxBodyBytes) bytes\n")
   }
 
+  /// A completion reported again: bytes follow a complete body (HTTP/1.1 pipelining, which no
+  /// browser does). libwebsockets 4.1 reports the completion again for them at every turn and
+  /// never consumes them, so the connection cannot wait for an answer: it is refused with 400 now,
+  /// before the handler has seen the request, and closed. (It used to run the first request and
+  /// answer neither.)
+  private func refusePipelined(_ connection: Connection) -> Int32 {
+    switch connection.phase {
+    case .complete:
+      connection.phase = .responding
+      connection.refused = true
+      connection.body = []
+      connection.closeAfterResponse = true
+      connection.response = HTTPResponse(
+        status: 400, contentType: "text/plain; charset=utf-8",
+        body: Array(
+          "bad request: another request followed this one before its answer (HTTP pipelining is not supported); send each request after the previous answer\n"
+            .utf8))
+    case .responding:
+      // The answer is here: it goes out now, and the connection closes after it.
+      connection.closeAfterResponse = true
+    default:
+      return -1
+    }
+    // Written here, in this callback: the loop would not get to a writeable callback.
+    while connection.phase == .responding {
+      if httpWriteable(connection) != 0 { break }
+    }
+    return -1
+  }
+
+  /// The requests whose body completed in the pass that just ended, with nothing behind them.
+  private func dispatchPending() {
+    let pending = pendingDispatch
+    pendingDispatch.removeAll()
+    for connection in pending
+    where connection.phase == .complete && connections[connection.tag] === connection {
+      dispatch(connection)
+    }
+  }
+
   private func refuse(_ connection: Connection, status: Int, message: String) {
     connection.refused = true
     connection.body = []
@@ -362,6 +513,7 @@ final class EventLoop: @unchecked Sendable {
 
   private func dispatch(_ connection: Connection) {
     connection.phase = .awaiting
+    touch(connection)
     requestOwners[connection.requestID] = connection.tag
     // The request is complete: its answer is the handler's to give, with no library timeout.
     cws_clear_timeout(connection.wsi)
@@ -432,6 +584,7 @@ final class EventLoop: @unchecked Sendable {
     // Complete: the next request on a kept-alive connection, or the close.
     connection.response = nil
     connection.phase = .idle
+    touch(connection)
     if connection.closeAfterResponse || shuttingDown { return -1 }
     if cws_transaction_completed(wsi) != 0 { return -1 }
     armDeadline(wsi)
@@ -445,11 +598,12 @@ final class EventLoop: @unchecked Sendable {
     // Only WebSocket upgrades (not h2c): anything else is hung up.
     guard String(decoding: protocolName, as: UTF8.self).lowercased() == "websocket" else { return -1 }
     let wsi = connection.wsi
+    let (headers, incomplete) = readHeaders(wsi)
     let request = HTTPRequest(
-      id: nextRequestID, method: requestMethod(wsi), path: requestPath(wsi), headers: readHeaders(wsi),
-      body: [])
+      id: nextRequestID, method: requestMethod(wsi), path: requestPath(wsi), headers: headers, body: [])
     nextRequestID += 1
-    guard let refusal = handler.upgrade(request) else {
+    let answer: HTTPResponse? = incomplete ? Self.unreadableHeaderResponse : handler.upgrade(request)
+    guard let refusal = answer else {
       connection.upgradeRequest = request
       return 0
     }
@@ -591,6 +745,8 @@ final class EventLoop: @unchecked Sendable {
         if let tag = socketOwners[socket], let connection = connections[tag] {
           requestClose(connection, code: code, reason: reason)
         }
+      case .markInUse(let socket):
+        if let tag = socketOwners[socket], let connection = connections[tag] { connection.inUse = true }
       case .shutdown(let code, let reason):
         beginShutdown(code: code, reason: reason)
       }
@@ -616,6 +772,33 @@ func monotonicSeconds() -> Double {
   var now = timespec()
   clock_gettime(CLOCK_MONOTONIC, &now)
   return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// libwebsockets' error and warning lines, routed to the `Configuration.log` of every server that
+/// has one (libwebsockets 4.1 logs process-wide, so a line cannot be told apart by server; `capture
+/// serve` runs one). Without a server to take them they are dropped, never written to stderr.
+enum LibraryLog {
+  private static let sinks = Mutex<[ObjectIdentifier: @Sendable (String) -> Void]>([:])
+
+  static func add(_ owner: ObjectIdentifier, _ sink: @escaping @Sendable (String) -> Void) {
+    sinks.withLock { $0[owner] = sink }
+    cws_set_log(logTrampoline)
+  }
+
+  static func remove(_ owner: ObjectIdentifier) {
+    _ = sinks.withLock { $0.removeValue(forKey: owner) }
+  }
+
+  static func emit(_ line: String) {
+    for sink in sinks.withLock({ Array($0.values) }) { sink(line) }
+  }
+}
+
+private let logTrampoline: cws_log_fn = { _, line in
+  guard let line else { return }
+  var text = String(cString: line)
+  while text.last?.isNewline == true { text.removeLast() }
+  LibraryLog.emit(text)
 }
 
 /// The one C callback: `owner` is the EventLoop (unretained; the loop outlives its context).

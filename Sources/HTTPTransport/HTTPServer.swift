@@ -23,6 +23,13 @@ import Synchronization
 /// - `closed` comes exactly once per opened socket, whichever side closes or when TCP drops.
 /// - A connection that does not complete its request within `requestTimeoutSeconds` is closed (the
 ///   same bound applies to idle keep-alive connections); an open WebSocket has no idle timeout.
+/// - At `maxConnections` (or `maxConnectionsPerPeer` for one client address) a new connection
+///   closes the idlest one (between requests, or a WebSocket not marked in use) to take its place.
+/// - A request with a body that has more bytes behind it in what was read (HTTP/1.1 pipelining,
+///   which no browser does) is answered 400 and the connection closes, before the handler sees it;
+///   pipelined requests without a body are answered in order.
+/// - A header the transport cannot read whole (one that does not fit its buffer) is never left
+///   out: the request, or the upgrade, gets 431 and the connection closes.
 public final class HTTPServer: ServerOutput {
   public let configuration: Configuration
   /// The port the listening socket is bound to (the chosen one when the configuration said 0).
@@ -74,6 +81,10 @@ public final class HTTPServer: ServerOutput {
   public func close(_ socket: WebSocketID, code: UInt16, reason: String) {
     core.post(.close(socket.value, code, reason))
   }
+
+  public func markInUse(_ socket: WebSocketID) {
+    core.post(.markInUse(socket.value))
+  }
 }
 
 /// Work another thread asks of the loop.
@@ -82,6 +93,7 @@ enum Command: Sendable {
   /// The socket has frames queued (its first since the last writeable drained them).
   case writable(UInt64)
   case close(UInt64, UInt16, String)
+  case markInUse(UInt64)
   case shutdown(UInt16, String)
 }
 

@@ -59,6 +59,9 @@ public protocol ServerOutput: AnyObject, Sendable {
   @discardableResult func send(_ socket: WebSocketID, text: [UInt8]) -> Bool
   /// Sends a close frame with `code` (RFC 6455 §7.4) and closes the socket; `closed` follows.
   func close(_ socket: WebSocketID, code: UInt16, reason: String)
+  /// The socket serves a client from now on: it is never closed to make room for a new connection
+  /// (`HTTPServer.Configuration.maxConnections`). Until then an open WebSocket counts as idle.
+  func markInUse(_ socket: WebSocketID)
 }
 
 /// The service's side of the transport. Every method runs on the event-loop thread and must return

@@ -33,6 +33,11 @@ final class RecordingOutput: ServerOutput, Sendable {
     closes.withLock { $0.append(Close(socket: socket, code: code, reason: reason)) }
   }
 
+  private let inUse = Mutex<Set<WebSocketID>>([])
+  func markInUse(_ socket: WebSocketID) { _ = inUse.withLock { $0.insert(socket) } }
+  /// The sockets the service marked in use (bound to a client).
+  var socketsInUse: Set<WebSocketID> { inUse.withLock { $0 } }
+
   func response(_ id: UInt64) async throws -> HTTPResponse {
     try await eventually("a response to request \(id)") { self.responses.withLock { $0[id] } }
   }
@@ -220,17 +225,20 @@ final class Harness: Sendable {
   let warnings = Log<String>()
   private let nextID = Atomic<UInt64>(1)
 
-  init(bluetooth: Bool = true, allowedOrigins: [String] = []) {
+  init(
+    bluetooth: Bool = true, allowedOrigins: [String] = [],
+    configure: (inout CaptureService.Configuration) -> Void = { _ in }
+  ) {
     system = FakeSystem(bluetooth: bluetooth)
     store = StateStore(directory: "/tmp/capture-service-tests-\(UInt64.random(in: 0...UInt64.max))")
     engine = CaptureEngine(system: system, store: store)
     let warnings = self.warnings
-    service = CaptureService(
-      engine: engine,
-      configuration: .init(
-        policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
-        warn: { line in warnings.append(line) },
-        discoveryWindow: .milliseconds(50)))
+    var configuration = CaptureService.Configuration(
+      policy: AccessPolicy(listenHost: "127.0.0.1", port: 18481, allowedOrigins: allowedOrigins),
+      warn: { line in warnings.append(line) },
+      discoveryWindow: .milliseconds(50))
+    configure(&configuration)
+    service = CaptureService(engine: engine, configuration: configuration)
     service.attach(output)
   }
 

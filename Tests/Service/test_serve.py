@@ -680,10 +680,11 @@ class SocketCamTests(AsyncTestCase):
         self.assertEqual(got.stdout.strip(), "disable", got)
 
 
-ALLOWED_ORIGINS = ["null", "http://localhost:8080", "http://127.0.0.1:3000", "http://127.9.8.7:1", "http://[::1]:5000",
+ALLOWED_ORIGINS = ["http://localhost:8080", "http://127.0.0.1:3000", "http://127.9.8.7:1", "http://[::1]:5000",
                    "http://localhost"]
+# `null` is every sandboxed iframe and opaque origin of any website (docs/capturejs.md §1.3).
 REFUSED_ORIGINS = ["http://evil.example", "https://singleentry.socketmobile.dev", "http://localhost.evil.example:80",
-                   "http://128.0.0.1:80"]
+                   "http://128.0.0.1:80", "null", "file://"]
 
 
 def preflight(service, origin, private_network=False, host=None):

@@ -54,6 +54,13 @@ enum cws_event {
 typedef int (*cws_event_fn)(
     void *owner, struct lws *connection, int event, const uint8_t *data, size_t length);
 
+/// Takes one line of libwebsockets' log (`error` 1 for its errors, 0 for its warnings); the line ends
+/// with a newline. Called on whichever thread logs (the event loop's, or the one creating a context).
+typedef void (*cws_log_fn)(int error, const char *line);
+/// Routes libwebsockets' errors and warnings, process-wide, to `function` (NULL drops them). Safe from
+/// any thread.
+void cws_set_log(cws_log_fn function);
+
 typedef struct cws_options {
   /// Bytes of request line + headers one request may use (lws max_http_header_data, at most 65535).
   unsigned int max_header_bytes;
@@ -74,8 +81,9 @@ cws_server *cws_server_create(void *owner, cws_event_fn callback, const cws_opti
 int cws_server_watch_listener(cws_server *server, int fd);
 /// Stops watching the listener (closes the descriptor given to cws_server_watch_listener).
 void cws_server_unwatch_listener(cws_server *server);
-/// accept4(2) on a listening socket: a non-blocking, close-on-exec connection, or -1 with errno.
-int cws_accept(int listen_fd);
+/// accept4(2) on a listening socket: a non-blocking, close-on-exec connection with TCP_NODELAY, or
+/// -1 with errno. `peer` gets the client's address as text (inet_ntop; empty for another family).
+int cws_accept(int listen_fd, char *peer, size_t capacity);
 /// Hands an accepted socket to libwebsockets as a new HTTP connection with `tag` (cws_tag, nonzero).
 /// The connection, or NULL (then the socket has been closed).
 struct lws *cws_server_adopt(cws_server *server, int fd, uint64_t tag);
@@ -94,8 +102,9 @@ int cws_request_method(struct lws *connection, char *dst, int capacity);
 /// The request's path (decoded, without the query) into `dst` (NUL-terminated). Its length, or -1.
 int cws_request_path(struct lws *connection, char *dst, int capacity);
 /// Every header libwebsockets parsed, as lower-case name, NUL, value, NUL, … into `dst`. Returns the
-/// bytes written (what did not fit is left out).
-size_t cws_request_headers(struct lws *connection, uint8_t *dst, size_t capacity);
+/// bytes written; `*incomplete` is 1 when a header the request sent could not be read whole (it did
+/// not fit `dst`, or libwebsockets could not copy it) and was left out.
+size_t cws_request_headers(struct lws *connection, uint8_t *dst, size_t capacity, int *incomplete);
 /// The Content-Length header's value, or -1 when absent or not a number.
 int64_t cws_request_content_length(struct lws *connection);
 /// 1 when the request's Transfer-Encoding is chunked.

@@ -19,9 +19,13 @@ enum ServeCommand {
         parsed.value("listen") ?? "127.0.0.1:\(CaptureServiceInfo.defaultPort)", parsed)
       allowedOrigins = []
       for origin in parsed.allValues("allow-origin") {
-        guard origin == "*" || Self.isOrigin(origin) else {
+        // `null` only written out, and lower-case as browsers send it (docs/capturejs.md §1.3).
+        guard
+          origin == "*" || origin == "null"
+            || (Self.isOrigin(origin) && !origin.lowercased().hasPrefix("file:"))
+        else {
           throw parsed.usage(
-            "--allow-origin takes an origin such as https://shop.example or http://10.0.0.5:8080 (or *), not '\(origin)'"
+            "--allow-origin takes an origin such as https://shop.example or http://10.0.0.5:8080 (or *, or null), not '\(origin)'"
           )
         }
         allowedOrigins.append(origin)
@@ -75,7 +79,14 @@ enum ServeCommand {
         policy: AccessPolicy(
           listenHost: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
         warn: { output.warn($0) }))
-    let listener = try ServiceListener(host: options.host, port: options.port, service: service)
+    if options.allowedOrigins.contains("null") {
+      output.warn(
+        "serve: --allow-origin null admits every sandboxed iframe, file:// page and data: URL, of any website"
+      )
+    }
+    let listener = try ServiceListener(
+      host: options.host, port: options.port, service: service,
+      log: { line in output.info("serve: libwebsockets: \(line)") })
 
     let sink: EventSink?
     let devices: [any Device]
