@@ -76,8 +76,8 @@ public struct Topics: Sendable, Equatable {
     if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
       return "the topic prefix has an empty level ('//')"
     }
-    // Every topic is PREFIX/HOST/... and an MQTT string is at most 65,535 bytes (the specification
-    // §1.5.3); a prefix far past any real one would fail only when the transport first uses it.
+    // Every topic is PREFIX/HOST/... and an MQTT string is at most 65,535 bytes (OASIS MQTT
+    // Version 3.1.1, section 1.5.3 "UTF-8 encoded strings"); a prefix far past any real one would fail only when the transport first uses it.
     if prefix.utf8.count > maximumPrefixLength {
       return "the topic prefix is longer than \(maximumPrefixLength) bytes"
     }

@@ -790,7 +790,7 @@ extension DoctorTests {
   }
 }
 
-/// The state-file row says what stands in the way (issue 20 item 12): `sudo chown` only for a file that
+/// The state-file row says what stands in the way (CHANGELOG.md, Fixed: doctor's state-file advice): `sudo chown` only for a file that
 /// is another user's, never for a directory in the file's place or a directory on the way.
 @Suite("capture doctor: what keeps the state file from this user")
 struct DoctorStateAccessTests {

@@ -237,7 +237,7 @@ struct ContextCommandTests {
 }
 
 /// A remote command cut at its deadline (CommandService cancels the runner's task) ends as the command
-/// line does on SIGINT, releasing its device, instead of waiting for its own timeout (issue 20 item 5).
+/// line does on SIGINT, releasing its device, instead of waiting for its own timeout (docs/fleet.md §5, --mqtt-command-timeout).
 @Suite("Remote commands: the cut ends the command", .timeLimit(.minutes(2)))
 struct RemoteCutRunTests {
   @Test("a remote trigger --wait --timeout 1h, cut: ends at once with ESKT_CANCEL, its device closed")

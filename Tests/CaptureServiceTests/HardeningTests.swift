@@ -1,4 +1,4 @@
-// Issue 20: who may reach the service and what one client may hold. Each test fails on the service
+// Who may reach the service and what one client may hold. Each test fails on the service
 // before the fix it names.
 
 import CaptureCore

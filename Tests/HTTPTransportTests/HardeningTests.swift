@@ -1,5 +1,5 @@
 // The transport's defences against clients that hold connections, pipeline, or send what it cannot
-// read (issue 20): each test fails on the transport before the fix it names.
+// read (docs/capturejs.md §1.3): each test fails on the transport before the fix it names.
 
 import Foundation
 import Synchronization

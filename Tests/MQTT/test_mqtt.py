@@ -509,7 +509,7 @@ class ConnectionTests(Fixture):
         self.assertTrue(any("password" in line.lower() for line in cap.stderr()), cap.describe())
 
     def test_url_problems_the_transport_would_refuse_are_usage_errors(self):
-        """Issue 20 item 12: a host with a space, an over-long or control-character prefix, a %00 user name
+        """A host with a space, an over-long or control-character prefix, a %00 user name
         exited 24 (ESKT_INVALIDCONFIGURATION) when libmosquitto refused them; they are usage errors (18)
         that say what is wrong, before any connection (docs/fleet.md §6)."""
         broker = self.broker()
@@ -698,7 +698,7 @@ class CommandTests(Fixture):
         self.assertEqual(self.wait_codes(self.sub, 1, seconds=0.1), [])
 
     def test_a_local_path_in_any_spelling_is_refused_and_nothing_is_read(self):
-        """Issue 20 item 3: a remote command is judged on the parsed command line, so --from=PATH (and
+        """A remote command is judged on the parsed command line, so --from=PATH (and
         --image, --dir, --camera in every spelling) is refused before anything is opened; a FIFO named
         so is never waited on. Only set --from - with the profile inline is taken."""
         self.start()
@@ -823,7 +823,7 @@ def process_usage(pid):
 
 
 class CommandDeadlineTests(Fixture):
-    """Issue 20 item 5: every remote command has a deadline (--mqtt-command-timeout, docs/fleet.md §5),
+    """Every remote command has a deadline (--mqtt-command-timeout, docs/fleet.md §5),
     at most 4 run at once and 16 wait; one past those is answered busy at once. A command cut at its
     deadline is answered ESKT_REQUESTTIMEDOUT and ends, releasing what it held; SIGTERM ends capture
     (exit 0) whatever the remote commands are doing."""

@@ -1,4 +1,4 @@
-"""`capture serve` against hostile pages and clients (issue 20), end to end: the real binary on a free
+"""`capture serve` against hostile pages and clients (docs/capturejs.md §1.3), end to end: the real binary on a free
 loopback port. Origin `null` and unreadable Origins, handles another socket names, appInfo bounds,
 sockets that hold connection slots, keep-alive latency, pipelining and the HTTP library's log lines.
 Run: CAPTURE_BIN=.build/debug/capture python3 -m unittest Tests/Service/test_serve_hardening.py -v"""
