@@ -98,7 +98,9 @@ public final class CommandService: Sendable {
   private let runner: Runner
   private let reply: @Sendable (String, [UInt8]) -> Void
   private let warn: @Sendable (String) -> Void
-  private let path: FilePath?
+  /// Where the replies persist: the directory (opened once, checked, every file in it opened with
+  /// O_NOFOLLOW) and the file's name in it.
+  private let store: (directory: PrivateDirectory, name: String)?
   private struct State {
     var replies: [String: [UInt8]] = [:]
     var order: [String] = []
@@ -118,16 +120,52 @@ public final class CommandService: Sendable {
     self.runner = runner
     self.reply = reply
     self.warn = warn
-    self.path = path
-    if let path, let bytes = try? SystemFile.read(path: path),
-      let saved = try? JSONDecoder().decode([SavedReply].self, from: Data(bytes))
-    {
-      state.withLock { s in
-        for entry in saved.suffix(Self.memory) {
-          s.replies[entry.id] = Array(entry.reply.utf8)
-          s.order.append(entry.id)
-        }
+    store = path.flatMap { path in Self.open(path, warn: warn) }
+    guard let store else { return }
+    // Read like every file capture reads at start: a regular file of at most `fileLimit` bytes, never
+    // through a link, so a FIFO, /dev/zero or a huge sparse file in its place neither hangs start-up
+    // nor fills memory. One that cannot be read is said, and the replies start empty.
+    let bytes: [UInt8]
+    do {
+      guard let read = try store.directory.read(store.name, limit: Self.fileLimit) else { return }
+      bytes = read
+    } catch {
+      warn(
+        "\(CaptureError(error, "cannot read \(store.directory.path(store.name))", other: .unableReadFile).message); earlier replies are forgotten"
+      )
+      return
+    }
+    guard let saved = try? JSONDecoder().decode([SavedReply].self, from: Data(bytes)) else {
+      warn("\(store.directory.path(store.name)) is damaged; earlier replies are forgotten")
+      return
+    }
+    state.withLock { s in
+      for entry in saved.suffix(Self.memory) {
+        s.replies[entry.id] = Array(entry.reply.utf8)
+        s.order.append(entry.id)
       }
+    }
+  }
+
+  /// The most `replies.json` may hold: `memory` replies of a command's `--json` output each.
+  static let fileLimit = 16 << 20
+
+  /// The directory of `path` (it is the spool's, made before) and the name in it; nil, said, when it
+  /// cannot be used.
+  private static func open(_ path: FilePath, warn: @Sendable (String) -> Void) -> (PrivateDirectory, String)?
+  {
+    let slash = path.bytes.lastIndex(of: UInt8(ascii: "/"))
+    let parent = slash.map { FilePath(bytes: path.bytes[..<$0]) } ?? "."
+    let name = String(decoding: slash.map { path.bytes[($0 + 1)...] } ?? path.bytes[...], as: UTF8.self)
+    do throws(CaptureError) {
+      guard let directory = try PrivateDirectory.open(parent, create: false, warn: warn) else {
+        warn("cannot keep the MQTT command replies: there is no \(parent)")
+        return nil
+      }
+      return (directory, name)
+    } catch {
+      warn("cannot keep the MQTT command replies: \(error.message)")
+      return nil
     }
   }
 
@@ -187,7 +225,7 @@ public final class CommandService: Sendable {
         return s.running.removeValue(forKey: request.id) ?? []
       }
       for waiter in waiters { waiter.resume(returning: bytes) }
-      if let path { await save(to: path) }
+      if let store { await save(to: store) }
     }
     reply(topics.reply(id: request.id), bytes)
     return bytes
@@ -260,7 +298,7 @@ public final class CommandService: Sendable {
 
   /// Replaces `replies.json` with the replies known now. One save at a time (the temporary file beside
   /// it has one name), each writing the newest state, on the blocking executor.
-  private func save(to path: FilePath) async {
+  private func save(to store: (directory: PrivateDirectory, name: String)) async {
     let warn = self.warn
     await BlockingExecutor.shared.run { [self] _ in
       saving.withLock { _ in
@@ -269,12 +307,11 @@ public final class CommandService: Sendable {
         }
         var bytes: [UInt8] = []
         JSON.array(saved.map { .object(["id": .string($0.0), "reply": .string($0.1)]) }).write(to: &bytes)
-        let directory = FilePath(
-          bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
         do throws(Errno) {
-          try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
+          try store.directory.replace(store.name, with: bytes, mode: 0o600, temporary: "\(store.name).tmp")
         } catch {
-          warn("cannot save the MQTT command replies to \(path): \(error.message)")
+          warn(
+            "cannot save the MQTT command replies to \(store.directory.path(store.name)): \(error.message)")
         }
       }
     }
