@@ -70,6 +70,10 @@ public final class Publisher: Sendable {
     var stopping: CheckedContinuation<Void, Never>?
     var stopGrace: Duration = .zero
     var stopped = false
+    /// The last batch could not be written (a full disk): until one is, every append waits for its
+    /// batch's outcome, so a code refused then is refused to its caller (an error event, a bad
+    /// confirmation) rather than queued and dropped.
+    var writeFailing = false
   }
 
   /// The spool is used by the publisher's thread only; the box carries it there.
@@ -122,6 +126,7 @@ public final class Publisher: Sendable {
         if ready { room.resume() }
       }
     }
+    let waitUntilDurable = waitUntilDurable || inbox.withLock { $0.writeFailing }
     if !waitUntilDurable {
       let refused = inbox.withLock { state -> CaptureError? in
         if let refusal = refusal(state) { return refusal }
@@ -298,12 +303,23 @@ public final class Publisher: Sendable {
             return outcome
           }
           if !writeFailing {
-            warn("\(failure.message); new codes are refused until the spool can be written again")
+            // Events queued before the failure had no one waiting for them: counted here, since no
+            // error event can name them.
+            let unheard = zip(appends, outcomes).filter { append, outcome in
+              if case .refused = outcome { return append.durable == nil }
+              return false
+            }.count
+            warn(
+              "\(failure.message); new codes are refused until the spool can be written again"
+                + (unheard > 0
+                  ? " (\(unheard) queued event\(unheard == 1 ? " was" : "s were") not spooled)" : ""))
             writeFailing = true
+            inbox.withLock { $0.writeFailing = true }
           }
         } else if writeFailing {
           warn("the MQTT spool \(spool.directory) is written again; new codes are taken")
           writeFailing = false
+          inbox.withLock { $0.writeFailing = false }
         }
         stats.withLock {
           $0.fsyncs += spool.fsyncCount - before
