@@ -7,8 +7,8 @@ import Testing
   import Glibc
 #endif
 
-// The state directory as a PrivateDirectory (issue 20 item 2): no link is followed, and a directory
-// other users can write or own is repaired or refused.
+// The state directory as a PrivateDirectory (docs/architecture.md §2 State, CHANGELOG.md Security): no
+// link is followed, and a directory other users can write or own is repaired or refused.
 
 private func put(_ path: String, _ text: String) {
   let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

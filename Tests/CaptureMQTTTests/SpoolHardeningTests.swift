@@ -5,8 +5,8 @@ import Testing
 
 @testable import CaptureMQTT
 
-// The spool against a hostile or failing disk (issue 20): links and other users' directories (item 2),
-// side files that are FIFOs, devices or huge (6), forged sequence numbers (7), a full file system (10).
+// The spool against a hostile or failing disk (docs/fleet.md §4): links and other users' directories,
+// side files that are FIFOs, devices or huge, forged sequence numbers, a full file system.
 
 /// Collects the warnings a spool or service gives.
 final class Warnings: Sendable {

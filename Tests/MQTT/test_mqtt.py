@@ -516,9 +516,9 @@ def fill_but(path, room):
 
 class FullDiskTests(Fixture):
     def test_a_full_disk_is_said_once_and_codes_are_taken_again_once_the_broker_acknowledged(self):
-        # Issue 20 item 10: after the broker had acknowledged every record on a full file system, every
-        # new code was refused for ever ("not sent: No space left on device", after a restart too) and
-        # "cannot write …/acked.tmp" was logged four times a second.
+        # docs/fleet.md §4 (a full disk). It once went wrong: after the broker had acknowledged every
+        # record on a full file system, every new code was refused for ever ("not sent: No space left on
+        # device", after a restart too) and "cannot write …/acked.tmp" was logged four times a second.
         state = tiny_tmpfs(256 << 10)
         if state is None:
             self.skipTest("needs root to mount a 256 KiB tmpfs for the spool")
