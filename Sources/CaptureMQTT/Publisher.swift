@@ -231,9 +231,12 @@ public final class Publisher: Sendable {
     var lastSave = ContinuousClock.now
     // One warning per outage of the disk (a full file system): the first failure says what fails and
     // that codes are refused, the first success after it that they are taken again; in between, each
-    // refused code has its own error event and nothing else is said (not a line every 250 ms).
+    // refused code has its own error event and nothing else is said (not a line every 250 ms). The
+    // acked marker, saved every 250 ms, says its own failure only when no write outage was said (it
+    // is the same disk) and its recovery only when it said the failure.
     var writeFailing = false
     var saveFailing = false
+    var saveWarned = false
     var stopDeadline: ContinuousClock.Instant?
     var stopWaiter: CheckedContinuation<Void, Never>?
 
@@ -392,15 +395,15 @@ public final class Publisher: Sendable {
       if ContinuousClock.now - lastSave > .milliseconds(250) {
         do {
           try spool.saveAcknowledgements()
-          if saveFailing {
-            warn("the MQTT spool's acknowledgements are saved again")
-            saveFailing = false
-          }
+          if saveFailing && saveWarned { warn("the MQTT spool's acknowledgements are saved again") }
+          saveFailing = false
+          saveWarned = false
         } catch {
-          if !saveFailing {
+          if !saveFailing && !writeFailing {
             warn("\(error.message) (acknowledged events may be published again after a restart)")
-            saveFailing = true
+            saveWarned = true
           }
+          saveFailing = true
         }
         lastSave = .now
       }

@@ -582,7 +582,10 @@ class FullDiskTests(Fixture):
         # A restart on the disk, still full but for what the spool freed, takes codes at once.
         self.assertEqual(cap.terminate(), 0, cap.describe())
         again = self.capture(broker, [scanner.selector], state=state)
-        self.wait_opened(scanner, again)
+        # The pty keeps the first capture's line settings: its arrival says the new one opened and
+        # configured it (a code written before that may be flushed with the old input).
+        again.wait_for(lambda: any(e.get("event") == "deviceArrival" for e in again.events()), 30,
+                       "the scanner's arrival in the new capture")
         scanner.write("AFTER-RESTART")
         self.assertEqual([d["text"] for d in self.wait_codes(sub, 2, prefix="AFTER-")], ["AFTER-FULL", "AFTER-RESTART"],
                          again.describe())
