@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fuzz seed corpora (fuzz/corpus/<name>/) from the frames quoted in
 docs/device-protocols.md §2.4 (AXM D600 frames), §2.6 (config blocks), §3.4 (AXM S550 example),
-§5.3 (the captured SPP frame) and §7 (DMCC).
+§5.3 (the captured SPP frame) and §7 (DMCC), and the MQTT spool's records (docs/fleet.md §4).
 
 Seed layout (see fuzz/Support.swift): option byte(s), then notifications, each as a length byte
 followed by that many bytes."""
