@@ -187,7 +187,12 @@ public final class SpoolFiles {
   public func append(topic: String, payload: (String) -> [UInt8]) throws(CaptureError) -> SpoolRecord? {
     if isFull { return nil }
     guard nextSeq < Self.seqLimit else {
-      throw CaptureError(.unableWriteFile, "the spool \(directory) has used every sequence number (2^62)")
+      // Only a forged `next` or segment name gets here (2^62 events take 100,000 years at a million a
+      // second): each event is refused with this, never a trap.
+      throw CaptureError(
+        .unableWriteFile,
+        "the spool \(directory) has used every sequence number (2^62); move the directory aside to start a new spool"
+      )
     }
     let seq = nextSeq
     let record = SpoolRecord(
@@ -332,7 +337,7 @@ public final class SpoolFiles {
       if entries[i].acked { above.append(entries[i].seq) }
       i += 1
     }
-    // Every seq is below seqLimit (2^62): the conversions to the JSON's Int64 cannot trap.
+    // Every seq is at most seqLimit (2^62): the conversions to the JSON's Int64 cannot trap.
     let document = JSON.object([
       "floor": .number(Int64(floor)), "next": .number(Int64(nextSeq)),
       "acked": .array(above.map { .number(Int64($0)) }),
@@ -608,8 +613,9 @@ public final class SpoolFiles {
     }
   }
 
-  /// The segments by first seq: files named by 16 lowercase hex digits and `.seg`. A name above
-  /// `seqLimit` is not one capture makes: skipped with a warning, its file left as it is.
+  /// The segments by first seq: files named by 16 lowercase hex digits and `.seg`. A name at or above
+  /// `seqLimit` (where no record can be) is not one capture makes: skipped with a warning, its file
+  /// left as it is.
   private func listSegments() throws(CaptureError) -> [UInt64] {
     let names: [[UInt8]]
     do { names = try files.names() } catch {
@@ -626,7 +632,7 @@ public final class SpoolFiles {
         }),
         let seq = UInt64(String(decoding: digits, as: UTF8.self), radix: 16)
       else { continue }
-      guard seq <= Self.seqLimit else {
+      guard seq < Self.seqLimit else {
         warn(
           "spool \(directory): segment \(String(decoding: name, as: UTF8.self)) skipped: its sequence number is beyond any capture reaches (damaged or not capture's)"
         )

@@ -279,6 +279,22 @@ func spoolWith(_ count: Int, in dir: TemporaryDirectory, acknowledged: Bool = fa
     }
   }
 
+  @Test func aSpoolAtTheLastSequenceNumberRefusesEventsWithAMessage() throws {
+    let dir = TemporaryDirectory()
+    try spoolWith(1, in: dir, acknowledged: true)
+    writeFile(dir.path + "/spool/h1/acked", Array(#"{"acked":[],"floor":1,"next":4611686018427387904}"#.utf8))
+    let spool = try SpoolFiles(stateDirectory: dir.filePath, hostID: "h1", maximum: 100)
+    do {
+      _ = try spool.append(topic: "t", payload: payload("x"))
+      Issue.record("an event was given a seq past 2^62")
+    } catch {
+      #expect(
+        error.code == .unableWriteFile && error.message.contains("move the directory aside"),
+        "\(error.message)")
+    }
+    try spool.shutDown()
+  }
+
   @Test func aNextFarAheadOfAcknowledgedRecordsIsWhereTheOrderGoesOn() throws {
     let dir = TemporaryDirectory()
     try spoolWith(2, in: dir, acknowledged: true)
