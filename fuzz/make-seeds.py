@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fuzz seed corpora (fuzz/corpus/<name>/) from the frames quoted in
 docs/device-protocols.md §2.4 (AXM D600 frames), §2.6 (config blocks), §3.4 (AXM S550 example),
-§5.3 (the captured SPP frame) and §7 (DMCC).
+§5.3 (the captured SPP frame) and §7 (DMCC), and the MQTT spool's records (docs/fleet.md §4).
 
 Seed layout (see fuzz/Support.swift): option byte(s), then notifications, each as a length byte
 followed by that many bytes."""
@@ -132,4 +132,32 @@ write("dmcc", {
     "silent-mode": b"\x00" + notifications([b"EQ0000013158\r\n", b"DM8050 1.2.3\r\n"]),
     "malformed": b"\x03" + notifications([b"||\r\n||0:[0]\r\n||2[0]x\r\n||[0\r\n\r\n"]),
     "quoted-text": b"\x80" + b"say \"hi\"\t|pipe|\\back\r\n",
+})
+
+
+# The MQTT spool's segments (docs/fleet.md §4): `u32 length | u32 CRC-32 | body` records, the body a JSON
+# header line and the payload. Option byte 0x00: the spool's 1 MiB body cap; 0x21: a 17-byte cap.
+import json
+import zlib
+
+
+def spool_record(seq, payload=b'{"event":"decodedData"}', host="h1"):
+    header = json.dumps({"eventId": f"{host}-e1-{seq}", "seq": seq, "topic": f"capture/{host}/events/d/x"},
+                        separators=(",", ":")).encode()
+    body = header + b"\n" + payload
+    return len(body).to_bytes(4, "little") + zlib.crc32(body).to_bytes(4, "little") + body
+
+
+SEGMENT = b"".join(spool_record(n) for n in range(3))
+FLIPPED = bytearray(SEGMENT)
+FLIPPED[len(SEGMENT) - 3] ^= 0xFF
+write("spool", {
+    "three-records": b"\x00" + SEGMENT,
+    "torn-tail": b"\x00" + SEGMENT + spool_record(3)[:20],
+    "flipped-byte": b"\x00" + bytes(FLIPPED),
+    "zero-filled-tail": b"\x00" + SEGMENT + bytes(64),
+    "empty": b"\x00",
+    "small-cap": b"\x21" + spool_record(0, b"") + spool_record(1, b"x" * 40),
+    "length-beyond-cap": b"\x00" + (2 << 20).to_bytes(4, "little") + bytes(4) + b"\n",
+    "huge-seq": b"\x00" + spool_record(0x7FFFFFFFFFFFFFFF),
 })

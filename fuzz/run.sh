@@ -1,12 +1,12 @@
 #!/bin/sh
 # Builds each parser fuzzer (libFuzzer + AddressSanitizer) and runs it for SECONDS (default 600).
 #
-#   fuzz/run.sh [SECONDS] [NAME...]      NAME: d600-scan, d600-config-answer, direct, spp, dmcc
-#                                        (default: all, in turn)
+#   fuzz/run.sh [SECONDS] [NAME...]      NAME: d600-scan, d600-config-answer, direct, spp, dmcc,
+#                                        spool (default: all, in turn)
 #
 # Harnesses are compiled together with the parser sources they test, which import nothing:
 # Sources/Drivers/BLE/Codecs/*.swift, Sources/Drivers/Serial/SPPFrameParser.swift,
-# Sources/Drivers/DataMan/DMCC.swift.
+# Sources/Drivers/DataMan/DMCC.swift, Sources/CaptureMQTT/SpoolFrame.swift.
 # Seeds: fuzz/corpus/<name>/ (committed, written by make-seeds.py). New inputs go to fuzz/work/<name>/,
 # crashes to fuzz/artifacts/, binaries and logs to fuzz/build/ (all ignored by git).
 set -eu
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 duration=${1:-600}
 [ $# -gt 0 ] && shift
-names=${*:-d600-scan d600-config-answer direct spp dmcc}
+names=${*:-d600-scan d600-config-answer direct spp dmcc spool}
 swiftc=${SWIFTC:-$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)}
 
 mkdir -p fuzz/build fuzz/artifacts
@@ -26,6 +26,7 @@ for name in $names; do
     direct) harness=DirectFuzz; max_len=4096 ;;
     spp) harness=spp; max_len=12288; sources=Sources/Drivers/Serial/SPPFrameParser.swift ;;
     dmcc) harness=dmcc; max_len=4096; sources=Sources/Drivers/DataMan/DMCC.swift ;;
+    spool) harness=spool; max_len=4096; sources=Sources/CaptureMQTT/SpoolFrame.swift ;;
     *) echo "run.sh: unknown fuzzer '$name'" >&2; exit 2 ;;
   esac
   echo "== $name: building"

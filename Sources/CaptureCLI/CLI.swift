@@ -117,7 +117,8 @@ public enum CaptureCLI {
     // run); every other command gets the default actions back now, before it does anything.
     if !Self.signalHandlingCommands.contains(command.name) { Interruption.useDefaultActions() }
     let context = Context(
-      globals: globals, output: output, state: StateStore.fromEnvironment(), system: system)
+      globals: globals, output: output, state: StateStore.fromEnvironment(warn: { output.warn($0) }),
+      system: system)
     return await run(command, parsed, context)
   }
 

@@ -70,7 +70,10 @@ public final class Publisher: Sendable {
     var stopping: CheckedContinuation<Void, Never>?
     var stopGrace: Duration = .zero
     var stopped = false
-    var failed: CaptureError?
+    /// The last batch could not be written (a full disk): until one is, every append waits for its
+    /// batch's outcome, so a code refused then is refused to its caller (an error event, a bad
+    /// confirmation) rather than queued and dropped.
+    var writeFailing = false
   }
 
   /// The spool is used by the publisher's thread only; the box carries it there.
@@ -123,6 +126,7 @@ public final class Publisher: Sendable {
         if ready { room.resume() }
       }
     }
+    let waitUntilDurable = waitUntilDurable || inbox.withLock { $0.writeFailing }
     if !waitUntilDurable {
       let refused = inbox.withLock { state -> CaptureError? in
         if let refusal = refusal(state) { return refusal }
@@ -150,7 +154,6 @@ public final class Publisher: Sendable {
   }
 
   private func refusal(_ state: Inbox) -> CaptureError? {
-    if let failed = state.failed { return failed }
     if state.stopped { return CaptureError(.deviceNotOpen, "the MQTT spool is closed") }
     let maximum = files.files.maximum
     if state.outstanding >= maximum {
@@ -226,6 +229,14 @@ public final class Publisher: Sendable {
     var previous: [Int32: UInt64] = [:]
     var waiters: [(UInt64, CheckedContinuation<Bool, Never>)] = []
     var lastSave = ContinuousClock.now
+    // One warning per outage of the disk (a full file system): the first failure says what fails and
+    // that codes are refused, the first success after it that they are taken again; in between, each
+    // refused code has its own error event and nothing else is said (not a line every 250 ms). The
+    // acked marker, saved every 250 ms, says its own failure only when no write outage was said (it
+    // is the same disk) and its recovery only when it said the failure.
+    var writeFailing = false
+    var saveFailing = false
+    var saveWarned = false
     var stopDeadline: ContinuousClock.Instant?
     var stopWaiter: CheckedContinuation<Void, Never>?
 
@@ -257,33 +268,69 @@ public final class Publisher: Sendable {
       for room in rooms { room.resume() }
       waiters += newWaiters
 
-      // 1. Append and make durable: the whole batch, one fsync.
+      // 1. Append and make durable: the whole batch, one fsync. A failed write or fsync (a full disk)
+      // rolls back what was not durable (SpoolFiles.flush): those codes, and the rest of the batch,
+      // are refused with the error; the next batch tries again, after the spool made what room it
+      // could from acknowledged records. Nothing is refused for ever.
       if !appends.isEmpty {
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(appends.count)
-        var refusedCount = 0
-        do throws(CaptureError) {
-          for append in appends {
+        var failure: CaptureError?
+        let before = spool.fsyncCount
+        for append in appends {
+          if let failure {
+            outcomes.append(.refused(failure))
+            continue
+          }
+          do throws(CaptureError) {
             if let record = try spool.append(topic: append.topic, payload: append.payload) {
               outcomes.append(.spooled(seq: record.seq, eventID: record.eventID))
             } else {
-              refusedCount += 1
               outcomes.append(
                 .refused(
                   CaptureError(.queueReseted, "the MQTT spool is full (--mqtt-spool-max); code refused")))
             }
+          } catch {
+            failure = error
+            outcomes.append(.refused(error))
           }
-          let before = spool.fsyncCount
-          try spool.flush()
-          stats.withLock {
-            $0.fsyncs += spool.fsyncCount - before
-            $0.batches += 1
+        }
+        if failure == nil {
+          do throws(CaptureError) { try spool.flush() } catch { failure = error }
+        }
+        if let failure {
+          // A record of this batch is safe only if a flush made it durable before the failure (one
+          // at a segment's end); the others were rolled back.
+          outcomes = outcomes.map { outcome in
+            if case .spooled(let seq, _) = outcome, !spool.isDurable(seq) { return .refused(failure) }
+            return outcome
           }
-        } catch {
-          warn("\(error.message); new codes are refused")
-          inbox.withLock { $0.failed = error }
-          refusedCount = appends.count
-          outcomes = Array(repeating: .refused(error), count: appends.count)
+          if !writeFailing {
+            // Events queued before the failure had no one waiting for them: counted here, since no
+            // error event can name them.
+            let unheard = zip(appends, outcomes).filter { append, outcome in
+              if case .refused = outcome { return append.durable == nil }
+              return false
+            }.count
+            warn(
+              "\(failure.message); new codes are refused until the spool can be written again"
+                + (unheard > 0
+                  ? " (\(unheard) queued event\(unheard == 1 ? " was" : "s were") not spooled)" : ""))
+            writeFailing = true
+            inbox.withLock { $0.writeFailing = true }
+          }
+        } else if writeFailing {
+          warn("the MQTT spool \(spool.directory) is written again; new codes are taken")
+          writeFailing = false
+          inbox.withLock { $0.writeFailing = false }
+        }
+        stats.withLock {
+          $0.fsyncs += spool.fsyncCount - before
+          $0.batches += 1
+        }
+        let refusedCount = outcomes.reduce(0) { count, outcome in
+          if case .refused = outcome { return count + 1 }
+          return count
         }
         if refusedCount > 0 { inbox.withLock { $0.outstanding -= refusedCount } }
         for (append, outcome) in zip(appends, outcomes) { append.durable?.resume(returning: outcome) }
@@ -346,7 +393,18 @@ public final class Publisher: Sendable {
       }
 
       if ContinuousClock.now - lastSave > .milliseconds(250) {
-        do { try spool.saveAcknowledgements() } catch { warn(error.message) }
+        do {
+          try spool.saveAcknowledgements()
+          if saveFailing && saveWarned { warn("the MQTT spool's acknowledgements are saved again") }
+          saveFailing = false
+          saveWarned = false
+        } catch {
+          if !saveFailing && !writeFailing {
+            warn("\(error.message) (acknowledged events may be published again after a restart)")
+            saveWarned = true
+          }
+          saveFailing = true
+        }
         lastSave = .now
       }
 

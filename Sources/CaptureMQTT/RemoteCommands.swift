@@ -148,7 +148,9 @@ public final class CommandService: Sendable {
   private let runner: Runner
   private let reply: @Sendable (String, [UInt8]) -> Void
   private let warn: @Sendable (String) -> Void
-  private let path: FilePath?
+  /// Where the replies persist: the directory (opened once, checked, every file in it opened with
+  /// O_NOFOLLOW) and the file's name in it.
+  private let store: (directory: PrivateDirectory, name: String)?
   private struct State {
     var replies: [String: [UInt8]] = [:]
     var order: [String] = []
@@ -185,16 +187,52 @@ public final class CommandService: Sendable {
     self.runner = runner
     self.reply = reply
     self.warn = warn
-    self.path = path
-    if let path, let bytes = try? SystemFile.read(path: path),
-      let saved = try? JSONDecoder().decode([SavedReply].self, from: Data(bytes))
-    {
-      state.withLock { s in
-        for entry in saved.suffix(Self.memory) {
-          s.replies[entry.id] = Array(entry.reply.utf8)
-          s.order.append(entry.id)
-        }
+    store = path.flatMap { path in Self.open(path, warn: warn) }
+    guard let store else { return }
+    // Read like every file capture reads at start: a regular file of at most `fileLimit` bytes, never
+    // through a link, so a FIFO, /dev/zero or a huge sparse file in its place neither hangs start-up
+    // nor fills memory. One that cannot be read is said, and the replies start empty.
+    let bytes: [UInt8]
+    do {
+      guard let read = try store.directory.read(store.name, limit: Self.fileLimit) else { return }
+      bytes = read
+    } catch {
+      warn(
+        "\(CaptureError(error, "cannot read \(store.directory.path(store.name))", other: .unableReadFile).message); earlier replies are forgotten"
+      )
+      return
+    }
+    guard let saved = try? JSONDecoder().decode([SavedReply].self, from: Data(bytes)) else {
+      warn("\(store.directory.path(store.name)) is damaged; earlier replies are forgotten")
+      return
+    }
+    state.withLock { s in
+      for entry in saved.suffix(Self.memory) {
+        s.replies[entry.id] = Array(entry.reply.utf8)
+        s.order.append(entry.id)
       }
+    }
+  }
+
+  /// The most `replies.json` may hold: `memory` replies of a command's `--json` output each.
+  static let fileLimit = 16 << 20
+
+  /// The directory of `path` (it is the spool's, made before) and the name in it; nil, said, when it
+  /// cannot be used.
+  private static func open(_ path: FilePath, warn: @Sendable (String) -> Void) -> (PrivateDirectory, String)?
+  {
+    let slash = path.bytes.lastIndex(of: UInt8(ascii: "/"))
+    let parent = slash.map { FilePath(bytes: path.bytes[..<$0]) } ?? "."
+    let name = String(decoding: slash.map { path.bytes[($0 + 1)...] } ?? path.bytes[...], as: UTF8.self)
+    do throws(CaptureError) {
+      guard let directory = try PrivateDirectory.open(parent, create: false, warn: warn) else {
+        warn("cannot keep the MQTT command replies: there is no \(parent)")
+        return nil
+      }
+      return (directory, name)
+    } catch {
+      warn("cannot keep the MQTT command replies: \(error.message)")
+      return nil
     }
   }
 
@@ -264,7 +302,7 @@ public final class CommandService: Sendable {
         return s.running.removeValue(forKey: request.id) ?? []
       }
       for waiter in waiters { waiter.resume(returning: bytes) }
-      if remember, let path { await save(to: path) }
+      if remember, let store { await save(to: store) }
     }
     reply(topics.reply(id: request.id), bytes)
     return bytes
@@ -470,7 +508,7 @@ public final class CommandService: Sendable {
   /// state again while new replies came in meanwhile, so a burst of replies (hundreds of busy answers
   /// and refusals in a second) costs one thread and a few writes, not a thread per reply waiting for
   /// the one before.
-  private func save(to path: FilePath) async {
+  private func save(to store: (directory: PrivateDirectory, name: String)) async {
     let (generation, start) = saves.withLock { s -> (Int, Bool) in
       s.requested += 1
       defer { s.running = true }
@@ -482,7 +520,7 @@ public final class CommandService: Sendable {
         await BlockingExecutor.shared.run { [self] _ in
           while true {
             let target = saves.withLock { $0.requested }
-            write(to: path, warn: warn)
+            write(to: store, warn: warn)
             let (done, more) = saves.withLock { s -> ([CheckedContinuation<Void, Never>], Bool) in
               s.written = target
               let done = s.waiters.filter { $0.generation <= target }.map(\.continuation)
@@ -507,19 +545,19 @@ public final class CommandService: Sendable {
     }
   }
 
-  /// One write of `replies.json` (the temporary file beside it has one name: one writer at a time).
-  private func write(to path: FilePath, warn: @Sendable (String) -> Void) {
+  /// One write of `replies.json` (the temporary file beside it has one name: one writer at a time),
+  /// relative to the spool's checked directory and without following links.
+  private func write(to store: (directory: PrivateDirectory, name: String), warn: @Sendable (String) -> Void)
+  {
     let saved = state.withLock { s in
       s.order.compactMap { id in s.replies[id].map { (id, String(decoding: $0, as: UTF8.self)) } }
     }
     var bytes: [UInt8] = []
     JSON.array(saved.map { .object(["id": .string($0.0), "reply": .string($0.1)]) }).write(to: &bytes)
-    let directory = FilePath(
-      bytes: path.bytes.prefix(upTo: path.bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
     do throws(Errno) {
-      try SystemFile.replace(path: path, directory: directory, with: bytes, mode: 0o600)
+      try store.directory.replace(store.name, with: bytes, mode: 0o600, temporary: "\(store.name).tmp")
     } catch {
-      warn("cannot save the MQTT command replies to \(path): \(error.message)")
+      warn("cannot save the MQTT command replies to \(store.directory.path(store.name)): \(error.message)")
     }
   }
 }

@@ -441,3 +441,29 @@ struct StateFileTests {
     #expect(completed + killedBefore == 40)
   }
 }
+
+@Suite("The state directory's location")
+struct StateLocationTests {
+  /// XDG Base Directory: $XDG_STATE_HOME defaults to $HOME/.local/state; without a usable HOME there is
+  /// no default, so capture refuses rather than keep its state at /.local/state/capture.
+  @Test(
+    "Without HOME (unset, empty or relative) and XDG_STATE_HOME: exit 63 with one line naming both",
+    arguments: [nil, "", "relative/home"] as [String?])
+  func noHomeHasNoStateDirectory(home: String?) async throws {
+    let sandbox = try Sandbox()
+    var environment = sandbox.environment
+    environment["XDG_STATE_HOME"] = nil
+    environment["HOME"] = home
+    for arguments in [["get", "manager", "favorite"], ["set", "manager", "favorite", "*"]] {
+      let outcome = try await Runner.run(
+        try Product.path(), arguments, environment: environment, directory: sandbox.root)
+      #expect(outcome.status == 63, "\(arguments): \(outcome)")
+      #expect(
+        outcome.err
+          == "capture: ESKT_FILENOTFOUND (-63): no state directory: HOME is not set (or not an absolute path) and XDG_STATE_HOME is not an absolute path; set either\n",
+        "\(arguments): \(outcome)")
+      #expect(outcome.out.isEmpty, "\(arguments): \(outcome)")
+    }
+    #expect(!sandbox.exists(sandbox.root + "/relative"), "a relative HOME was used")
+  }
+}

@@ -135,7 +135,7 @@ final class FleetRun: Sendable {
       })
     // The host id, the password file and the spool's recovery (reading every segment) are file work:
     // on the blocking executor, not the cooperative pool.
-    let location = context.state.location
+    let location = try context.state.resolvedLocation()
     let (settings, fleet) = try await BlockingExecutor.shared.run {
       _ throws(CaptureError) -> (FleetSettings, Fleet) in
       let settings = try options.settings(output)

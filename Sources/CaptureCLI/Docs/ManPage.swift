@@ -97,7 +97,10 @@ enum ManPage {
       .SH ENVIRONMENT
       .TP
       .B XDG_STATE_HOME
-      Where the state file lives: \\fI$XDG_STATE_HOME/capture/devices.json\\fR (default \\fI~/.local/state/capture\\fR).
+      Where the state file lives: \\fI$XDG_STATE_HOME/capture/devices.json\\fR (default \\fI~/.local/state/capture\\fR). A relative value is ignored.
+      .TP
+      .B HOME
+      Without an absolute \\fBXDG_STATE_HOME\\fR, the state lives under \\fI$HOME/.local/state/capture\\fR; when HOME is unset, empty or relative too there is no state directory, and a command that needs it exits 63 (ESKT_FILENOTFOUND).
       .TP
       .B NO_COLOR
       When set and not empty, no colour is used (as \\fB\\-\\-no\\-color\\fR); columns on a terminal stay aligned.

@@ -70,33 +70,71 @@ public struct StateFile: Codable, Sendable, Hashable {
 /// `$XDG_STATE_HOME/capture/devices.json` (default `~/.local/state/capture`): written atomically
 /// (temp file, fsync, rename, fsync of the directory) under an advisory `flock` on a lock file, so two
 /// `capture` processes never interleave and a kill at any instant leaves either the old or the new file.
+/// The directory is a `PrivateDirectory`: opened without following a link, used only when the user
+/// running capture owns it and no one else can write it, and every file in it opened with
+/// O_NOFOLLOW relative to it.
 public struct StateStore: Sendable {
   /// The state directory's bytes: `$XDG_STATE_HOME` need not be UTF-8, and every open uses these.
+  /// Empty when the environment names none (`unavailable` says why).
   public let location: FilePath
+  /// Why there is no state directory (HOME unset, empty or relative, and no absolute
+  /// XDG_STATE_HOME): every use of the state fails with it.
+  public let unavailable: CaptureError?
+  /// Told when the directory had to be made private again (it was writable by others).
+  public let warn: @Sendable (String) -> Void
   /// The directory and the state file as text, for messages (escaped where not UTF-8).
   public var directory: String { location.string ?? location.description }
   public var path: String { file.string ?? file.description }
-  var file: FilePath { location + "/devices.json" }
-  var lockFile: FilePath { location + "/devices.lock" }
-  var lockPath: String { lockFile.description }
+  var file: FilePath { location + "/\(Self.fileName)" }
+  var lockPath: String { (location + "/\(Self.lockName)").description }
+  static let fileName = "devices.json"
+  static let lockName = "devices.lock"
 
-  public init(directory: String) { location = FilePath(directory) }
-  public init(location: FilePath) { self.location = location }
+  public init(directory: String, warn: @escaping @Sendable (String) -> Void = { _ in }) {
+    self.init(location: FilePath(directory), warn: warn)
+  }
+  public init(location: FilePath, warn: @escaping @Sendable (String) -> Void = { _ in }) {
+    self.location = location
+    self.unavailable = nil
+    self.warn = warn
+  }
+  init(unavailable: CaptureError) {
+    location = FilePath(bytes: [])
+    self.unavailable = unavailable
+    warn = { _ in }
+  }
 
-  /// The default location from the environment (XDG Base Directory specification).
-  public static func fromEnvironment() -> StateStore {
+  /// The default location from the environment (XDG Base Directory specification): an absolute
+  /// `$XDG_STATE_HOME` (a relative one is ignored, as the specification says), else
+  /// `$HOME/.local/state`. Without a usable HOME there is no default (the specification defines it
+  /// only relative to HOME): the state is unavailable, ESKT_FILENOTFOUND (63) when a command uses it,
+  /// never a directory at the root of the file system.
+  public static func fromEnvironment(warn: @escaping @Sendable (String) -> Void = { _ in }) -> StateStore {
     // Bytes, not String(cString:): a directory name that is not UTF-8 must not become U+FFFD.
     if let value: UnsafeMutablePointer<CChar> = getenv("XDG_STATE_HOME") {
       let xdg = FilePath(cString: value)
-      if xdg.isAbsolute { return StateStore(location: xdg + "/capture") }
+      if xdg.isAbsolute { return StateStore(location: xdg + "/capture", warn: warn) }
     }
-    let home: FilePath
-    if let value: UnsafeMutablePointer<CChar> = getenv("HOME") {
-      home = FilePath(cString: value)
-    } else {
-      home = "/"
+    guard let value: UnsafeMutablePointer<CChar> = getenv("HOME"), FilePath(cString: value).isAbsolute else {
+      return StateStore(
+        unavailable: CaptureError(
+          .fileNotFound,
+          "no state directory: HOME is not set (or not an absolute path) and XDG_STATE_HOME is not an absolute path; set either"
+        ))
     }
-    return StateStore(location: home + "/.local/state/capture")
+    return StateStore(location: FilePath(cString: value) + "/.local/state/capture", warn: warn)
+  }
+
+  /// The state directory's path, or the reason there is none.
+  public func resolvedLocation() throws(CaptureError) -> FilePath {
+    if let unavailable { throw unavailable }
+    return location
+  }
+
+  /// The state directory, opened and checked (`PrivateDirectory`); with `create` made (0700) when
+  /// missing, else nil when missing.
+  func openDirectory(create: Bool) throws(CaptureError) -> PrivateDirectory? {
+    try PrivateDirectory.open(try resolvedLocation(), create: create, warn: warn)
   }
 
   /// Reads the state; a missing file is the empty state. A newer-schema file (86) or an unreadable one
@@ -104,30 +142,32 @@ public struct StateStore: Sendable {
   /// aside under the lock (see `quarantine`), so the next command starts from an empty state and the
   /// bytes are kept for the user to look at.
   public func load() throws(CaptureError) -> StateFile {
-    guard let bytes = try readBytes() else { return StateFile() }
+    guard let directory = try openDirectory(create: false), let bytes = try readBytes(directory) else {
+      return StateFile()
+    }
     do throws(CaptureError) {
       return try decode(bytes)
     } catch  where error.code == .invalidFormat {
       // Seen without the lock: look again holding it, since another process may have moved the file
       // aside (or replaced it) in between.
       let lockFD: Int32
-      do { lockFD = try acquireLock() } catch let failure {
+      do { lockFD = try acquireLock(directory) } catch let failure {
         throw CaptureError(
           .invalidFormat, "\(error.message); it could not be moved aside: \(failure.message)")
       }
       defer { close(lockFD) }
-      return try loadLocked()
+      return try loadLocked(directory)
     }
   }
 
   /// Locks, re-reads, applies `change`, and writes the result atomically.
   public func update<T>(_ change: (inout StateFile) throws(CaptureError) -> T) throws(CaptureError) -> T {
-    try makeDirectory()
-    return try locked { () throws(CaptureError) -> T in
-      var state = try loadLocked()
+    let directory = try makeDirectory()
+    return try locked(directory) { () throws(CaptureError) -> T in
+      var state = try loadLocked(directory)
       let result = try change(&state)
-      removeStaleTemporaries()
-      try write(state)
+      removeStaleTemporaries(directory)
+      try write(state, directory)
       return result
     }
   }
@@ -135,15 +175,17 @@ public struct StateStore: Sendable {
   /// Runs `body` holding the exclusive `flock` on the lock file: every write and every move-aside of
   /// this state directory is serialised by it. flock locks belong to the open file description, so
   /// `body` must not call `locked` again (a second open would wait for itself).
-  func locked<T>(_ body: () throws(CaptureError) -> T) throws(CaptureError) -> T {
-    let lockFD = try acquireLock()
+  func locked<T>(_ directory: PrivateDirectory, _ body: () throws(CaptureError) -> T) throws(CaptureError)
+    -> T
+  {
+    let lockFD = try acquireLock(directory)
     defer { close(lockFD) }
     return try body()
   }
 
   /// Opens the lock file and takes the exclusive lock; closing the returned descriptor releases it.
-  func acquireLock() throws(CaptureError) -> Int32 {
-    let lockFD = lockFile.open(O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+  func acquireLock(_ directory: PrivateDirectory) throws(CaptureError) -> Int32 {
+    let lockFD = directory.openFile(Self.lockName, O_RDWR | O_CREAT, 0o600)
     guard lockFD >= 0 else {
       throw CaptureError(Errno.current, "cannot open lock file \(lockPath)", other: .unableWriteFile)
     }
@@ -157,13 +199,13 @@ public struct StateStore: Sendable {
   }
 
   /// `load` for a caller holding the lock: a corrupt file is moved aside here, and the error says where.
-  func loadLocked() throws(CaptureError) -> StateFile {
-    guard let bytes = try readBytes() else { return StateFile() }
+  func loadLocked(_ directory: PrivateDirectory) throws(CaptureError) -> StateFile {
+    guard let bytes = try readBytes(directory) else { return StateFile() }
     do throws(CaptureError) {
       return try decode(bytes)
     } catch  where error.code == .invalidFormat {
       let aside: String
-      do throws(CaptureError) { aside = try quarantine() } catch let failure {
+      do throws(CaptureError) { aside = try quarantine(directory) } catch let failure {
         throw CaptureError(
           .invalidFormat, "\(error.message); it could not be moved aside: \(failure.message)")
       }
@@ -180,11 +222,9 @@ public struct StateStore: Sendable {
   /// The state file's bytes, nil when there is none. Only a regular file is a state file: a FIFO,
   /// a device (a link to /dev/zero) or a socket put in its place is refused at once (UNABLEREADFILE,
   /// left as it is), so no command and no SIGHUP reload ever waits on one (BoundedInput).
-  func readBytes() throws(CaptureError) -> [UInt8]? {
+  func readBytes(_ directory: PrivateDirectory) throws(CaptureError) -> [UInt8]? {
     do {
-      return try BoundedInput.contents(of: file, accepting: .regularFiles, limit: Self.maximumSize)
-    } catch .system(let errno) where errno.code == ENOENT {
-      return nil
+      return try directory.read(Self.fileName, limit: Self.maximumSize)
     } catch {
       throw CaptureError(error, "cannot read \(path)", other: .unableReadFile)
     }
@@ -195,32 +235,40 @@ public struct StateStore: Sendable {
   /// the unlink that follows only drops the old name, and a kill between the two leaves both names on
   /// the same bytes. Called with the lock held.
   func quarantine(at time: Timestamp = .now()) throws(CaptureError) -> String {
-    let base = file + ".corrupt-\(Self.fileStamp(time))"
+    guard let directory = try openDirectory(create: false) else {
+      throw CaptureError(.fileNotFound, "cannot move \(path) aside: there is no \(self.directory)")
+    }
+    return try quarantine(directory, at: time)
+  }
+
+  func quarantine(_ directory: PrivateDirectory, at time: Timestamp = .now()) throws(CaptureError) -> String {
+    let base = "\(Self.fileName).corrupt-\(Self.fileStamp(time))"
     for attempt in 0..<1000 {
       let candidate = attempt == 0 ? base : base + ".\(attempt)"
-      if file.link(to: candidate) == 0 {
-        guard file.unlink() == 0 || errno == ENOENT else {
+      if directory.link(Self.fileName, to: candidate) == 0 {
+        guard directory.unlink(Self.fileName) == 0 || errno == ENOENT else {
           throw CaptureError(Errno.current, "cannot remove \(path)", other: .unableWriteFile)
         }
-        syncDirectory()
-        return candidate.description
+        directory.sync()
+        return directory.path(candidate).description
       }
       switch errno {
       case EEXIST: continue
       case EPERM, ENOTSUP, EXDEV, EMLINK:
         // A file system without hard links: under the lock no capture creates names here, so
         // checking first and renaming cannot race with another capture.
-        if candidate.withCString({ access($0, F_OK) }) == 0 { continue }
-        guard file.rename(to: candidate) == 0 else {
+        if directory.exists(candidate) { continue }
+        guard directory.rename(Self.fileName, to: candidate) == 0 else {
           throw CaptureError(Errno.current, "cannot rename \(path)", other: .unableWriteFile)
         }
-        syncDirectory()
-        return candidate.description
+        directory.sync()
+        return directory.path(candidate).description
       default:
         throw CaptureError(Errno.current, "cannot move \(path) aside", other: .unableWriteFile)
       }
     }
-    throw CaptureError(.unableWriteFile, "cannot move \(path) aside: every name \(base).N is taken")
+    throw CaptureError(
+      .unableWriteFile, "cannot move \(path) aside: every name \(directory.path(base)).N is taken")
   }
 
   /// ISO 8601 basic form in UTC, `20261130T135034.123Z`: sorts by time and has no ':' (which some
@@ -229,23 +277,12 @@ public struct StateStore: Sendable {
 
   /// A writer killed between creating its temp file and renaming it leaves `devices.json.tmp.PID`.
   /// Nothing ever reads one as the state; holding the lock, no writer is using one, so they go.
-  func removeStaleTemporaries() {
-    guard let dir = location.opendir() else { return }
-    defer { closedir(dir) }
-    let prefix = Array("devices.json.tmp.".utf8)
-    while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-      if name.starts(with: prefix) {
-        _ = FilePath(bytes: location.bytes + [UInt8(ascii: "/")] + name).unlink()
-      }
-    }
-  }
-
-  func syncDirectory() {
-    let dirFD = location.open(O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    if dirFD >= 0 {
-      fsync(dirFD)
-      close(dirFD)
+  func removeStaleTemporaries(_ directory: PrivateDirectory) {
+    guard let names = try? directory.names() else { return }
+    let prefix = Array("\(Self.fileName).tmp.".utf8)
+    for name in names where name.starts(with: prefix) {
+      let cName = name.map { CChar(bitPattern: $0) } + [0]
+      _ = unlinkat(directory.fd, cName, 0)
     }
   }
 
@@ -320,7 +357,7 @@ public struct StateStore: Sendable {
     return path.isEmpty ? nil : path
   }
 
-  func write(_ state: StateFile) throws(CaptureError) {
+  func write(_ state: StateFile, _ directory: PrivateDirectory) throws(CaptureError) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     let data: Data
@@ -328,20 +365,18 @@ public struct StateStore: Sendable {
       throw CaptureError(.unableWriteFile, "cannot encode state: \(error)")
     }
     do {
-      try SystemFile.replace(path: file, directory: location, with: Array(data), mode: 0o600)
+      try directory.replace(Self.fileName, with: Array(data), mode: 0o600)
     } catch {
       throw CaptureError(error, "cannot write \(path)", other: .unableWriteFile)
     }
   }
 
-  func makeDirectory() throws(CaptureError) {
-    var prefix = FilePath(bytes: [])
-    for component in location.bytes.split(separator: UInt8(ascii: "/")) {
-      prefix = FilePath(bytes: prefix.bytes + [UInt8(ascii: "/")] + component)
-      if prefix.mkdir(0o700) != 0 && errno != EEXIST {
-        throw CaptureError(Errno.current, "cannot create directory \(prefix)", other: .unableCreateDirectory)
-      }
+  /// The state directory, made (0700, with every missing parent) when missing.
+  func makeDirectory() throws(CaptureError) -> PrivateDirectory {
+    guard let directory = try openDirectory(create: true) else {
+      throw CaptureError(.unableCreateDirectory, "cannot create directory \(location)")
     }
+    return directory
   }
 }
 
@@ -367,11 +402,15 @@ extension StateStore {
   /// Reads and validates the state file without the lock and without moving a corrupt one aside
   /// (`load` quarantines it; `doctor` only reports what it finds).
   public func inspect() -> StateInspection {
-    var info = stat()
-    let mode: UInt32? = file.withCString { stat($0, &info) } == 0 ? UInt32(info.st_mode) & 0o7777 : nil
+    var mode: UInt32? = nil
     let result: Result<StateFile?, CaptureError>
     do throws(CaptureError) {
-      if let bytes = try readBytes() {
+      if let directory = try openDirectory(create: false),
+        let info = directory.status(Self.fileName)
+      {
+        mode = UInt32(info.st_mode) & 0o7777
+      }
+      if let directory = try openDirectory(create: false), let bytes = try readBytes(directory) {
         result = .success(try decode(bytes))
       } else {
         result = .success(nil)

@@ -158,6 +158,32 @@ public final class BoundedInput {
     self.wait = wait
   }
 
+  /// Opens `name` in the directory `directory` (a descriptor) without following a symbolic link: a
+  /// link in its place is `.notRegular(kind: "a symbolic link")`, never the file it points to
+  /// (openat(2) O_NOFOLLOW fails with ELOOP on a link as the last component).
+  public init(directory: Int32, name: String, accepting: Accepting, wait: Wait = .unbounded)
+    throws(InputError)
+  {
+    let fd: Int32
+    do {
+      fd = try Errno.retryingInterrupts {
+        openat(directory, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)
+      }
+    } catch {
+      if error.code == ELOOP { throw .notRegular(kind: Self.describe(S_IFLNK)) }
+      throw .system(error)
+    }
+    do {
+      regularFileSize = try Self.check(fd, accepting)
+    } catch {
+      close(fd)
+      throw error
+    }
+    self.fd = fd
+    ownsDescriptor = true
+    self.wait = wait
+  }
+
   /// Reads from an inherited descriptor (standard input). Its flags are left as they are (the file
   /// description is shared with the parent, a terminal or a pipe), so every read waits in poll(2)
   /// first and then finds data ready.
