@@ -62,7 +62,7 @@ public final class SpoolFiles {
 
   private let files: PrivateDirectory
   private let epoch: String
-  private let lockFD: Int32
+  private var lockFD: Int32
   private var nextSeq: UInt64
   /// The unacknowledged records from `baseSeq` on, contiguous by seq (acknowledged ones above the
   /// first unacknowledged one stay, marked, until the floor passes them).
@@ -168,10 +168,16 @@ public final class SpoolFiles {
     _ = deleteAcknowledgedSegments()
   }
 
-  deinit {
+  deinit { release() }
+
+  /// Closes every descriptor, the lock's last: the host id's spool is free for the next opener.
+  private func release() {
     if currentFD >= 0 { close(currentFD) }
+    currentFD = -1
     if let readFD { close(readFD.fd) }
-    close(lockFD)
+    readFD = nil
+    if lockFD >= 0 { close(lockFD) }
+    lockFD = -1
   }
 
   /// Records waiting for a PUBACK (the bound counts these).
@@ -347,13 +353,35 @@ public final class SpoolFiles {
       do throws(Errno) {
         try files.replace("acked", with: bytes, mode: 0o600, sync: sync, temporary: "acked.tmp")
       } catch  where Self.isDiskFull(error) {
-        guard pending.isEmpty, reclaim() else { throw error }
-        try files.replace("acked", with: bytes, mode: 0o600, sync: sync, temporary: "acked.tmp")
+        if pending.isEmpty, reclaim() {
+          do throws(Errno) {
+            try files.replace("acked", with: bytes, mode: 0o600, sync: sync, temporary: "acked.tmp")
+            acksDirty = false
+            return
+          } catch  where Self.isDiskFull(error) {}
+        }
+        // Still no page for a temporary file: the marker is rewritten in place, in the pages it
+        // already has. A crash mid-write leaves a marker that does not parse, which recovery ignores
+        // with a warning and publishes everything again (consumers drop repeats by eventId): never a
+        // lost record.
+        try overwriteMarker(bytes, sync: sync)
       }
     } catch {
       throw CaptureError(error, "cannot write \(files.path("acked"))", other: .unableWriteFile)
     }
     acksDirty = false
+  }
+
+  /// `acked` rewritten in its own pages (no new file): the bytes at offset 0, then the file cut to
+  /// their length.
+  private func overwriteMarker(_ bytes: [UInt8], sync: Bool) throws(Errno) {
+    let fd = files.openFile("acked", O_WRONLY)
+    guard fd >= 0 else { throw .current }
+    defer { close(fd) }
+    try bytes.withUnsafeBytes { raw in Result { () throws(Errno) in try SystemFile.writeAll(fd: fd, raw) } }
+      .get()
+    guard ftruncate(fd, off_t(bytes.count)) == 0 else { throw .current }
+    if sync { guard fsync(fd) == 0 else { throw .current } }
   }
 
   // MARK: - Room on a full disk
@@ -745,7 +773,11 @@ public final class SpoolFiles {
   }
 
   /// Writes what is pending and the acknowledgements durably (before the publisher stops).
+  /// Then lets go of the spool (its lock included) whether or not that succeeded: a stopped
+  /// publisher's spool is free at once for the next opener (a restart), not only once the last
+  /// reference to this object is gone, which the publisher's thread decides.
   public func shutDown() throws(CaptureError) {
+    defer { release() }
     try flush()
     try saveAcknowledgements(sync: true)
   }

@@ -64,12 +64,22 @@ struct ConfirmTests {
   func interruptedWhileRunning() async throws {
     let sandbox = try Sandbox()
     let images = try await Images.get()
+    // SIGINT once the command runs (it leaves a mark first), not at a time a loaded machine may not
+    // have reached it by.
+    let running = sandbox.path("running")
+    let pid = Shared<pid_t>(0)
     var interaction = Interaction()
-    interaction.signal = (SIGINT, 2)
+    interaction.started = { child in pid.update { $0 = child } }
+    let interrupter = Task {
+      guard await waitUntil("the confirm command running", { sandbox.exists(running) }) else { return }
+      kill(pid.value, SIGINT)
+    }
     let outcome = try await sandbox.capture(
       [
-        "--json", "listen", "--image", images.qr.path, "--confirm", "sleep 600", "--confirm-timeout", "600s",
+        "--json", "listen", "--image", images.qr.path, "--confirm", "touch '\(running)'; sleep 600",
+        "--confirm-timeout", "600s",
       ], timeLimit: 120, interaction: interaction)
+    await interrupter.value
     #expect(outcome.status == 0, "\(outcome)")
     // Ended by itself within the runner's 120 s limit: neither the command nor its timeout was waited out.
     #expect(!outcome.timedOut, "\(outcome)")

@@ -209,7 +209,7 @@ struct DataManReaderTests {
     defer { closing.stop() }
     // A generous deadline: the close must be seen as a closed connection (38), however loaded the
     // machine is, never as a timeout.
-    let reader = try await open(closing, timeout: .seconds(15))
+    let reader = try await open(closing, timeout: .seconds(120))
     closing.fault = .closeOnCommand
     do {
       _ = try await reader.get(.friendlyNameDevice, argument: .none)

@@ -90,7 +90,7 @@ class OriginTests(unittest.TestCase):
                 self.assertIn(status, (403, 431))
         # Past the library's header space: the connection closes unanswered, or with a refusal.
         origin = "https://evil.example/" + "a" * 9000
-        data, closed = raw_exchange(self.service.port, post_bytes(self.service.port, body, origin))
+        data, closed = raw_exchange(self.service.port, post_bytes(self.service.port, body, origin), timeout=60)
         self.assertTrue(closed)
         self.assertIn(status_of(data), (None, 400, 403, 431), data[:200])
 
@@ -265,7 +265,7 @@ class HTTPTests(unittest.TestCase):
     def test_two_pipelined_requests_are_never_run_unanswered(self):
         body = json.dumps(OPENCLIENT).encode()
         one = post_bytes(self.service.port, body)
-        data, closed = raw_exchange(self.service.port, one + one)
+        data, closed = raw_exchange(self.service.port, one + one, timeout=60)
         self.assertTrue(closed)
         self.assertEqual(status_of(data), 400, data)
         self.assertIn(b"pipelining is not supported", data)
