@@ -361,7 +361,7 @@ struct HardeningIOTests {
       close(fd)
     }
     let outcome = try await sandbox.capture(
-      ["--timeout", "30s", "set", "socketcam", "--from", "profile.fifo"], timeLimit: 120)
+      ["--timeout", "110s", "set", "socketcam", "--from", "profile.fifo"], timeLimit: 120)
     await writer.value
     #expect(outcome.status == 0, "\(outcome)")
     let name = try await sandbox.capture("get", "socketcam", "friendly-name")

@@ -54,11 +54,11 @@ import Testing
       let names = try await connection.listNames()
       #expect(names.contains("org.freedesktop.DBus"))
       #expect(names.contains(connection.uniqueName))
-      let raw = try await connection.call(
+      let raw = try await connection.testCall(
         destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
         member: "ListNames")
       #expect(raw.count == 1 && raw[0].signature == "as")
-      let id = try await connection.call(
+      let id = try await connection.testCall(
         destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
         member: "GetId")
       #expect(id.count == 1)
@@ -119,7 +119,7 @@ import Testing
       .objectPaths(["/a", "/a/b"]),
     ]
     try await withDeadline {
-      let reply = try await client.call(
+      let reply = try await client.testCall(
         destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
         member: "Echo", values)
       #expect(reply.count == values.count)
@@ -128,18 +128,18 @@ import Testing
         #expect(sent.signature == received.signature)
       }
       // NaN is not equal to itself: compare its bits.
-      let nan = try await client.call(
+      let nan = try await client.testCall(
         destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
         member: "Echo", [.double(.nan)])
       #expect(nan.first?.doubleValue?.isNaN == true)
       // An empty body.
-      let empty = try await client.call(
+      let empty = try await client.testCall(
         destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
         member: "Echo")
       #expect(empty.isEmpty)
       // 1 MiB of bytes goes through the fixed-array path both ways.
       let big = DBusValue.bytes((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-      let echoed = try await client.call(
+      let echoed = try await client.testCall(
         destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
         member: "Echo", [big])
       #expect(echoed == [big])
@@ -159,7 +159,7 @@ import Testing
       close(fds[1])
     }
     try await withDeadline {
-      let reply = try await client.call(
+      let reply = try await client.testCall(
         destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
         member: "Echo", [.unixFD(fds[0])])
       let received = try #require(reply.first?.unixFDValue)
@@ -180,7 +180,7 @@ import Testing
     try Self.exportTestObject(on: server)
     try await withDeadline {
       let error = await dbusError {
-        try await client.call(
+        try await client.testCall(
           destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
           member: "Fail", [.string("org.bluez.Error.Failed"), .string("Not connected")])
       }
@@ -188,14 +188,14 @@ import Testing
       #expect(error?.description == "org.bluez.Error.Failed: Not connected")
       // An invalid error name from a handler goes out as Failed instead of aborting in libdbus.
       let invalid = await dbusError {
-        try await client.call(
+        try await client.testCall(
           destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
           member: "Fail", [.string("not an error name"), .string("text")])
       }
       #expect(invalid == DBusError(name: DBusError.Name.failed, message: "text"))
       // No object at that path: libdbus answers for the server.
       let missingObject = await dbusError {
-        try await client.call(
+        try await client.testCall(
           destination: server.uniqueName, path: "/org/example/Nothing", interface: Self.testInterface,
           member: "Echo")
       }
@@ -210,14 +210,14 @@ import Testing
     try Self.exportTestObject(on: server, path: "/org/example")
     try Self.exportTestObject(on: server, path: "/org/example/child")
     try await withDeadline {
-      let xml = try await client.call(
+      let xml = try await client.testCall(
         destination: server.uniqueName, path: "/org/example",
         interface: "org.freedesktop.DBus.Introspectable",
         member: "Introspect")
       let text = try #require(xml.first?.stringValue)
       #expect(text.contains("<interface name=\"org.freedesktop.DBus.Introspectable\">"))
       #expect(text.contains("<node name=\"child\"/>"))
-      let ping = try await client.call(
+      let ping = try await client.testCall(
         destination: server.uniqueName, path: "/org/example", interface: "org.freedesktop.DBus.Peer",
         member: "Ping")
       #expect(ping.isEmpty)
@@ -229,7 +229,7 @@ import Testing
     server.unexport(path: "/org/example/child")
     try await withDeadline {
       let error = await dbusError {
-        try await client.call(
+        try await client.testCall(
           destination: server.uniqueName, path: "/org/example/child", interface: Self.testInterface,
           member: "Echo")
       }
@@ -245,7 +245,7 @@ import Testing
     try await withDeadline {
       let start = monotonicSeconds()
       let error = await dbusError {
-        try await client.call(
+        try await client.testCall(
           destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
           member: "Hang", timeout: .milliseconds(300))
       }
@@ -269,7 +269,7 @@ import Testing
     try await withDeadline {
       let task = Task {
         await dbusError {
-          try await client.call(
+          try await client.testCall(
             destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
             member: "Hang")
         }
@@ -283,7 +283,7 @@ import Testing
       let early = Task {
         withUnsafeCurrentTask { $0?.cancel() }
         return await dbusError {
-          try await client.call(
+          try await client.testCall(
             destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
             member: "Echo")
         }
@@ -301,7 +301,7 @@ import Testing
     defer { client.close() }
     try await withDeadline {
       let error = await dbusError {
-        try await client.call(
+        try await client.testCall(
           destination: "org.example.Missing", path: "/", interface: Self.testInterface, member: "Echo")
       }
       #expect(error?.name == DBusError.Name.serviceUnknown)
@@ -421,7 +421,7 @@ import Testing
       // The bus's own count of this connection's match rules (org.freedesktop.DBus.Debug.Stats, in
       // Debian's dbus-daemon build).
       @Sendable func matchRules() async throws -> UInt32? {
-        let stats = try await emitter.call(
+        let stats = try await emitter.testCall(
           destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
           interface: "org.freedesktop.DBus.Debug.Stats", member: "GetConnectionStats",
           [.string(receiver.uniqueName)])
@@ -475,7 +475,7 @@ import Testing
       let waiter = Task { await client.waitUntilDisconnected() }
       let pending = Task {
         await dbusError {
-          try await client.call(
+          try await client.testCall(
             destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
             member: "Hang")
         }
@@ -513,7 +513,7 @@ import Testing
       let streamEnded = Task { await collect(stream, count: 1_000).count }
       let pending = Task {
         await dbusError {
-          try await client.call(
+          try await client.testCall(
             destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
             member: "Hang")
         }
@@ -708,7 +708,7 @@ import Testing
       interface: String = "org.freedesktop.DBus", member: String = "GetId", _ arguments: [DBusValue] = []
     ) async -> String? {
       await dbusError {
-        try await connection.call(
+        try await connection.testCall(
           destination: destination, path: path, interface: interface, member: member, arguments)
       }?.name
     }
@@ -789,7 +789,7 @@ import Testing
       let stream = try await client.signals(MatchRule(interface: Self.testInterface))
       try server.emitSignal(path: "/", interface: Self.testInterface, member: "Hello")
       #expect(await collect(stream, count: 1).count == 1)
-      let reply = try await client.call(
+      let reply = try await client.testCall(
         destination: server.uniqueName, path: "/org/example/Object", interface: Self.testInterface,
         member: "Echo", [.int32(1)])
       #expect(reply == [.int32(1)])
@@ -823,7 +823,7 @@ import Testing
     try await withDeadline {
       let pending = Task {
         await dbusError {
-          try await client.call(
+          try await client.testCall(
             destination: server.uniqueName, path: "/org/example/Agent", interface: Self.testInterface,
             member: "RequestConfirmation")
         }

@@ -293,3 +293,16 @@ func monotonicSeconds() -> Double {
   clock_gettime(CLOCK_MONOTONIC, &now)
   return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
+
+extension DBusConnection {
+  /// `call` with a reply timeout that guards against a hang, not speed: libdbus's default of 25 s is
+  /// shorter than a saturated test process can take to run the server side's handler. A test of the
+  /// timeout itself passes its own.
+  func testCall(
+    destination: String, path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
+    timeout: Duration = .seconds(120)
+  ) async throws(DBusError) -> [DBusValue] {
+    try await call(
+      destination: destination, path: path, interface: interface, member: member, arguments, timeout: timeout)
+  }
+}
