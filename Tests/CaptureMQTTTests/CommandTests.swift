@@ -275,7 +275,8 @@ final class AnswerOrder: Sendable {
 
   @Test func atMostRunningCommandsRunTheNextWaitAndTheRestAreBusyAtOnce() async throws {
     let rig = BlockingRig()
-    let limits = CommandLimits(deadline: .seconds(3), running: 2, waiting: 3)
+    // Long enough that every busy answer is given before it, however late a loaded machine runs them.
+    let limits = CommandLimits(deadline: .seconds(20), running: 2, waiting: 3)
     let answered = AnswerOrder()
     let service = rig.service(limits, ignoresCut: true)
     let replies = await withTaskGroup(of: (Int, [UInt8]?, Duration).self) { group in
@@ -305,7 +306,7 @@ final class AnswerOrder: Sendable {
         #expect(
           String(decoding: reply!, as: UTF8.self).contains(#""name":"ESKT_PENDINGOPERATIONNOTCOMPLETED""#))
       } else {
-        #expect(took >= .seconds(3) && took < .seconds(120), "\(took)")
+        #expect(took >= .seconds(20) && took < .seconds(300), "\(took)")
       }
     }
     // The two that ignore their cut keep their slots: a new request waits and is answered at its
@@ -327,7 +328,8 @@ final class AnswerOrder: Sendable {
 
   @Test func aBusyAnswerIsNotRememberedTheSameIdRunsWhenSentAgain() async throws {
     let rig = BlockingRig()
-    let service = rig.service(CommandLimits(deadline: .seconds(10), running: 1, waiting: 0), ignoresCut: true)
+    let service = rig.service(
+      CommandLimits(deadline: .seconds(600), running: 1, waiting: 0), ignoresCut: true)
     let blocker = Task { await service.handle(Self.request("hold")) }
     #expect(await rig.wait { rig.started.withLock { $0 } == 1 })
     let busy = try #require(await service.handle(Self.request("b1", "quick")))
@@ -342,7 +344,8 @@ final class AnswerOrder: Sendable {
 
   @Test func aWaitingRequestRunsWhenASlotFrees() async throws {
     let rig = BlockingRig()
-    let service = rig.service(CommandLimits(deadline: .seconds(10), running: 1, waiting: 1), ignoresCut: true)
+    let service = rig.service(
+      CommandLimits(deadline: .seconds(600), running: 1, waiting: 1), ignoresCut: true)
     let blocker = Task { await service.handle(Self.request("first")) }
     #expect(await rig.wait { rig.started.withLock { $0 } == 1 })
     let waiting = Task { await service.handle(Self.request("second", "quick")) }
@@ -358,7 +361,7 @@ final class AnswerOrder: Sendable {
 
   @Test func stopCutsEveryRunningCommandWithoutWaitingForIt() async throws {
     let rig = BlockingRig()
-    let service = rig.service(CommandLimits(deadline: .seconds(60)), ignoresCut: true)
+    let service = rig.service(CommandLimits(deadline: .seconds(600)), ignoresCut: true)
     let running = (0..<3).map { i in Task { await service.handle(Self.request("s\(i)")) } }
     #expect(await rig.wait { rig.started.withLock { $0 } == 3 })
     let start = ContinuousClock.now
