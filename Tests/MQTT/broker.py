@@ -37,7 +37,7 @@ def make_ca_and_server_cert(directory, host="127.0.0.1"):
     ext = os.path.join(directory, "san.ext")
     with open(ext, "w") as f:
         f.write(f"subjectAltName=IP:{host}\nbasicConstraints=CA:FALSE\n")
-    run = lambda *argv: subprocess.run(["openssl", *argv], check=True, capture_output=True, timeout=60)
+    run = lambda *argv: subprocess.run(["openssl", *argv], check=True, capture_output=True, timeout=300)
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2",
         "-subj", "/CN=capture test CA")
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={host}")

@@ -935,8 +935,10 @@ class CommandDeadlineTests(Fixture):
     deadline is answered ESKT_REQUESTTIMEDOUT and ends, releasing what it held; SIGTERM ends capture
     (exit 0) whatever the remote commands are doing."""
 
-    DEADLINE = 2.0
-    MARGIN = 5.0  # a loaded machine's scheduling and the broker's round trips
+    # Long enough that all 300 requests arrive within one deadline even on a loaded machine: a slot
+    # freed before the last one arrived would let more than RUNNING + WAITING run.
+    DEADLINE = 30.0
+    MARGIN = 60.0  # a loaded machine's scheduling and the broker's round trips
     RUNNING, WAITING = 4, 16
     EXIT_TIMED_OUT = 42  # ESKT_REQUESTTIMEDOUT
     EXIT_BUSY = 16  # ESKT_PENDINGOPERATIONNOTCOMPLETED
