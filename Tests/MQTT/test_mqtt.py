@@ -523,8 +523,10 @@ class FullDiskTests(Fixture):
         if state is None:
             self.skipTest("needs root to mount a 256 KiB tmpfs for the spool")
         self.addCleanup(umount_tiny, state)
-        broker = self.broker()
-        sub = self.subscriber(broker)
+        # A persistent session on a persistent broker, as a fleet's consumer has: capture republishes as
+        # soon as it is back, which may be before this subscriber has subscribed again.
+        broker = self.broker(persistence=True)
+        sub = self.subscriber(broker, session="fleet-consumer")
         n = sub.subscriptions
         scanner = self.scanner()
         cap = self.capture(broker, [scanner.selector], state=state)
@@ -566,7 +568,8 @@ class FullDiskTests(Fixture):
         # still full: the acknowledged segment makes the room) and the next code is taken.
         broker.start()
         sub.wait_resubscribed(n)
-        self.assertEqual([d["text"] for d in self.wait_codes(sub, len(spooled), prefix="FULL-")], spooled)
+        self.assertEqual([d["text"] for d in self.wait_codes(sub, len(spooled), prefix="FULL-")], spooled,
+                         cap.describe())
         cap.wait_for(lambda: spool_drained(state), 30, "the acked marker saying every record was acknowledged")
         scanner.write("AFTER-FULL")
         self.assertEqual([d["text"] for d in self.wait_codes(sub, 1, prefix="AFTER-")], ["AFTER-FULL"],
