@@ -199,7 +199,8 @@ final class BlockingRig: Sendable {
             release.withLock { $0.append(c) }
           }
         } else {
-          while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+          // Ends when the cut cancels it (the sleep throws at once), never by itself.
+          _ = try? await Task.sleep(for: .seconds(3600))
         }
         return (0, [])
       },

@@ -496,6 +496,33 @@ class EventClient:
                 self._task.cancel()
 
 
+def read_head(s, end=b"\r\n\r\n"):
+    """What `s` receives up to and including `end` (the end of an HTTP head, or of its status line),
+    or until the peer closes, resets or the socket's timeout passes."""
+    head = b""
+    try:
+        while end not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    except OSError:
+        pass
+    return head
+
+
+class SharedService(unittest.TestCase):
+    """Tests that share one `capture serve` for the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.service = Service()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.service.stop()
+
+
 def raw_upgrade(port, path=API, host=None, origin=None, timeout=5):
     """A WebSocket upgrade request by hand (so Host and Origin are exactly what the test says): the
     status code of the answer and its head."""
@@ -505,12 +532,7 @@ def raw_upgrade(port, path=API, host=None, origin=None, timeout=5):
         lines.append(f"Origin: {origin}")
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            head += chunk
+        head = read_head(s)
     text = head.decode(errors="replace")
     status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/") else None
     return status, text

@@ -293,7 +293,7 @@ class ProtocolTests(AsyncTestCase):
         # that is no client: an error reply) shows the service has read the repeat and taken it up.
         await client.ws.send(json.dumps({"jsonrpc": "2.0", "id": 10, "method": "waitforcaptureevent",
                                          "params": {"handle": 987654321}}))
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 120
         while not any(m.get("id") == 10 and "error" in m for m in client.messages):
             self.assertLess(time.monotonic(), deadline, f"no error reply to the wait for a bad handle: {client.messages}")
             await asyncio.sleep(0.05)
@@ -710,15 +710,7 @@ def oversized_post(port, size):
                 sent += n
         except (BrokenPipeError, ConnectionResetError):
             pass
-        head = b""
-        try:
-            while b"\r\n" not in head:
-                data = s.recv(4096)
-                if not data:
-                    break
-                head += data
-        except ConnectionResetError:
-            pass
+        head = read_head(s, b"\r\n")
     return int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else None
 
 

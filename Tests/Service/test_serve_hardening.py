@@ -60,15 +60,7 @@ def post_bytes(port, body, origin=None):
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
 
-class OriginTests(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.service = Service()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.service.stop()
-
+class OriginTests(h.SharedService):
     def test_origin_null_is_refused_on_every_path_and_private_network_access_is_not_granted(self):
         status, headers, _ = preflight(self.service, "null", private_network=True)
         self.assertEqual(status, 403)
@@ -212,16 +204,7 @@ class SlotTests(unittest.TestCase):
             held.append(s)
         upgraded = 0
         for s in held:
-            head = b""
-            try:
-                while b"\r\n\r\n" not in head:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    head += chunk
-            except OSError:
-                pass
-            upgraded += head.startswith(b"HTTP/1.1 101")
+            upgraded += h.read_head(s).startswith(b"HTTP/1.1 101")
         self.assertEqual(upgraded, 1024)
         # Every slot is taken by a socket that asks for nothing; the real page is still served.
         status, _, reply = service.post(OPENCLIENT)
@@ -229,15 +212,7 @@ class SlotTests(unittest.TestCase):
         self.assertNotEqual(reply["result"]["handle"], 0)
 
 
-class HTTPTests(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.service = Service()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.service.stop()
-
+class HTTPTests(h.SharedService):
     def test_requests_on_a_kept_alive_connection_are_as_fast_as_on_new_ones(self):
         import http.client
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "getproperty",

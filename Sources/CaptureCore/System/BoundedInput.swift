@@ -140,28 +140,20 @@ public final class BoundedInput {
   public private(set) var consumed = 0
 
   /// Opens `path` for reading, without waiting for a FIFO's writer.
-  public init(path: FilePath, accepting: Accepting, wait: Wait = .unbounded) throws(InputError) {
+  public convenience init(path: FilePath, accepting: Accepting, wait: Wait = .unbounded) throws(InputError) {
     let fd: Int32
     do {
       fd = try Errno.retryingInterrupts { path.open(O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) }
     } catch {
       throw .system(error)
     }
-    do {
-      regularFileSize = try Self.check(fd, accepting)
-    } catch {
-      close(fd)
-      throw error
-    }
-    self.fd = fd
-    ownsDescriptor = true
-    self.wait = wait
+    try self.init(taking: fd, accepting: accepting, wait: wait)
   }
 
   /// Opens `name` in the directory `directory` (a descriptor) without following a symbolic link: a
   /// link in its place is `.notRegular(kind: "a symbolic link")`, never the file it points to
   /// (openat(2) O_NOFOLLOW fails with ELOOP on a link as the last component).
-  public init(directory: Int32, name: String, accepting: Accepting, wait: Wait = .unbounded)
+  public convenience init(directory: Int32, name: String, accepting: Accepting, wait: Wait = .unbounded)
     throws(InputError)
   {
     let fd: Int32
@@ -173,6 +165,11 @@ public final class BoundedInput {
       if error.code == ELOOP { throw .notRegular(kind: Self.describe(S_IFLNK)) }
       throw .system(error)
     }
+    try self.init(taking: fd, accepting: accepting, wait: wait)
+  }
+
+  /// Owns `fd`, just opened: closed here when its kind is not accepted, else on deinit.
+  private init(taking fd: Int32, accepting: Accepting, wait: Wait) throws(InputError) {
     do {
       regularFileSize = try Self.check(fd, accepting)
     } catch {
