@@ -115,13 +115,7 @@ struct HardeningTests {
     let served = try Served { $0.maxConnections = 4 }
     let recorder = served.recorder
     let port = served.port
-    let sockets = try await onOwnThread { () -> [RawClient] in
-      try (0..<4).map { _ in
-        let client = try RawClient(port: port)
-        _ = client.upgrade(path: "/", port: port)
-        return client
-      }
-    }
+    let sockets = try await upgradedClients(4, port: port)
     #expect(await recorder.wait { _ in recorder.openedSockets.count == 4 })
     let answer = try await onOwnThread { () -> RawResponse? in
       let client = try RawClient(port: port)
@@ -141,13 +135,7 @@ struct HardeningTests {
     let served = try Served { $0.maxConnections = 2 }
     let recorder = served.recorder
     let port = served.port
-    let sockets = try await onOwnThread { () -> [RawClient] in
-      try (0..<2).map { _ in
-        let client = try RawClient(port: port)
-        _ = client.upgrade(path: "/", port: port)
-        return client
-      }
-    }
+    let sockets = try await upgradedClients(2, port: port)
     #expect(await recorder.wait { _ in recorder.openedSockets.count == 2 })
     for socket in recorder.openedSockets {
       served.server.markInUse(socket)
@@ -247,4 +235,16 @@ func serverSideNoDelay(port: UInt16, client: Int32) -> Int32? {
     return value
   }
   return nil
+}
+
+/// `count` clients that upgraded to WebSocket and then send nothing (on a thread of their own: the
+/// connects and reads block).
+private func upgradedClients(_ count: Int, port: UInt16) async throws -> [RawClient] {
+  try await onOwnThread { () -> [RawClient] in
+    try (0..<count).map { _ in
+      let client = try RawClient(port: port)
+      _ = client.upgrade(path: "/", port: port)
+      return client
+    }
+  }
 }
