@@ -174,19 +174,13 @@ struct ListenTests {
   /// Plays the process manager that stops listen once it is running: `number` goes to the child the
   /// moment its first stdout line (the arrival) is read, and `at` records when (seconds from spawn).
   static func signalOnFirstLine(_ number: Int32, at signalled: Shared<Double?>) -> Interaction {
-    let pid = Shared<pid_t>(0)
     let start = Runner.monotonicSeconds()
-    return Interaction(
-      holdStdinOpen: true,
-      answer: { _ in
-        signalled.update { sent in
-          guard sent == nil else { return }
-          sent = Runner.monotonicSeconds() - start
-          kill(pid.value, number)
-        }
-        return ""
-      },
-      started: { child in pid.update { $0 = child } })
+    return .signal(
+      number,
+      once: { _ in
+        signalled.update { $0 = $0 ?? Runner.monotonicSeconds() - start }
+        return true
+      })
   }
 
   /// The commands that end the documented way on SIGINT/SIGTERM, with what they are run with and their
