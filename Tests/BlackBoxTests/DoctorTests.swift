@@ -6,6 +6,7 @@
 // D-Bus specification's org.freedesktop.DBus.Error.AccessDenied for a message the bus policy refuses.
 
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -55,22 +56,30 @@ private func rememberUnreadableNodes(_ sandbox: Sandbox) throws -> (pty: Scanner
 /// `groupadd --system` when this root lacks it: a Debian root without udev has no `input` group, and a
 /// node left in group root gets doctor's chgrp fix instead of the usermod fix these tests check.
 /// nil, with the issue recorded, when the group cannot be had.
+///
+/// One test at a time looks and creates: groupadd (shadow 4.13) checks that the name is free before
+/// it takes /etc/group's lock, so two at once both pass the check and the second rewrites the first's
+/// entry with a new gid; a node already given the first gid then has a group with no name (seen in
+/// the fresh root: `usermod -aG 997`).
 private func systemGroup(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> gid_t? {
-  if let group = getgrnam(name) { return group.pointee.gr_gid }
-  let groupadd = Process()
-  groupadd.executableURL = URL(fileURLWithPath: "/usr/sbin/groupadd")
-  groupadd.arguments = ["--system", name]
-  try groupadd.run()
-  groupadd.waitUntilExit()
-  // Exit 9: another test made it meanwhile (groupadd(8) "group name not unique").
-  guard groupadd.terminationStatus == 0 || groupadd.terminationStatus == 9, let group = getgrnam(name) else {
-    Issue.record(
-      "the test needs group \(name) and groupadd --system \(name) exited \(groupadd.terminationStatus)",
-      sourceLocation: sourceLocation)
-    return nil
+  try groupCreation.withLock { _ in
+    if let group = getgrnam(name) { return group.pointee.gr_gid }
+    let groupadd = Process()
+    groupadd.executableURL = URL(fileURLWithPath: "/usr/sbin/groupadd")
+    groupadd.arguments = ["--system", name]
+    try groupadd.run()
+    groupadd.waitUntilExit()
+    guard groupadd.terminationStatus == 0, let group = getgrnam(name) else {
+      Issue.record(
+        "the test needs group \(name) and groupadd --system \(name) exited \(groupadd.terminationStatus)",
+        sourceLocation: sourceLocation)
+      return nil
+    }
+    return group.pointee.gr_gid
   }
-  return group.pointee.gr_gid
 }
+
+private let groupCreation = Mutex(())
 
 private let twoBLEDevices = stateFile([("00:11:22:7E:F6:19", "ble"), ("00:11:22:7E:F6:1A", "ble")])
 
