@@ -18,8 +18,8 @@ enum Normalizer {
       else { return nil }
       symbol.format = chosen.format
       symbol.bytes = chosen.bytes
-    case .dataBar:
-      // GS1 DataBar Omnidirectional carries a GTIN-14 under the implied AI (01).
+    case .dataBar, .dataBarLimited:
+      // GS1 DataBar Omnidirectional and Limited carry a GTIN-14 under the implied AI (01).
       if symbol.bytes.count == 14 && symbol.bytes.allSatisfy(GTIN.isDigit) {
         symbol.bytes = Array("01".utf8) + symbol.bytes
       }

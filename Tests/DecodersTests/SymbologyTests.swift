@@ -73,6 +73,21 @@ let symbolCases: [SymbolCase] = [
   SymbolCase(
     zintType: "DBAR_EXP", data: "[01]98898765432106[3202]012345[15]991231", format: .dataBarExpanded,
     expected: bytes("0198898765432106320201234515991231"), decoders: dataBar),
+  // zxing-cpp 3 only (neither Debian's ZBar nor zxing-cpp 1.4.0 reads them).
+  SymbolCase(
+    zintType: "RMQR", data: "RMQR 12345", extra: ["--scale=4"], format: .rmqrCode,
+    expected: bytes("RMQR 12345"),
+    decoders: zxingOnly),
+  SymbolCase(
+    zintType: "MICROPDF417", data: "MICRO PDF 417", extra: ["--scale=3"], format: .microPDF417,
+    expected: bytes("MICRO PDF 417"), decoders: zxingOnly),
+  SymbolCase(
+    zintType: "DBAR_LTD", data: "0950110153001", extra: ["--scale=3"], format: .dataBarLimited,
+    expected: bytes("0109501101530010"), decoders: zxingOnly),
+  SymbolCase(
+    zintType: "TELEPEN", data: "TELEPEN-42", extra: ["--scale=3"], format: .telepen,
+    expected: bytes("TELEPEN-42"),
+    decoders: zxingOnly),
 ]
 
 @Suite struct SymbologyTests {
