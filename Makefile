@@ -18,16 +18,19 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 
 # Build: the C libraries behind SocketCam, BlueZ, Bluetooth Classic and the transports of serve and
 # --mqtt, and the C++ standard headers the zxing-cpp shim compiles against (swift.org's Debian 12
-# prerequisites bring gcc, not g++: clang finds libstdc++'s headers only in libstdc++-12-dev).
+# prerequisites bring gcc, not g++: clang finds libstdc++'s headers only in libstdc++-12-dev). zxing-cpp
+# itself is not Debian's (1.4.0): cmake and pip are what scripts/build-zxing-cpp fetches and builds the
+# release pinned in deps/zxing-cpp.lock with (docs/packaging.md, "zxing-cpp"), python3-venv what the
+# bench installs its Python peer with.
 # Test: image generators, man page linter, the JSON-RPC + WebSocket client and the headless browser of
 # the capture serve tests (Tests/Service), systemd-analyze, the broker, its clients, the subscriber
 # and the certificate tool of the --mqtt tests (Tests/MQTT), strace for doctor's read-only test.
 # Bench: the peers measured side by side.
-BUILD_PACKAGES = pkg-config libstdc++-12-dev libzbar-dev libzxing-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
+BUILD_PACKAGES = pkg-config libstdc++-12-dev cmake python3-pip libzbar-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
   python3-websockets chromium chromium-driver python3-selenium systemd \
   mosquitto mosquitto-clients python3-paho-mqtt openssl strace
-BENCH_PACKAGES = zbar-tools zxing-cpp-tools netcat-openbsd python3-aiohttp linux-perf strace
+BENCH_PACKAGES = zbar-tools zxing-cpp-tools python3-venv netcat-openbsd python3-aiohttp linux-perf strace
 # The VM tier (Tests/VM): qemu, the image builder and the stock Debian kernel booted inside.
 VM_PACKAGES = qemu-system-x86 mmdebstrap linux-image-amd64 zstd cpio kmod
 # The Debian package (make deb: dpkg-shlibdeps, dpkg-gencontrol, dpkg-deb, strip) and its test
@@ -36,6 +39,11 @@ PACKAGE_PACKAGES = dpkg-dev binutils lintian mmdebstrap
 # Where make deb writes capture_VERSION_ARCH.deb.
 DEBDIR ?= .
 
+# Every target that runs `swift build` goes through one of the *-deps targets below, each of which ends
+# with ZXING_CPP: zxing-cpp built once per set of inputs, cached under .build/zxing-cpp (a second run
+# only checks its stamp). A bare `swift build` before it stops in czxing.cpp with "run make deps".
+ZXING_CPP = ./scripts/build-zxing-cpp
+
 .PHONY: all build deps test-deps bench-deps vm-deps package-deps test-vm test-vm-if-possible deb test-package \
   test-package-if-possible test-fresh-root demo test docs check-docs lint install install-service uninstall bench fuzz clean
 
@@ -43,18 +51,23 @@ all: build
 
 deps:
 	@./scripts/ensure-packages $(BUILD_PACKAGES)
+	@$(ZXING_CPP)
 
 test-deps:
 	@./scripts/ensure-packages $(BUILD_PACKAGES) $(TEST_PACKAGES)
+	@$(ZXING_CPP)
 
 bench-deps:
 	@./scripts/ensure-packages $(BUILD_PACKAGES) $(TEST_PACKAGES) $(BENCH_PACKAGES)
+	@$(ZXING_CPP)
 
 vm-deps:
 	@./scripts/ensure-packages $(BUILD_PACKAGES) $(VM_PACKAGES)
+	@$(ZXING_CPP)
 
 package-deps:
 	@./scripts/ensure-packages $(BUILD_PACKAGES) $(PACKAGE_PACKAGES)
+	@$(ZXING_CPP)
 
 build: deps
 	$(SWIFT) build $(BUILD_FLAGS)
@@ -87,6 +100,7 @@ test-vm-if-possible:
 	@if ! ./scripts/ensure-packages $(BUILD_PACKAGES) $(VM_PACKAGES); then \
 	  echo "*** SKIPPED: Tests/VM (Bluetooth Classic and LE on a real kernel stack): its packages are missing"; \
 	  exit 0; fi; \
+	$(ZXING_CPP) || exit 1; \
 	$(SWIFT) build $(RELEASE_FLAGS) || exit 1; \
 	/usr/bin/python3 Tests/VM/vm.py --binary $(VM_BIN); rc=$$?; \
 	if [ $$rc -eq 3 ]; then \

@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// Where `make deps` installs the zxing-cpp it builds (scripts/build-zxing-cpp): include/ZXing and
+/// lib/libZXing.a. An absolute path: SwiftPM runs compilers and the linker from other directories.
+let zxingCpp = Context.packageDirectory + "/.build/zxing-cpp/current"
+
 // Layers (docs/architecture.md §2): capture → front ends (CaptureCLI, and the CaptureService and CaptureMQTT
 // it starts) → CaptureCore → Drivers → transports (Decoders, DBus/BlueZ, Bluetooth, HTTPTransport,
 // MosquittoClient) → C shims. A front end never imports a driver or a device transport; the service and the
@@ -44,12 +48,16 @@ let package = Package(
     .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
     .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
     // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (docs/swift-on-linux.md).
-    // The shim reads the library's version from ZXVersion.h (on the -I path below) at build time: its
-    // SIGABRT trap for failed assertions is compiled only for zxing-cpp before 2.0.
+    // zxing-cpp itself is the release pinned in deps/zxing-cpp.lock, built by `make deps`
+    // (scripts/build-zxing-cpp) as a static library under .build/zxing-cpp/current and linked into
+    // capture: headers and library come from there, never from the system (docs/packaging.md). Without
+    // it the shim stops with "run make deps" (czxing.cpp). C++20: zxing-cpp 3's headers need it.
     .target(
       name: "CZXing",
-      cxxSettings: [.define("ZX_USE_UTF8"), .unsafeFlags(["-I/usr/include/ZXing", "-std=c++17"])],
-      linkerSettings: [.linkedLibrary("ZXing")]
+      cxxSettings: [
+        .define("ZX_USE_UTF8"), .unsafeFlags(["-I\(zxingCpp)/include"]),
+      ],
+      linkerSettings: [.unsafeFlags(["-Xlinker", "\(zxingCpp)/lib/libZXing.a"])]
     ),
     .target(
       name: "CImageIO",
@@ -80,5 +88,5 @@ let package = Package(
       name: "CaptureServiceTests", dependencies: ["CaptureService", "CaptureCore", "HTTPTransport"]),
   ],
   swiftLanguageModes: [.v6],
-  cxxLanguageStandard: .cxx17
+  cxxLanguageStandard: .cxx20
 )

@@ -9,10 +9,12 @@ one line per image (lines starting with '#' are comments):
     file  family  variant  payload  text  addon  bytes
 
 - file: relative to OUTDIR/images.
-- family: a Decoders.BarcodeFormat name (qrCode, microQRCode, aztec, dataMatrix, pdf417, maxiCode,
-  code128, code39, code93, ean13, ean8, upcA, upcE, itf, codabar, dataBar, dataBarExpanded).
-- variant: the degradation (clean, rot7, rot30, rot90, rot180, perspective, blur, lowcontrast, noise,
-  jpeg, small, inverted, photo, canvas).
+- family: a Decoders.BarcodeFormat name (qrCode, microQRCode, rmqrCode, aztec, dataMatrix, pdf417,
+  microPDF417, maxiCode, code128, code39, code93, ean13, ean8, upcA, upcE, itf, codabar, telepen, dataBar,
+  dataBarLimited, dataBarExpanded). zint 2.11 (Debian 12) draws no DX film edge, so there is none.
+- variant: the degradation (clean, rot7, rot15, rot30, rot45, rot60, rot75, rot90, rot180, perspective,
+  blur, lowcontrast, noise, jpeg, small, inverted, photo, canvas): the turns cover a quarter in 15° steps
+  (and 7°), every other quarter being the same symbol turned by a multiple of 90°.
 - payload: what kind of content (plain, eci3, eci26, eci20, eciN+M for several ECIs, kanji, binary,
   latin1, utf8-noeci, addon2, addon5, gs1, ...).
 - text: the exact text the symbol encodes, as Unicode (the ECI honoured, Kanji and other character sets
@@ -41,7 +43,7 @@ CONVERT = "/usr/bin/convert"  # ImageMagick itself, not a stand-in earlier on PA
 IDENTIFY = "/usr/bin/identify"
 # No time stamps or other metadata in the files, so one seed gives the same bytes on every run.
 STRIP = ["-strip", "-define", "png:exclude-chunks=date,time"]
-MATRIX = {"qrCode", "microQRCode", "aztec", "dataMatrix", "pdf417", "maxiCode"}
+MATRIX = {"qrCode", "microQRCode", "rmqrCode", "aztec", "dataMatrix", "pdf417", "microPDF417", "maxiCode"}
 ECI_CODEC = {3: "latin-1", 4: "iso8859-2", 7: "iso8859-5", 9: "iso8859-7", 20: "shift_jis", 24: "cp1256",
              26: "utf-8", 28: "big5", 29: "gb2312", 30: "euc-kr"}
 
@@ -172,6 +174,12 @@ def symbols(rng):
     add(eci_symbol("pdf417", "PDF417", [(26, "PDF417 Grüße ÄÖÜ %s ✓ 日本" % digits(12))], 1.5))
     add(eci_symbol("pdf417", "PDF417", [(3, "Çà va %s " % digits(13)), (9, "Γειά "), (7, "Привет")], 1.5))
 
+    # What zxing-cpp 3 reads and 1.4.0 did not: rMQR, MicroPDF417 (issue 21).
+    plain("rmqrCode", "RMQR", "RMQR %s" % alnum(8), 2)
+    plain("rmqrCode", "RMQR", digits(20), 2, payload="numeric")
+    plain("microPDF417", "MICROPDF417", "MicroPDF %s" % alnum(6), 1.5)
+    plain("microPDF417", "MICROPDF417", digits(24), 1.5, payload="numeric")
+
     # MaxiCode (mode 4): code sets A to E mixed. zint draws its hexagons about 9.6 px apart at scale 1
     # (319 px with the quiet zone for 30 columns and 33 rows), so scale 0.5 gives about 4.8 px per module.
     maxi = dict(module=4.8)
@@ -217,10 +225,17 @@ def symbols(rng):
     plain("itf", "C25INTER", digits(14), 1.5)
     plain("codabar", "CODABAR", "A%sB" % digits(8), 1.5)
     plain("codabar", "CODABAR", "C%s-%s$%sD" % (digits(3), digits(2), digits(2)), 1.5, payload="symbols")
+    plain("telepen", "TELEPEN", "TP-%s/%s" % (alnum(4), digits(3)), 1.5)
+    plain("telepen", "TELEPEN", "Telepen %s" % digits(4), 1.5, payload="ascii")
     for _ in range(2):
         body = "0" + digits(12)
         gtin = body + check_digit(body)
         add(Symbol("dataBar", "gs1", "01" + gtin, ("01" + gtin).encode(), zint("DBAR_OMN", body, 1.5), 3))
+    for _ in range(2):
+        # DataBar Limited: a GTIN-14 whose first digit (the indicator) is 0 or 1.
+        body = rng.choice("01") + digits(12)
+        gtin = body + check_digit(body)
+        add(Symbol("dataBarLimited", "gs1", "01" + gtin, ("01" + gtin).encode(), zint("DBAR_LTD", body, 1.5), 3))
     body = "1" + digits(12)
     gtin = body + check_digit(body)
     weight = digits(6)
@@ -271,7 +286,11 @@ def degrade(job):
     variants = [
         ("clean", "png", []),
         ("rot7", "png", ["-rotate", "%d" % rng.choice([7, -7])]),
+        ("rot15", "png", ["-rotate", "%d" % rng.choice([15, -15])]),
         ("rot30", "png", ["-rotate", "%d" % rng.choice([30, -30])]),
+        ("rot45", "png", ["-rotate", "%d" % rng.choice([45, -45])]),
+        ("rot60", "png", ["-rotate", "%d" % rng.choice([60, -60])]),
+        ("rot75", "png", ["-rotate", "%d" % rng.choice([75, -75])]),
         ("rot90", "png", ["-rotate", "90"]),
         ("rot180", "png", ["-rotate", "180"]),
         ("perspective", "png", ["-distort", "Perspective", perspective(rng, w, h, rng.uniform(0.12, 0.22))]),

@@ -17,31 +17,26 @@ public final class BarcodeReader: Sendable {
   /// Run zxing-cpp on a second thread while ZBar scans on the calling one (the two are independent and
   /// each is single-threaded, so wall time is about the slower of the two instead of their sum).
   public let concurrentEngines: Bool
+  /// Report an EAN-2/EAN-5 add-on printed beside an EAN/UPC symbol (DecodedSymbol.addOn); when false
+  /// neither decoder looks for one.
+  public let addOns: Bool
 
   private let zbarSymbologies: [zbar_symbol_type_t]
   private let zxing: ZXingScanner
-  private let aborts = Mutex(0)
 
   public init(
     formats: Set<BarcodeFormat> = Set(BarcodeFormat.allCases), engines: Set<DecoderEngine> = [.zbar, .zxing],
-    concurrentEngines: Bool = true
+    concurrentEngines: Bool = true, addOns: Bool = true
   ) {
     self.formats = formats
     self.engines = engines
     self.concurrentEngines = concurrentEngines
-    zbarSymbologies = engines.contains(.zbar) ? ZBarScanner.symbologies(for: formats) : []
-    // With an asserting zxing-cpp (ZXingScanner.trapsAssertions) DataBar and DataBar Expanded go to ZBar
-    // alone when it is enabled (ZXingScanner.routedToZBar says why).
-    var zxingFormats = formats
-    if ZXingScanner.trapsAssertions && engines.contains(.zbar) {
-      zxingFormats.subtract(ZXingScanner.routedToZBar)
-    }
-    zxing = ZXingScanner(mask: engines.contains(.zxing) ? ZXingScanner.mask(for: zxingFormats) : 0)
+    self.addOns = addOns
+    zbarSymbologies =
+      engines.contains(.zbar) ? ZBarScanner.symbologies(for: formats, addOns: addOns) : []
+    zxing = ZXingScanner(
+      mask: engines.contains(.zxing) ? ZXingScanner.mask(for: formats) : 0, addOns: addOns)
   }
-
-  /// How many failed zxing-cpp assertions were caught and survived so far (Debian's zxing-cpp 1.4.0 asserts
-  /// on ordinary images; czxing.h). Each printed an "Assertion … failed" line to stderr.
-  public var zxingAssertionsCaught: Int { aborts.withLock { $0 } }
 
   /// Decodes every symbol in the image. Results are normalized (see Normalizer), limited to `formats`, merged
   /// across decoders (same format and bytes, centres no farther apart than half the larger symbol's size:
@@ -49,25 +44,28 @@ public final class BarcodeReader: Sendable {
   /// left to right (see Merger.readingOrder).
   public func decode(_ image: GrayImage) -> [DecodedSymbol] { decodeReporting(image).symbols }
 
-  /// `decode`, and what went wrong in a decoder on the way (zxing-cpp out of memory, a C++ exception,
-  /// a fault it was caught in): the symbols are then the other decoder's, and the caller says so.
+  /// `decode`, and what went wrong in a decoder on the way (zxing-cpp out of memory, a C++ exception):
+  /// the symbols are then the other decoder's, and the caller says so.
   public func decodeReporting(_ image: GrayImage) -> (symbols: [DecodedSymbol], problem: String?) {
     guard image.width > 0, image.height > 0 else { return ([], nil) }
     let raw = image.pixels.withUnsafeBufferPointer { pixels in
       scanBoth(pixels, width: image.width, height: image.height)
     }
-    let normalized = raw.symbols.compactMap { Normalizer.normalize($0, enabled: formats) }
+    var normalized = raw.symbols.compactMap { Normalizer.normalize($0, enabled: formats) }
+    if !addOns {
+      for index in normalized.indices { normalized[index].addOn = nil }
+    }
     return (Merger.merge(normalized, addOns: raw.addOns), raw.problem)
   }
 
   private func scanBoth(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
     symbols: [RawSymbol], addOns: [RawAddOn], problem: String?
   ) {
-    // zxing-cpp treats an empty format set as "all formats" (DecodeHints::hasFormat), so mask 0 means skip.
+    // The shim reads nothing for mask 0 (zxing-cpp itself would take an empty format set as "all").
     let useZXing = zxing.mask != 0
     let useZBar = !zbarSymbologies.isEmpty
     var zbar: (symbols: [RawSymbol], addOns: [RawAddOn]) = ([], [])
-    var zxingRead: (symbols: [RawSymbol], aborts: Int, error: String?) = ([], 0, nil)
+    var zxingRead: (symbols: [RawSymbol], error: String?) = ([], nil)
     var scanned = false
     if useZXing && useZBar && concurrentEngines, let base = pixels.baseAddress {
       var options = zxing.options
@@ -76,13 +74,11 @@ public final class BarcodeReader: Sendable {
         zbar = scanZBar(pixels, width: width, height: height)
         var results: UnsafeMutablePointer<czx_result>?
         var count = 0
-        var aborts: Int32 = 0
         var message = [CChar](repeating: 0, count: 256)
-        let rc = czx_finish(job, &results, &count, &aborts, &message, message.count)
+        let rc = czx_finish(job, &results, &count, &message, message.count)
         zxingRead =
           rc == Int32(CZX_OK)
-          ? (ZXingScanner.convert(results, count), Int(aborts), nil)
-          : ([], Int(aborts), ZXingScanner.text(message))
+          ? (ZXingScanner.convert(results, count), nil) : ([], ZXingScanner.text(message))
         scanned = true
       }
     }
@@ -90,37 +86,24 @@ public final class BarcodeReader: Sendable {
       if useZBar { zbar = scanZBar(pixels, width: width, height: height) }
       if useZXing { zxingRead = zxing.read(pixels, width: width, height: height) }
     }
-    countAborts(zxingRead.aborts)
-    var fromZXing = zxingRead.symbols
-    // Light codes on a dark ground. Neither decoder found anything: ZBar scans the inverted image (its
-    // own ZBAR_CFG_TEST_INVERTED would do so whenever ZBar alone found nothing, also for the many images
-    // only zxing-cpp reads; and an inverted GS1 DataBar can read as another DataBar with a valid check
-    // digit, seen on bench/corpus.py's inverted copies, so DataBar is kept out of it).
-    var inverted: [UInt8]?
-    if useZBar && zbar.symbols.isEmpty && zbar.addOns.isEmpty && fromZXing.isEmpty && zxingRead.error == nil {
+    // Light codes on a dark ground. zxing-cpp's own inverted search (ReaderOptions::tryInvert, on in
+    // ZXingScanner's options) covers only the readers that support it, its matrix formats
+    // (MultiFormatReader.cpp skips a reader without `supportsInversion` on an inverted bitmap, and
+    // zxing-cpp 3.1's linear readers have none). For linear codes, when neither decoder found anything,
+    // ZBar scans the inverted image (its own ZBAR_CFG_TEST_INVERTED would do so whenever ZBar alone
+    // found nothing, also for the many images only zxing-cpp reads; and an inverted GS1 DataBar can read
+    // as another DataBar with a valid check digit, seen on bench/corpus.py's inverted copies, so DataBar
+    // is kept out of it).
+    if useZBar && zbar.symbols.isEmpty && zbar.addOns.isEmpty && zxingRead.symbols.isEmpty
+      && zxingRead.error == nil
+    {
       let flipped = pixels.map { 255 - $0 }
-      inverted = flipped
       if let scanner = ZBarScanner(symbologies: zbarSymbologies) {
         zbar = flipped.withUnsafeBufferPointer { scanner.scan($0, width: width, height: height) }
         zbar.symbols.removeAll { Self.notReadInverted.contains($0.format) }
       }
     }
-    // zxing-cpp 1.4.0 has no inverted search (DecodeHints' tryInvert came in 2.0). When ZBar read
-    // something and zxing-cpp nothing at all, the image is most likely light on dark: zxing-cpp reads the
-    // inverted image once more, so the code gets zxing-cpp's checked reading, its ECI text and its raw
-    // bytes (ZBar converts ECI segments to UTF-8). A failure of that retry only loses the retry.
-    if useZXing && useZBar && fromZXing.isEmpty && !zbar.symbols.isEmpty && zxingRead.error == nil {
-      let flipped = inverted ?? pixels.map { 255 - $0 }
-      let read = flipped.withUnsafeBufferPointer { zxing.read($0, width: width, height: height) }
-      countAborts(read.aborts)
-      fromZXing = read.symbols
-    }
-    return (zbar.symbols + fromZXing, zbar.addOns, zxingRead.error)
-  }
-
-  private func countAborts(_ count: Int) {
-    guard count > 0 else { return }
-    aborts.withLock { $0 += count }
+    return (zbar.symbols + zxingRead.symbols, zbar.addOns, zxingRead.error)
   }
 
   private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
@@ -132,7 +115,7 @@ public final class BarcodeReader: Sendable {
   }
 
   /// Formats whose inverted image can decode as another valid symbol.
-  static let notReadInverted: Set<BarcodeFormat> = [.dataBar, .dataBarExpanded]
+  static let notReadInverted: Set<BarcodeFormat> = [.dataBar, .dataBarExpanded, .dataBarLimited]
 }
 
 enum Merger {

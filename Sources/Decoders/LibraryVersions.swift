@@ -12,8 +12,8 @@ public enum DecoderLibraries {
     return "\(major).\(minor).\(patch)"
   }
 
-  /// zxing-cpp's version this build was compiled against (ZXing/ZXVersion.h: the library has no
-  /// run-time version call), "1.4.0".
+  /// zxing-cpp's version this build was compiled against and links statically (ZXing/Version.h: the
+  /// library has no run-time version call), "3.1.1".
   public static var zxingVersion: String {
     var major: Int32 = 0
     var minor: Int32 = 0

@@ -1,13 +1,15 @@
 /// Makes both decoders describe the same symbol the same way, and applies the caller's format set.
 ///
-/// Differences observed between ZBar 0.23.92 and zxing-cpp 1.4.0 on identical images (zint output):
+/// Differences observed between ZBar 0.23.92 and zxing-cpp on identical images (zint output):
 /// - EAN/UPC: ZBar reports UPC-A as EAN-13 with a leading 0 unless UPC-A is enabled, and UPC-E expanded to
-///   EAN-13 unless UPC-E is enabled; zxing-cpp reports UPC-A (12 digits) whenever UPC-A is enabled. Neither
-///   is asked for ISBN: see `GTIN.choose`.
-/// - DataBar: ZBar returns "01" + GTIN-14 (the GS1 element string), zxing-cpp the 14 digits alone.
-/// - DataBar Expanded: ZBar returns the element string with GS after variable-length fields, zxing-cpp 1.4
-///   its human-readable form "(01)…(3202)…" in bytes().
-/// - Codabar: both return start/stop characters once zxing-cpp's returnCodabarStartEnd is set.
+///   EAN-13 unless UPC-E is enabled; zxing-cpp 3 reports UPC-A as EAN-13 while EAN-13 is asked for, and
+///   UPC-E as its EAN-13 expansion (the shim hands over the 8 digits, czxing.cpp). Neither is asked for
+///   ISBN: see `GTIN.choose`.
+/// - DataBar (and Limited): ZBar and zxing-cpp 3 return "01" + GTIN-14 (the GS1 element string); zxing-cpp
+///   1.4.0 returned the 14 digits alone, which is still accepted.
+/// - DataBar Expanded: ZBar and zxing-cpp 3 return the element string with GS after variable-length
+///   fields; zxing-cpp 1.4 returned its human-readable form "(01)…(3202)…" in bytes(), still accepted.
+/// - Codabar: both return start/stop characters (zxing-cpp 3 always).
 enum Normalizer {
   static func normalize(_ symbol: RawSymbol, enabled: Set<BarcodeFormat>) -> RawSymbol? {
     var symbol = symbol
@@ -18,8 +20,8 @@ enum Normalizer {
       else { return nil }
       symbol.format = chosen.format
       symbol.bytes = chosen.bytes
-    case .dataBar:
-      // GS1 DataBar Omnidirectional carries a GTIN-14 under the implied AI (01).
+    case .dataBar, .dataBarLimited:
+      // GS1 DataBar Omnidirectional and Limited carry a GTIN-14 under the implied AI (01).
       if symbol.bytes.count == 14 && symbol.bytes.allSatisfy(GTIN.isDigit) {
         symbol.bytes = Array("01".utf8) + symbol.bytes
       }

@@ -1,14 +1,13 @@
 public enum BarcodeFormat: String, Sendable, CaseIterable, Hashable {
   case aztec, codabar, code39, code93, code128, dataBar, dataBarExpanded, dataBarLimited, dataMatrix, ean8,
     ean13,
-    isbn10, isbn13, itf, maxiCode, pdf417, microPDF417, qrCode, microQRCode, upcA, upcE, composite
+    isbn10, isbn13, itf, maxiCode, pdf417, microPDF417, qrCode, microQRCode, upcA, upcE, composite, rmqrCode,
+    dxFilmEdge, telepen
 
   /// Formats at least one decoder can read here. Debian's ZBar 0.23.92 lacks DataMatrix, Aztec and PDF417
-  /// (docs/swift-on-linux.md); zxing-cpp 1.4.0 has no DataBar Limited, MicroPDF417 or composite (its
-  /// BarcodeFormat enum lists none of them), and Debian's ZBar does not emit composites either.
-  public static let readable: Set<BarcodeFormat> = Set(allCases).subtracting([
-    .dataBarLimited, .microPDF417, .composite,
-  ])
+  /// (docs/swift-on-linux.md) and does not emit composites; zxing-cpp 3 reads every other format here
+  /// (its BarcodeFormat.h lists no composite).
+  public static let readable: Set<BarcodeFormat> = Set(allCases).subtracting([.composite])
 }
 
 public struct Point: Sendable, Hashable {

@@ -35,11 +35,12 @@ final class ZBarScanner: @unchecked Sendable {
   /// symbols but reports them expanded to EAN-13, and with UPC-A disabled it reports UPC-A as EAN-13
   /// (observed with zbarimg 0.23.92 -S options), which would make results depend on ZBar's config rather
   /// than on ours. ISBN-10/13 are derived from EAN-13 in Swift, for both decoders alike.
-  static func symbologies(for formats: Set<BarcodeFormat>) -> [zbar_symbol_type_t] {
+  static func symbologies(for formats: Set<BarcodeFormat>, addOns: Bool = true) -> [zbar_symbol_type_t] {
     var types: [zbar_symbol_type_t] = []
     if !formats.isDisjoint(with: GTIN.family) { types += [ZBAR_EAN13, ZBAR_UPCA, ZBAR_UPCE] }
     // Add-ons only ever follow EAN-13, UPC-A, UPC-E or EAN-8; ZBar reads them as symbols of their own.
-    if !formats.isDisjoint(with: GTIN.family.union([.ean8])) { types += [ZBAR_EAN2, ZBAR_EAN5] }
+    // Not looked for when add-ons are off (BarcodeReader.addOns).
+    if addOns && !formats.isDisjoint(with: GTIN.family.union([.ean8])) { types += [ZBAR_EAN2, ZBAR_EAN5] }
     let direct: [(BarcodeFormat, zbar_symbol_type_t)] = [
       (.ean8, ZBAR_EAN8), (.itf, ZBAR_I25), (.dataBar, ZBAR_DATABAR), (.dataBarExpanded, ZBAR_DATABAR_EXP),
       (.codabar, ZBAR_CODABAR), (.code39, ZBAR_CODE39), (.code93, ZBAR_CODE93), (.code128, ZBAR_CODE128),

@@ -4,71 +4,47 @@ import CZXing
 /// serves any number of threads.
 struct ZXingScanner: Sendable {
   let mask: Int32
+  /// Read an EAN-2/EAN-5 add-on beside EAN/UPC symbols (ReaderOptions::eanAddOnSymbol Read, else Ignore).
+  var addOns = true
 
-  /// True when this build of zxing-cpp is one whose assertions fire on ordinary images with linear
-  /// codes (before 2.0; czx_abort_trap), so its linear reads run under the shim's SIGABRT trap.
-  static let trapsAssertions = czx_abort_trap() != 0
+  /// The shim's bit for each format it reads (czxing.h; czxing.cpp maps them to zxing-cpp's formats and
+  /// variants). The EAN/UPC family is enabled as a whole, as in ZBarScanner, and narrowed by GTIN
+  /// normalization. zxing-cpp 3 reads no composite (its BarcodeFormat list has none).
+  static let bits: [(BarcodeFormat, Int32)] = [
+    (.aztec, Int32(CZX_FORMAT_AZTEC)), (.codabar, Int32(CZX_FORMAT_CODABAR)),
+    (.code39, Int32(CZX_FORMAT_CODE39)), (.code93, Int32(CZX_FORMAT_CODE93)),
+    (.code128, Int32(CZX_FORMAT_CODE128)), (.dataBar, Int32(CZX_FORMAT_DATABAR)),
+    (.dataBarExpanded, Int32(CZX_FORMAT_DATABAR_EXPANDED)),
+    (.dataBarLimited, Int32(CZX_FORMAT_DATABAR_LIMITED)),
+    (.dataMatrix, Int32(CZX_FORMAT_DATAMATRIX)), (.ean8, Int32(CZX_FORMAT_EAN8)),
+    (.ean13, Int32(CZX_FORMAT_EAN13)), (.upcA, Int32(CZX_FORMAT_UPCA)), (.upcE, Int32(CZX_FORMAT_UPCE)),
+    (.itf, Int32(CZX_FORMAT_ITF)), (.maxiCode, Int32(CZX_FORMAT_MAXICODE)),
+    (.pdf417, Int32(CZX_FORMAT_PDF417)),
+    (.microPDF417, Int32(CZX_FORMAT_MICROPDF417)), (.qrCode, Int32(CZX_FORMAT_QRCODE)),
+    (.microQRCode, Int32(CZX_FORMAT_MICROQRCODE)), (.rmqrCode, Int32(CZX_FORMAT_RMQRCODE)),
+    (.dxFilmEdge, Int32(CZX_FORMAT_DXFILMEDGE)), (.telepen, Int32(CZX_FORMAT_TELEPEN)),
+  ]
 
-  /// The formats zxing-cpp is not asked for when ZBar is enabled and zxing-cpp asserts: DataBar and
-  /// DataBar Expanded. zxing-cpp 1.4.0 fails its assertion on them even in small images, whenever it finds
-  /// one in more than one orientation (Debian's ZXingReader dies with SIGABRT on rotated or noisy DataBar
-  /// images of bench/corpus.py), and ZBar reads both better. Every other linear format goes to both
-  /// decoders: zxing-cpp reads Code 128's FNC4 (ISO-8859-1) characters, which ZBar misreads, and many
-  /// photographed codes ZBar misses; its assertion for two identical codes in one image is caught by
-  /// the shim's trap (czxing.cpp).
-  static let routedToZBar: Set<BarcodeFormat> = [.dataBar, .dataBarExpanded]
-
-  /// zxing-cpp bits for the formats; the EAN/UPC family is enabled as a whole, as in ZBarScanner, and
-  /// narrowed by GTIN normalization. zxing-cpp 1.4.0 has no ISBN, DataBar Limited, MicroPDF417 or composite.
   static func mask(for formats: Set<BarcodeFormat>) -> Int32 {
     var mask: Int32 = 0
     if !formats.isDisjoint(with: GTIN.family) {
       mask |= Int32(CZX_FORMAT_EAN13 | CZX_FORMAT_UPCA | CZX_FORMAT_UPCE)
     }
-    let direct: [(BarcodeFormat, Int32)] = [
-      (.aztec, Int32(CZX_FORMAT_AZTEC)), (.codabar, Int32(CZX_FORMAT_CODABAR)),
-      (.code39, Int32(CZX_FORMAT_CODE39)),
-      (.code93, Int32(CZX_FORMAT_CODE93)), (.code128, Int32(CZX_FORMAT_CODE128)),
-      (.dataBar, Int32(CZX_FORMAT_DATABAR)),
-      (.dataBarExpanded, Int32(CZX_FORMAT_DATABAR_EXPANDED)), (.dataMatrix, Int32(CZX_FORMAT_DATAMATRIX)),
-      (.ean8, Int32(CZX_FORMAT_EAN8)), (.itf, Int32(CZX_FORMAT_ITF)), (.maxiCode, Int32(CZX_FORMAT_MAXICODE)),
-      (.pdf417, Int32(CZX_FORMAT_PDF417)), (.qrCode, Int32(CZX_FORMAT_QRCODE)),
-      (.microQRCode, Int32(CZX_FORMAT_MICROQRCODE)),
-    ]
-    for (format, bit) in direct where formats.contains(format) { mask |= bit }
+    for (format, bit) in bits where formats.contains(format) { mask |= bit }
     return mask
   }
 
   static func format(of bit: Int32) -> BarcodeFormat? {
-    switch Int(bit) {
-    case Int(CZX_FORMAT_AZTEC): .aztec
-    case Int(CZX_FORMAT_CODABAR): .codabar
-    case Int(CZX_FORMAT_CODE39): .code39
-    case Int(CZX_FORMAT_CODE93): .code93
-    case Int(CZX_FORMAT_CODE128): .code128
-    case Int(CZX_FORMAT_DATABAR): .dataBar
-    case Int(CZX_FORMAT_DATABAR_EXPANDED): .dataBarExpanded
-    case Int(CZX_FORMAT_DATAMATRIX): .dataMatrix
-    case Int(CZX_FORMAT_EAN8): .ean8
-    case Int(CZX_FORMAT_EAN13): .ean13
-    case Int(CZX_FORMAT_ITF): .itf
-    case Int(CZX_FORMAT_MAXICODE): .maxiCode
-    case Int(CZX_FORMAT_PDF417): .pdf417
-    case Int(CZX_FORMAT_QRCODE): .qrCode
-    case Int(CZX_FORMAT_UPCA): .upcA
-    case Int(CZX_FORMAT_UPCE): .upcE
-    case Int(CZX_FORMAT_MICROQRCODE): .microQRCode
-    default: nil
-    }
+    bits.first { $0.1 == bit }?.0
   }
 
   var options: czx_options {
     var options = czx_options()
     czx_options_init(&options)
-    // czx_options_init: try harder, rotate and downscale on (ZXingReader's defaults too), all symbols.
+    // czx_options_init: try harder, rotate, invert and downscale on (ReaderOptions' defaults, and the
+    // Python package's), all symbols. zxing-cpp 3 always keeps Codabar's start/stop characters, as ZBar.
     options.formats = mask
-    // Keep Codabar's start/stop characters (DecodeHints::setReturnCodabarStartEnd), as ZBar reports them.
-    options.codabar_start_end = 1
+    options.ean_add_on = addOns ? 1 : 0
     return options
   }
 
@@ -80,7 +56,7 @@ struct ZXingScanner: Sendable {
     symbols.reserveCapacity(count)
     for result in UnsafeBufferPointer(start: results, count: count) {
       guard let format = format(of: result.format) else { continue }
-      var bytes =
+      let bytes =
         result.length > 0 ? Array(UnsafeBufferPointer(start: result.bytes, count: result.length)) : []
       let p = result.position  // Result::position(): top-left, top-right, bottom-right, bottom-left
       let points = [p.0, p.1, p.2, p.3].map { Point(x: Int($0.x), y: Int($0.y)) }
@@ -90,13 +66,9 @@ struct ZXingScanner: Sendable {
             decoding: UnsafeBufferPointer(start: $0, count: result.text_length).map { UInt8(bitPattern: $0) },
             as: UTF8.self)
         }
-      var addOn: [UInt8]?
-      if GTIN.family.union([.ean8]).contains(format), let read = text, let split = Self.splitAddOn(read) {
-        // EanAddOnSymbol::Read gives "main addon" in the text; the main symbol's bytes stay its digits.
-        bytes = split.main
-        addOn = split.addOn
-        text = nil
-      }
+      // The shim took an add-on off the content (czxing.cpp: BarcodeExtra::EanAddOn).
+      let addOnDigits = withUnsafeBytes(of: result.add_on) { raw in Array(raw.prefix { $0 != 0 }) }
+      let addOn: [UInt8]? = addOnDigits.isEmpty ? nil : addOnDigits
       // Keep the decoder's text only where it says more than the bytes read as UTF-8 do, and never for a
       // payload zxing-cpp itself calls binary (ContentType::Binary: its character-set guess found no
       // text) or whose ECI it does not know: those stay bytes, shown escaped.
@@ -116,31 +88,20 @@ struct ZXingScanner: Sendable {
     String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
-  /// "9781234567897 12345" → main "9781234567897", add-on "12345"; nil without an add-on.
-  static func splitAddOn(_ text: String) -> (main: [UInt8], addOn: [UInt8])? {
-    let parts = text.utf8.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
-    guard parts.count == 2, [2, 5].contains(parts[1].count), parts.allSatisfy({ $0.allSatisfy(GTIN.isDigit) })
-    else { return nil }
-    return (Array(parts[0]), Array(parts[1]))
-  }
-
-  /// Decodes synchronously on the calling thread. Also returns how many zxing-cpp assertions the shim
-  /// caught (see czxing.h).
+  /// Decodes synchronously on the calling thread.
   func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
-    symbols: [RawSymbol], aborts: Int, error: String?
+    symbols: [RawSymbol], error: String?
   ) {
-    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], 0, nil) }
+    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], nil) }
     var options = self.options
     var results: UnsafeMutablePointer<czx_result>?
     var count = 0
-    var aborts: Int32 = 0
-    // Errors (out of memory, a C++ exception, a caught fault) yield no zxing results; ZBar's still count,
-    // and the error is reported with them (BarcodeReader.decodeReporting).
+    // Errors (out of memory, a C++ exception) yield no zxing results; ZBar's still count, and the error is
+    // reported with them (BarcodeReader.decodeReporting).
     var message = [CChar](repeating: 0, count: 256)
     let rc = czx_read(
-      base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &aborts, &message,
-      message.count)
-    guard rc == Int32(CZX_OK) else { return ([], Int(aborts), Self.text(message)) }
-    return (Self.convert(results, count), Int(aborts), nil)
+      base, Int32(width), Int32(height), Int32(width), &options, &results, &count, &message, message.count)
+    guard rc == Int32(CZX_OK) else { return ([], Self.text(message)) }
+    return (Self.convert(results, count), nil)
   }
 }

@@ -355,7 +355,7 @@ struct PropertyTests {
       twoD.outLines == [
         "aztec enable", "data-matrix enable", "ean-ucc-composite-ab disable", "maxicode enable",
         "pdf417 enable",
-        "pdf417-micro enable", "qr-code enable", "micro-qr-code enable",
+        "pdf417-micro enable", "qr-code enable", "micro-qr-code enable", "rmqr-code enable",
       ])
     let mixed = try await sandbox.capture("get", "socketcam", "data-source", "friendly-name")
     #expect(

@@ -55,6 +55,8 @@ struct SocketCamDeterminismTests {
   func sameCodesEveryWay() async throws {
     let sandbox = try Sandbox()
     let names = try await makeImages(sandbox)
+    // Add-ons are off by default (docs/capture-sdk.md §6.4); the set's book carries one, read as well.
+    #expect(try await sandbox.capture("set", "socketcam", "data-source", "ean-add-on", "enable").status == 0)
     var alone: [Code] = []
     var fromStdin: [Code] = []
     for name in names {

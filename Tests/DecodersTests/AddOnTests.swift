@@ -23,6 +23,18 @@ import Testing
     #expect(found[0].addOn == bytes(addOn))
   }
 
+  @Test(arguments: ["9781234567897+12345", "9781234567897+12"])
+  func addOnsOffReportTheMainSymbolAlone(_ data: String) throws {
+    // BarcodeReader(addOns: false), what SocketCam runs while its ean-add-on data source is off: neither
+    // decoder looks for the add-on, and the main symbol is reported without it.
+    let dir = TempDir()
+    let image = try zint(dir, "code", "EANX", data)
+    let found = BarcodeReader(addOns: false).decode(image)
+    #expect(found.map(\.bytes) == [bytes("9781234567897")])
+    #expect(found.map(\.addOn) == [nil])
+    #expect(found.map(\.decoders) == [both])
+  }
+
   @Test func addOnFollowsItsSymbolTurnedAQuarterAndUpsideDown() throws {
     let dir = TempDir()
     let image = try zint(dir, "code", "EANX", "9781234567897+12345")

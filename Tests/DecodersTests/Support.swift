@@ -150,18 +150,3 @@ func pgm(_ image: GrayImage) -> [UInt8] {
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 let everything = BarcodeReader()
-
-/// ZXING_VERSION_MAJOR of the installed zxing-cpp headers (ZXVersion.h), what the shim was built against.
-let czxVersionMajor: Int = {
-  guard let file = fopen("/usr/include/ZXing/ZXVersion.h", "r") else { return -1 }
-  defer { fclose(file) }
-  var line = [CChar](repeating: 0, count: 512)
-  while fgets(&line, Int32(line.count), file) != nil {
-    let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
-    if words.count == 3, words[0] == "#define", words[1] == "ZXING_VERSION_MAJOR", let major = Int(words[2]) {
-      return major
-    }
-  }
-  return -1
-}()

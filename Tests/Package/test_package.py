@@ -133,9 +133,11 @@ class PackageTests(unittest.TestCase):
         self.assertTrue(synopsis and long_text.strip(), "a synopsis and a long description")
         depends = [d.strip().split()[0] for d in field(self.deb, "Depends").split(",")]
         # What the binary links (dpkg-shlibdeps); no Swift runtime package (there is none in Debian).
-        for library in ["libc6", "libzbar0", "libzxing2", "libdbus-1-3", "libbluetooth3", "libwebsockets17",
+        for library in ["libc6", "libzbar0", "libdbus-1-3", "libbluetooth3", "libwebsockets17",
                         "libmosquitto1", "libpng16-16", "libjpeg62-turbo"]:
             self.assertIn(library, depends)
+        # zxing-cpp is linked in statically (deps/zxing-cpp.lock): not Debian's 1.4.0.
+        self.assertNotIn("libzxing2", depends)
         self.assertFalse([d for d in depends if "swift" in d], depends)
         self.assertEqual(field(self.deb, "Homepage"), "")
 
@@ -193,6 +195,10 @@ class PackageTests(unittest.TestCase):
             "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"))
         self.assertIn("\nFiles: *\nCopyright: 2026 capture maintainers\nLicense: Apache-2.0\n", copyright_text)
         self.assertIn('"/usr/share/common-licenses/Apache-2.0"', copyright_text)
+        # zxing-cpp, linked in statically, and the libzueci it carries, each with its licence.
+        self.assertIn("\nFiles: zxing-cpp/*\n", copyright_text)
+        self.assertIn("\nFiles: zxing-cpp/core/src/libzueci/*\nCopyright: 2022 gitlost\n", copyright_text)
+        self.assertIn("\nLicense: BSD-3-Clause\n Redistribution", copyright_text)
         with open(os.path.join(REPO, "LICENSE"), "rb") as f, open("/usr/share/common-licenses/Apache-2.0", "rb") as g:
             self.assertEqual(f.read(), g.read(), "LICENSE is the Apache-2.0 text")
 

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # capture binary links.
 GUEST_PACKAGES = [
     "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
-    "libzbar0", "libzxing2", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
+    "libzbar0", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
     "libwebsockets17", "libmosquitto1", "rfkill",
 ]
 # Module directories copied whole from the host's kernel (relative to kernel/): Bluetooth and all

@@ -6,10 +6,12 @@ import CaptureCore
 enum Completions {
   static var commandNames: [String] { CommandTree.visibleCommands.map(\.name) }
   static var propertyNames: [String] { PropertyID.known.filter { !$0.isDeprecated }.map(\.cliName).uniqued() }
-  /// The groups `set DEVICE data-source` takes (all, 1d, 2d, nfc), then every data source.
+  /// The groups `set DEVICE data-source` takes (all, 1d, 2d, nfc), then every data source, capture's own
+  /// last (docs/capture-sdk.md §6.4).
   static var dataSourceNames: [String] {
     DataSourceGroup.allCases.map(\.rawValue)
       + DataSource.known.filter { !$0.isSentinel && $0 != .notSpecified }.map(\.cliName)
+      + DataSource.captureExtensions.map(\.cliName)
   }
   static var eventNames: [String] { EventKind.allCases.map(\.rawValue) }
 

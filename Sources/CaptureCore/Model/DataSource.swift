@@ -19,6 +19,9 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
   }
   /// A barcode symbology: 1…51 (docs/capture-sdk.md §6.1; 0 is NotSpecified and 52 the sentinel).
   public var isSymbology: Bool { (1...51).contains(rawValue) }
+  /// One of the data sources capture adds where the SDK has none (docs/capture-sdk.md §6.4):
+  /// 0x200…0x2FF, clear of the SDK's symbologies (0…0x34) and tag types (0x100…0x10C).
+  public var isCaptureExtension: Bool { Self.extensions.contains { $0.source == self } }
   /// An NFC/RFID tag type: 0x100…0x10B (docs/capture-sdk.md §6.1; 0x10C is the sentinel).
   public var isTagType: Bool { (0x100...0x10B).contains(rawValue) }
   /// The "Last…" entries: LastSymbologyID (52) and TagTypeLastTagType (0x10C); not real data sources.
@@ -49,8 +52,9 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
       break
     }
     if let alias = aliases[key] { return alias }
-    return catalog.first { lookupKey(strippingPrefix($0.sdkName)) == key || lookupKey($0.display) == key }?
-      .source
+    return (catalog + extensions).first {
+      lookupKey(strippingPrefix($0.sdkName)) == key || lookupKey($0.display) == key
+    }?.source
   }
 
   /// Names people use that differ from the SDK's; keys are already normalised by `lookupKey`.
@@ -74,10 +78,14 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
     "ucc128": .ean128,
     "dpm": .directPartMarking,
     "isbn": .booklandEan,
+    "rmqr": .rmqrCode,
+    "dx": .dxFilmEdge,
+    "addon": .eanAddOn,
+    "addons": .eanAddOn,
   ]
 
   static func strippingPrefix(_ sdkName: String) -> String {
-    for prefix in ["Symbology", "TagType"] where sdkName.hasPrefix(prefix) {
+    for prefix in ["Symbology", "TagType", "Capture"] where sdkName.hasPrefix(prefix) {
       return String(sdkName.dropFirst(prefix.count))
     }
     return sdkName
@@ -218,6 +226,28 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
   /// TagTypeLastTagType (268, 0x10C).
   public static let lastTagType = DataSource(268)
 
+  // MARK: capture's own (docs/capture-sdk.md §6.4)
+
+  /// rMQR Code (ISO/IEC 23941), which SocketCam reads and the SDK has no data source for.
+  public static let rmqrCode = DataSource(0x200)
+  /// DX film edge (the DX code on 35 mm film), which SocketCam reads and the SDK has no data source for.
+  public static let dxFilmEdge = DataSource(0x201)
+  /// Not a symbology: whether SocketCam reads the EAN-2/EAN-5 add-on beside an EAN/UPC symbol
+  /// (DecodedData then carries it as today, docs/capture-sdk.md §6.4); the SDK's scanners have this as a
+  /// setting of their own, off as they ship.
+  public static let eanAddOn = DataSource(0x202)
+
+  /// capture's own data sources, in id order: same columns as `catalog`, the SDK-style name prefixed
+  /// `Capture` (no SDK spells one so).
+  static let extensions: [(source: DataSource, sdkName: String, display: String)] = [
+    (.rmqrCode, "CaptureRmqrCode", "rMQR Code"),
+    (.dxFilmEdge, "CaptureDxFilmEdge", "DX Film Edge"),
+    (.eanAddOn, "CaptureEanAddOn", "EAN/UPC Add-On"),
+  ]
+
+  /// capture's own data sources (docs/capture-sdk.md §6.4), in id order.
+  public static let captureExtensions: [DataSource] = extensions.map(\.source)
+
   /// Every docs/capture-sdk.md §6.1 entry in table order, sentinels included.
   public static let known: [DataSource] = catalog.map(\.source)
   /// The real symbologies, 1…51.
@@ -226,7 +256,7 @@ public struct DataSource: Hashable, Sendable, CustomStringConvertible {
   public static let tagTypes: [DataSource] = known.filter(\.isTagType)
 
   static let byRawValue: [Int32: (sdkName: String, display: String)] = Dictionary(
-    catalog.map { ($0.source.rawValue, (sdkName: $0.sdkName, display: $0.display)) },
+    (catalog + extensions).map { ($0.source.rawValue, (sdkName: $0.sdkName, display: $0.display)) },
     uniquingKeysWith: { first, _ in first })
 
   static let catalog: [(source: DataSource, sdkName: String, display: String)] = [
@@ -375,7 +405,7 @@ public enum DataSourceGroup: String, Sendable, CaseIterable {
 
   public func contains(_ source: DataSource) -> Bool {
     switch self {
-    case .all: source.isSymbology || source.isTagType
+    case .all: source.isSymbology || source.isTagType || source.isCaptureExtension
     case .oneD: Self.linear.contains(source)
     case .twoD: Self.matrix.contains(source)
     case .nfc: source.isTagType
@@ -392,12 +422,12 @@ public enum DataSourceGroup: String, Sendable, CaseIterable {
     .booklandEan, .chinese2of5, .codabar, .code11, .code39, .code39Extended, .code39Trioptic, .code93,
     .code128, .ean8, .ean13, .ean128, .ean128Irregular, .gs1Databar, .gs1DatabarLimited, .gs1DatabarExpanded,
     .interleaved2of5, .isbt128, .matrix2of5, .msi, .plessey, .standard2of5, .telepen, .tlc39, .upcA, .upcE0,
-    .upcE1,
+    .upcE1, .dxFilmEdge, .eanAddOn,
   ]
 
   static let matrix: Set<DataSource> = [
     .aztec, .codablockA, .codablockF, .dataMatrix, .eanUccCompositeAB, .eanUccCompositeC, .maxicode, .pdf417,
-    .pdf417Micro, .qrCode, .directPartMarking, .hanXin, .dotCode, .microQRCode,
+    .pdf417Micro, .qrCode, .directPartMarking, .hanXin, .dotCode, .microQRCode, .rmqrCode,
   ]
 }
 

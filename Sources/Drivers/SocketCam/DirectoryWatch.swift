@@ -203,7 +203,7 @@ extension FramePass {
     if !finite.isEmpty {
       let read = Flag()
       let once = FramePass(
-        sources: finite, formats: formats, device: device, warn: warn, untilFirstRead: false,
+        sources: finite, formats: formats, addOns: addOns, device: device, warn: warn, untilFirstRead: false,
         emit: { [emit] event in
           if case .decodedData = event.payload { read.set() }
           emit(event)
@@ -233,7 +233,7 @@ extension FramePass {
   }
 
   private func watchLoop(_ watch: DirectoryWatch, stop: Cancellation, gate: EmitGate) {
-    let reader = BarcodeReader(formats: formats)
+    let reader = BarcodeReader(formats: formats, addOns: addOns)
     var live = watch.directories
     var seen = SeenFiles()
     var buffer: [UInt8] = []

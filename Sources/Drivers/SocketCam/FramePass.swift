@@ -39,18 +39,21 @@ final class FramePass: Sendable {
 
   let sources: [FrameSourceItem]
   let formats: Set<BarcodeFormat>
+  /// Read EAN-2/EAN-5 add-ons (BarcodeReader.addOns).
+  let addOns: Bool
   let device: DeviceInfo
   let warn: @Sendable (String) -> Void
   let untilFirstRead: Bool
   let emit: @Sendable (Event) -> Void
 
   init(
-    sources: [FrameSourceItem], formats: Set<BarcodeFormat>, device: DeviceInfo,
+    sources: [FrameSourceItem], formats: Set<BarcodeFormat>, addOns: Bool, device: DeviceInfo,
     warn: @escaping @Sendable (String) -> Void, untilFirstRead: Bool,
     emit: @escaping @Sendable (Event) -> Void
   ) {
     self.sources = sources
     self.formats = formats
+    self.addOns = addOns
     self.device = device
     self.warn = warn
     self.untilFirstRead = untilFirstRead
@@ -144,7 +147,7 @@ final class FramePass: Sendable {
     let workers = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), inputs.count))
     let next = Counter()
     let (results, sink) = AsyncStream.makeStream(of: (Int, Outcome).self)
-    let reader = BarcodeReader(formats: formats)
+    let reader = BarcodeReader(formats: formats, addOns: addOns)
     for worker in 0..<workers {
       DispatchQueue(label: "capture.socketcam.decode.\(worker)").async {
         while !stop.isCancelled {
@@ -326,7 +329,7 @@ final class FramePass: Sendable {
         Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path.description))))
       return
     }
-    let reader = BarcodeReader(formats: formats)
+    let reader = BarcodeReader(formats: formats, addOns: addOns)
     let clock = ContinuousClock()
     var lastSeen: [DecodedSymbol.Key: ContinuousClock.Instant] = [:]
     while !stopping() {

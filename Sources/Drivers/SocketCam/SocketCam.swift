@@ -127,6 +127,9 @@ public final class SocketCam: Device {
     return formats
   }
 
+  /// Whether EAN-2/EAN-5 add-ons are read: the `ean-add-on` data source (off by default).
+  var readsAddOns: Bool { Self.status(of: .eanAddOn, in: settings.withLock { $0 }) == .enable }
+
   // MARK: trigger
 
   /// start / continuous read the frame source: a finite source (images, a directory, stdin) is decoded
@@ -168,7 +171,8 @@ public final class SocketCam: Device {
       throw CaptureError(.deviceNotOpen, "SocketCam is closed")
     }
     let pass = FramePass(
-      sources: request.frameSources, formats: enabledFormats, device: info, warn: request.warn,
+      sources: request.frameSources, formats: enabledFormats, addOns: readsAddOns, device: info,
+      warn: request.warn,
       untilFirstRead: action != .continuousScan, emit: { [continuation] in continuation.yield($0) })
     if request.scansInBackground { return try await startScan(pass) }
     // Registered under the lock `close` takes the scan from, and only while the device is open: a

@@ -410,22 +410,16 @@ enum HostFacts {
     return "ZBar \(major).\(minor).\(patch)"
   }()
 
-  /// "zxing-cpp X.Y.Z" from ZXing/ZXVersion.h, the version the binary was built against.
+  /// "zxing-cpp X.Y.Z": the release deps/zxing-cpp.lock pins, which `make deps` builds and links in.
   static let zxingVersion: String? = {
-    guard let text = try? String(contentsOfFile: "/usr/include/ZXing/ZXVersion.h", encoding: .utf8) else {
-      return nil
+    let lock = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .appendingPathComponent("../../../deps/zxing-cpp.lock").standardized.path
+    guard let text = try? String(contentsOfFile: lock, encoding: .utf8) else { return nil }
+    for line in text.split(separator: "\n") {
+      let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "=" })
+      if words.count == 2 && words[0] == "ZXING_CPP_VERSION" { return "zxing-cpp \(words[1])" }
     }
-    func value(_ name: String) -> String? {
-      for line in text.split(separator: "\n") {
-        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-        if words.count >= 3 && words[0] == "#define" && words[1] == name { return String(words[2]) }
-      }
-      return nil
-    }
-    guard let major = value("ZXING_VERSION_MAJOR"), let minor = value("ZXING_VERSION_MINOR"),
-      let patch = value("ZXING_VERSION_PATCH")
-    else { return nil }
-    return "zxing-cpp \(major).\(minor).\(patch)"
+    return nil
   }()
 
   static func decoderRows() -> [ExpectedRow] {
