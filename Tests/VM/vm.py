@@ -28,10 +28,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # What the image holds besides the essential set: the tools the guest needs, BlueZ with btvirt (and
 # btmgmt, in bluez), python with dbus and GLib for the device emulations (bluetoothd's Profile1,
 # GattManager1 and LEAdvertisingManager1 APIs call back into them), and the shared libraries the
-# capture binary links.
+# capture binary links (libstdc++6 for the zxing-cpp linked into it, which is C++; Debian's libzxing2
+# used to bring it along).
 GUEST_PACKAGES = [
     "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
-    "libzbar0", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
+    "libzbar0", "libstdc++6", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
     "libwebsockets17", "libmosquitto1", "rfkill",
 ]
 # Module directories copied whole from the host's kernel (relative to kernel/): Bluetooth and all
