@@ -9,7 +9,8 @@ groups udev made, caches. This runs the README's test command where none of that
 root from mmdebstrap (the apt variant, Debian's Essential packages and apt, plus the Swift
 toolchain's prerequisites for Debian 12 as swift.org's tarball installation guide lists them, and
 make to run the Makefile), built once per set of inputs under /tmp/capture-fresh-root and unpacked
-anew on every run, with the /etc/hosts the Debian installer writes (mmdebstrap writes none); the toolchain (/opt/swift) mounted read-only; this checkout copied in without its
+anew on every run, with the /etc/hosts the Debian installer writes (mmdebstrap writes none) and this machine's own
+certificate authorities (/usr/local/share/ca-certificates, for a network that inspects TLS); the toolchain (/opt/swift) mounted read-only; this checkout copied in without its
 build products. Everything else — Debian packages, groups, services — the project's own `make test`
 must install, make and start itself.
 
@@ -86,6 +87,30 @@ def write_hosts(root):
                 "::1     localhost ip6-localhost ip6-loopback\nff02::1 ip6-allnodes\nff02::2 ip6-allrouters\n")
 
 
+LOCAL_TRUST = "/usr/local/share/ca-certificates"
+
+
+def copy_local_trust(root):
+    """The certificate authorities this machine's administrator added (update-ca-certificates(8) reads
+    them from /usr/local/share/ca-certificates), copied into the root: they belong to the machine's
+    network, like /etc/hosts, not to what the project must set up. Where outgoing TLS is inspected,
+    `make deps` fetches zxing-cpp from PyPI through that authority; without it pip fails with
+    CERTIFICATE_VERIFY_FAILED in the root while the same command works on the host. The root gets
+    them in its bundle when make test installs ca-certificates (its postinst runs
+    update-ca-certificates), or at once when the root has it already. Returns the names copied."""
+    copied = []
+    if not os.path.isdir(LOCAL_TRUST):
+        return copied
+    target = os.path.join(root, LOCAL_TRUST.lstrip("/"))
+    os.makedirs(target, exist_ok=True)
+    for name in sorted(os.listdir(LOCAL_TRUST)):
+        source = os.path.join(LOCAL_TRUST, name)
+        if name.endswith(".crt") and os.path.isfile(source):
+            shutil.copyfile(source, os.path.join(target, name))
+            copied.append(name)
+    return copied
+
+
 def main():
     if os.geteuid() != 0:
         cannot("not root: mmdebstrap, chroot and mount need root")
@@ -103,13 +128,17 @@ def main():
     root = debian_root.unpack(tarball, cache)
     try:
         write_hosts(root)
+        trust = copy_local_trust(root)
+        if trust:
+            log(f"this machine's own certificate authorities copied in: {', '.join(trust)}")
         copy_checkout(root)
         for path in FIXTURE_CACHES:
             os.makedirs(path, exist_ok=True)
         env = {"PATH": f"{TOOLCHAIN}/usr/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
                "TERM": "dumb", "CI": os.environ.get("CI", "true")}
         arguments = " ".join(shlex.quote(a) for a in sys.argv[1:]) or "test"
-        script = f"cd {SOURCE_DIR} && exec make {arguments}"
+        refresh = "if [ -x /usr/sbin/update-ca-certificates ]; then update-ca-certificates >/dev/null; fi; " if trust else ""
+        script = f"{refresh}cd {SOURCE_DIR} && exec make {arguments}"
         log(f"make test in {root} (toolchain {TOOLCHAIN} read-only)")
         started = time.monotonic()
         command = debian_root.chroot_command(root, script, env, read_only_binds=[TOOLCHAIN], binds=FIXTURE_CACHES,
