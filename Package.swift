@@ -19,17 +19,21 @@ let package = Package(
   targets: [
     // The executable is the composition root: it picks the drivers; CaptureCLI sees only CaptureCore.
     .executableTarget(name: "capture", dependencies: ["CaptureCLI", "Drivers"]),
-    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureService", "CaptureMQTT"]),
+    .target(
+      name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureContract", "CaptureService", "CaptureMQTT"]),
+    // The published contract every front end renders the same way: the JSON of events, devices and
+    // errors, and the exit-status rule (docs/architecture.md §1). Below the front ends, above the model.
+    .target(name: "CaptureContract", dependencies: ["CaptureCore"]),
     // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
     // the engine over the MQTT transport (libmosquitto).
-    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "MosquittoClient"]),
+    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "CaptureContract", "MosquittoClient"]),
     // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MosquittoClient runs its network
     // loop on a thread of its own.
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
     .target(name: "MosquittoClient", dependencies: ["CMosquitto", "CaptureCore"]),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
-    .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPTransport"]),
+    .target(name: "CaptureService", dependencies: ["CaptureCore", "CaptureContract", "HTTPTransport"]),
     // libwebsockets behind a C shim (its header is too large and macro-laden to import): one event
     // loop thread serves every HTTP and WebSocket connection.
     .target(name: "CWebSockets", linkerSettings: [.linkedLibrary("websockets")]),
@@ -68,7 +72,7 @@ let package = Package(
     .target(name: "CV4L2"),
     .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
     .testTarget(
-      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
+      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore", "CaptureContract"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
     .testTarget(name: "BlackBoxTests", dependencies: ["capture", "Simulators"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),

@@ -121,12 +121,6 @@ final class FleetRun: Sendable {
     let output = context.output
     let box = Mutex<FleetRun?>(nil)
     let hooks = Fleet.Hooks(
-      event: { Render.event($0) },
-      device: { info in
-        guard case .object(var members) = Render.device(info) else { return Render.device(info) }
-        members["state"] = .string("connected")
-        return .object(members)
-      },
       run: options.commands == .off ? nil : RemoteRunner(context: context, engine: engine).run,
       warn: { output.warn($0) },
       fatal: { error in

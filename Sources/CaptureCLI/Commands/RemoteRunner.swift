@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Synchronization
 
@@ -125,7 +126,7 @@ struct RemoteRunner: Sendable {
   }
 
   static func failure(_ error: CaptureError) -> (exit: Int32, output: [UInt8]) {
-    (ExitStatus.of(error.code), Array(Output.errorDocument(error).serialized.utf8))
+    (ExitStatus.of(error.code), Array(Render.errorDocument(error).serialized.utf8))
   }
 
   /// A new 0600 file under $TMPDIR (or /tmp) holding `bytes`; its path, or nil.
