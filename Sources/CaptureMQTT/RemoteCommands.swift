@@ -139,7 +139,7 @@ public final class CommandService: Sendable {
   /// `argv` and the inline profile → the exit status and what the command printed with `--json` (one
   /// JSON document per line). Cancelled when the command is cut at its deadline: it should return
   /// promptly, releasing what it holds.
-  public typealias Runner = @Sendable ([String], JSON?) async -> (exit: Int32, output: [UInt8])
+  public typealias Runner = RemoteCommandRunner
 
   public static let memory = 256
 

@@ -63,7 +63,8 @@ struct RemoteRunner: Sendable {
     let output = Output(mode: .json, quiet: true, verbose: false, noColor: true, stdoutFD: out, stderrFD: out)
     let remote = Context(
       globals: remoteGlobals, output: output, state: context.state,
-      system: EngineHeldSystem(base: context.system, engine: engine, state: context.state))
+      system: EngineHeldSystem(base: context.system, engine: engine, state: context.state),
+      frontEnds: context.frontEnds)
     // The deadline (CommandService) cancels this task: the command's own signal handler is called, as
     // SIGINT would be on the command line (trigger closes its device), and its blocking work, which
     // runs on the blocking executor, sees the cancellation.
