@@ -5,10 +5,11 @@ import PackageDescription
 /// lib/libZXing.a. An absolute path: SwiftPM runs compilers and the linker from other directories.
 let zxingCpp = Context.packageDirectory + "/.build/zxing-cpp/current"
 
-// Layers (docs/architecture.md §2): capture → front ends (CaptureCLI, and the CaptureService and CaptureMQTT
-// it starts) → CaptureCore → Drivers → transports (Decoders, DBus/BlueZ, Bluetooth, HTTPTransport,
-// MosquittoClient) → C shims. A front end never imports a driver or a device transport; the service and the
-// fleet front end speak to their clients through transports of their own (HTTPTransport, MosquittoClient).
+// Layers (docs/architecture.md §2): capture → front ends (CaptureCLI, CaptureService, CaptureMQTT) →
+// CaptureContract → CaptureCore → Drivers → transports (Decoders, DBus/BlueZ, Bluetooth, HTTPTransport,
+// MosquittoClient) → C shims. A front end never imports a driver, a device transport or another front end;
+// the service and the fleet front end speak to their clients through transports of their own
+// (HTTPTransport, MosquittoClient).
 let package = Package(
   name: "capture",
   products: [
@@ -17,19 +18,25 @@ let package = Package(
     .library(name: "CaptureCore", targets: ["CaptureCore"]),
   ],
   targets: [
-    // The executable is the composition root: it picks the drivers; CaptureCLI sees only CaptureCore.
-    .executableTarget(name: "capture", dependencies: ["CaptureCLI", "Drivers"]),
-    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureService", "CaptureMQTT"]),
+    // The executable is the composition root: it picks the drivers and the front ends; CaptureCLI sees
+    // only CaptureCore (and the contract), and runs the front ends it is given (FrontEnd).
+    .executableTarget(
+      name: "capture",
+      dependencies: ["CaptureCLI", "CaptureCore", "Drivers", "CaptureService", "CaptureMQTT"]),
+    .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureContract"]),
+    // The published contract every front end renders the same way: the JSON of events, devices and
+    // errors, and the exit-status rule (docs/architecture.md §1). Below the front ends, above the model.
+    .target(name: "CaptureContract", dependencies: ["CaptureCore"]),
     // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
     // the engine over the MQTT transport (libmosquitto).
-    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "MosquittoClient"]),
+    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "CaptureContract", "MosquittoClient"]),
     // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MosquittoClient runs its network
     // loop on a thread of its own.
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
     .target(name: "MosquittoClient", dependencies: ["CMosquitto", "CaptureCore"]),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
-    .target(name: "CaptureService", dependencies: ["CaptureCore", "HTTPTransport"]),
+    .target(name: "CaptureService", dependencies: ["CaptureCore", "CaptureContract", "HTTPTransport"]),
     // libwebsockets behind a C shim (its header is too large and macro-laden to import): one event
     // loop thread serves every HTTP and WebSocket connection.
     .target(name: "CWebSockets", linkerSettings: [.linkedLibrary("websockets")]),
@@ -68,7 +75,7 @@ let package = Package(
     .target(name: "CV4L2"),
     .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
     .testTarget(
-      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore"]),
+      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore", "CaptureContract", "CaptureMQTT"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
     .testTarget(name: "BlackBoxTests", dependencies: ["capture", "Simulators"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),

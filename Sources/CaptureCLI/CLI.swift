@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 
 /// Global options, validated once.
@@ -18,6 +19,9 @@ struct Context: Sendable {
   /// The drivers: opening devices and device management. The composition root (the `capture`
   /// executable) passes the real ones; tests pass fakes.
   var system: any DeviceSystem
+  /// The other front ends (the Capture service, the MQTT fleet), as the composition root registered
+  /// them.
+  var frontEnds: FrontEnds = .none
 }
 
 /// How a command ended, for `CaptureCLI.run` to render: the status, and the errors that made it (a
@@ -57,23 +61,29 @@ public enum CaptureCLI {
   }
 
   /// Runs the command line and returns the exit status, a failed stdout write included (`settle`).
-  public static func main(_ arguments: [String], system: any DeviceSystem) async -> Int32 {
-    await main(rawArguments: arguments.map { Array($0.utf8) }, system: system)
+  public static func main(_ arguments: [String], system: any DeviceSystem, frontEnds: FrontEnds = .none) async
+    -> Int32
+  {
+    await main(rawArguments: arguments.map { Array($0.utf8) }, system: system, frontEnds: frontEnds)
   }
 
   /// The entry point for argv as the kernel gave it (`CommandLine.unsafeArgv`): bytes, since a file
   /// name need not be UTF-8 and `CommandLine.arguments` replaces such bytes with U+FFFD. Returns the
   /// exit status, a failed stdout write included (`settle`).
-  public static func main(rawArguments: [[UInt8]], system: any DeviceSystem) async -> Int32 {
+  public static func main(rawArguments: [[UInt8]], system: any DeviceSystem, frontEnds: FrontEnds = .none)
+    async -> Int32
+  {
     prepareProcess()
-    let status = Interruption.settle(await dispatch(rawArguments, system: system))
+    let status = Interruption.settle(await dispatch(rawArguments, system: system, frontEnds: frontEnds))
     return Output(mode: .plain, quiet: false, verbose: false, noColor: true).settle(status)
   }
 
   /// The commands that end the documented way on SIGINT/SIGTERM rather than by the signal.
   static let signalHandlingCommands: Set<String> = ["listen", "serve", "trigger"]
 
-  static func dispatch(_ rawArguments: [[UInt8]], system: any DeviceSystem) async -> Int32 {
+  static func dispatch(_ rawArguments: [[UInt8]], system: any DeviceSystem, frontEnds: FrontEnds) async
+    -> Int32
+  {
     let arguments = rawArguments.map { String(decoding: $0, as: UTF8.self) }
     let parsed: ParsedArguments
     do {
@@ -118,7 +128,7 @@ public enum CaptureCLI {
     if !Self.signalHandlingCommands.contains(command.name) { Interruption.useDefaultActions() }
     let context = Context(
       globals: globals, output: output, state: StateStore.fromEnvironment(warn: { output.warn($0) }),
-      system: system)
+      system: system, frontEnds: frontEnds)
     return await run(command, parsed, context)
   }
 
@@ -138,8 +148,10 @@ public enum CaptureCLI {
       case "trigger": outcome = try await TriggerCommand.run(try TriggerCommand.Options(parsed), context)
       case "get": outcome = try await GetCommand.run(try GetCommand.Options(parsed), context)
       case "set": outcome = try await SetCommand.run(try SetCommand.Options(parsed), context)
-      case "listen": outcome = try await ListenCommand.run(try ListenCommand.Options(parsed), context)
-      case "serve": outcome = try await ServeCommand.run(try ServeCommand.Options(parsed), context)
+      case "listen":
+        outcome = try await ListenCommand.run(try ListenCommand.Options(parsed, context.frontEnds), context)
+      case "serve":
+        outcome = try await ServeCommand.run(try ServeCommand.Options(parsed, context.frontEnds), context)
       case "partnership":
         outcome = .status(try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context))
       case "doctor": outcome = await DoctorCommand.run(try DoctorCommand.Options(parsed), context)

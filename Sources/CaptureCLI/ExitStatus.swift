@@ -1,13 +1,9 @@
+import CaptureContract
 import CaptureCore
 
-/// The one place that turns a result into a process exit status (docs/architecture.md §1 "Exit status"):
-/// 0 for any SKT result ≥ 0 (success, or success with a warning), otherwise |code|, so `$?` names the
-/// error (15 NOTSUPPORTED, 17 NOTFOUND, 18 INVALIDPARAMETER, 42 REQUESTTIMEDOUT, ...).
-enum ExitStatus {
-  static func of(_ result: ResultCode) -> Int32 {
-    result.isSuccess ? 0 : Int32(min(255, -Int64(result.rawValue)))
-  }
-
+/// The exit-status rule itself is CaptureContract's (`ExitStatus.of`); the command line adds the table
+/// of the codes it produces, for --help and the man page.
+extension ExitStatus {
   /// The codes the command line itself produces, for the table in --help and the man page.
   static let documented: [ResultCode] = [
     .noError, .notSupported, .notFound, .invalidParameter, .deviceNotOpen, .notAvailable, .unableWriteFile,

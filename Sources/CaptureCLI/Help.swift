@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 
 /// `--help` text, generated from the command tree and the ResultCode table.

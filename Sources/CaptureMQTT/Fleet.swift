@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import MosquittoClient
 import Synchronization
@@ -7,13 +8,9 @@ import Synchronization
 /// devices, and the remote commands. It is the transport's delegate; the transport is handed over
 /// with `connect(link:)` once made (it needs its delegate first).
 public final class Fleet: MQTTConnectionDelegate, Sendable {
-  /// What the command line lends the front end: its renderers (so a payload is byte for byte the
-  /// `--json` object) and its command runner.
+  /// What the front end is given by whoever starts it. The payloads are CaptureContract's (`Render`),
+  /// byte for byte the `--json` objects; nothing is lent by another front end.
   public struct Hooks: Sendable {
-    /// The object `--json` prints for an event.
-    public var event: @Sendable (Event) -> JSON
-    /// The object `list --json` prints for an open device.
-    public var device: @Sendable (DeviceInfo) -> JSON
     /// Runs one remote command (nil: no remote commands).
     public var run: CommandService.Runner?
     public var warn: @Sendable (String) -> Void
@@ -21,12 +18,9 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     public var fatal: @Sendable (CaptureError) -> Void
 
     public init(
-      event: @escaping @Sendable (Event) -> JSON, device: @escaping @Sendable (DeviceInfo) -> JSON,
       run: CommandService.Runner?, warn: @escaping @Sendable (String) -> Void,
       fatal: @escaping @Sendable (CaptureError) -> Void
     ) {
-      self.event = event
-      self.device = device
       self.run = run
       self.warn = warn
       self.fatal = fatal
@@ -93,7 +87,7 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     case .deviceRemoval: updateDevices { $0.removeValue(forKey: event.device.id) }
     default: break
     }
-    let object = hooks.event(event)
+    let object = Render.event(event)
     let host = settings.hostID
     let isCode = if case .decodedData = event.payload { true } else { false }
     let confirm = isCode ? settings.confirmDelivery : nil
@@ -112,7 +106,7 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     }
   }
 
-  /// The published payload: the `--json` event object plus `host` and `eventId`.
+  /// The published payload: the `--json` event object (`Render.event`) plus `host` and `eventId`.
   public static func payload(_ object: JSON, host: String, eventID: String) -> [UInt8] {
     var members: [String: JSON] = [:]
     if case .object(let m) = object { members = m }
@@ -210,9 +204,17 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     publishDevices()
   }
 
+  /// An open device on the retained devices topic: the `--json` device object and `"state":"connected"`
+  /// (docs/fleet.md).
+  static func device(_ info: DeviceInfo) -> JSON {
+    guard case .object(var members) = Render.device(info) else { return Render.device(info) }
+    members["state"] = .string("connected")
+    return .object(members)
+  }
+
   private func publishDevices() {
     let open = devices.withLock { $0.values.sorted { $0.id < $1.id } }
-    let json = JSON.object(["devices": .array(open.map(hooks.device))])
+    let json = JSON.object(["devices": .array(open.map(Self.device))])
     _ = relay.publish(
       MQTTMessage(topic: topics.devices, payload: Array(json.serialized.utf8), qos: 1, retain: true))
   }

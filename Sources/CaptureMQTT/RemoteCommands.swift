@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import FoundationEssentials
 import Synchronization
@@ -138,7 +139,7 @@ public final class CommandService: Sendable {
   /// `argv` and the inline profile → the exit status and what the command printed with `--json` (one
   /// JSON document per line). Cancelled when the command is cut at its deadline: it should return
   /// promptly, releasing what it holds.
-  public typealias Runner = @Sendable ([String], JSON?) async -> (exit: Int32, output: [UInt8])
+  public typealias Runner = RemoteCommandRunner
 
   public static let memory = 256
 
@@ -492,15 +493,7 @@ public final class CommandService: Sendable {
   /// The error reply: `{"id","exit","error":{"code","name","message"}}`, the error object every
   /// `--json` command prints.
   public static func errorReply(id: String, _ error: CaptureError) -> [UInt8] {
-    let exit = error.code.isSuccess ? 0 : Int32(min(255, -Int64(error.code.rawValue)))
-    return reply(
-      id: id, exit: exit,
-      document: .object([
-        "error": .object([
-          "code": .int(error.code.rawValue), "name": .string(error.code.name),
-          "message": .string(error.message),
-        ])
-      ]))
+    reply(id: id, exit: ExitStatus.of(error.code), document: Render.errorDocument(error))
   }
 
   /// Replaces `replies.json` with the replies known now, and returns once a save that began after

@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 
 /// The one conversion between a property on the wire (`{"id","type","value"}`, docs/capturejs.md §3)
@@ -187,16 +188,8 @@ public enum EventWire {
     }
   }
 
-  static func hexUpper(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789ABCDEF".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-      out.append(digits[Int(b >> 4)])
-      out.append(digits[Int(b & 0xF)])
-    }
-    return String(decoding: out, as: UTF8.self)
-  }
+  /// The tag id's (and a GUID's) hex: the contract's, so the CaptureJS wire and `--json` agree.
+  static func hexUpper(_ bytes: [UInt8]) -> String { Render.hex(bytes) }
 }
 
 extension EventID {

@@ -1,4 +1,7 @@
 import CaptureCLI
+import CaptureCore
+import CaptureMQTT
+import CaptureService
 import Drivers
 
 #if canImport(Glibc)
@@ -10,12 +13,20 @@ import Drivers
 // goes away is an EPIPE the output writer handles.
 CaptureCLI.prepareProcess()
 
-// The composition root: which drivers exist is decided here, so CaptureCLI (and every other front
-// end) sees only CaptureCore's protocols (docs/architecture.md §2).
+// The composition root: which drivers and which front ends exist is decided here, so CaptureCLI (and
+// every other front end) sees only CaptureCore's protocols (docs/architecture.md §2): the drivers as
+// a DeviceSystem, the Capture service and the MQTT fleet as FrontEnds, run by the command line's
+// listen and serve.
+let frontEnds = FrontEnds(
+  fleet: { options throws(CaptureError) in try FleetOptions(options) },
+  service: { address, log in
+    ServiceFrontEnd(
+      .init(host: address.host, port: address.port, allowedOrigins: address.allowedOrigins, log: log))
+  })
 // argv as bytes: CommandLine.arguments decodes each argument lossily, and a file name need not be UTF-8.
 let rawArguments = (1..<Int(CommandLine.argc)).map { index in
   CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))) }.map {
     $0.map { UInt8(bitPattern: $0) }
   } ?? []
 }
-exit(await CaptureCLI.main(rawArguments: rawArguments, system: DriverSystem()))
+exit(await CaptureCLI.main(rawArguments: rawArguments, system: DriverSystem(), frontEnds: frontEnds))

@@ -276,3 +276,125 @@ struct RemoteCutRunTests {
     #expect(count == 0)
   }
 }
+
+/// What the runner asked of the front ends, in order.
+private final class StepLog: Sendable {
+  private let steps = Mutex<[String]>([])
+  func add(_ step: String) { steps.withLock { $0.append(step) } }
+  var all: [String] { steps.withLock { $0 } }
+}
+
+/// A front end that records what the runner asks of it, in one log shared by several.
+private final class RecordingFrontEnd: FrontEnd {
+  let name: String
+  let log: StepLog
+  let prepareFailure: CaptureError?
+  /// Started, it ends the run with this failure (as a broker refusing the password does).
+  let startFailure: CaptureError?
+  private let failed = Mutex<CaptureError?>(nil)
+
+  init(
+    _ name: String, log: StepLog, prepareFailure: CaptureError? = nil,
+    startFailure: CaptureError? = nil
+  ) {
+    self.name = name
+    self.log = log
+    self.prepareFailure = prepareFailure
+    self.startFailure = startFailure
+  }
+
+  private func note(_ step: String) { log.add("\(name) \(step)") }
+
+  func prepare(_ engine: CaptureEngine) async throws(CaptureError) {
+    note("prepare")
+    if let prepareFailure { throw prepareFailure }
+  }
+  func start(_ engine: CaptureEngine, host: FrontEndHost) async throws(CaptureError) {
+    note("start")
+    if let startFailure {
+      failed.withLock { $0 = startFailure }
+      host.finish()
+    }
+  }
+  func engineStarted() throws(CaptureError) { note("engineStarted") }
+  func stopping(interrupted: Bool) { note("stopping \(interrupted)") }
+  func stop() async { note("stop") }
+  var failure: CaptureError? { failed.withLock { $0 } }
+}
+
+/// listen and serve are the engine run with front ends (EngineRun, docs/engine.md §1): one order of
+/// start-up and shutdown, one exit status.
+@Suite("EngineRun: front ends started in order, stopped in reverse", .timeLimit(.minutes(5)))
+struct EngineRunTests {
+  /// Runs under `isNested`, so the process's signal handling is left alone (as a remote command's is).
+  fileprivate static func run(
+    _ frontEnds: [any FrontEnd], log: StepLog, engine: CaptureEngine, device: (any Device)? = nil,
+    stopWhileRunning: Bool = true
+  ) async -> Result<CommandOutcome, CaptureError> {
+    let run = EngineRun(engine: engine, frontEnds: frontEnds, serving: false, servesEmpty: false) { _ in }
+    return await Interruption.$isNested.withValue(true) {
+      do throws(CaptureError) {
+        let outcome = try await run.run(
+          open: { () throws(CaptureError) in
+            log.add("open")
+            return device.map { [$0] } ?? []
+          },
+          running: { _ in
+            log.add("running")
+            if stopWhileRunning { await engine.stop() }
+          },
+          outcome: { _ in .success })
+        return .success(outcome)
+      } catch {
+        return .failure(error)
+      }
+    }
+  }
+
+  @Test("prepared, devices opened, started and told the engine runs in order; stopped in reverse")
+  func order() async throws {
+    let log = StepLog()
+    let engine = CaptureEngine(system: FakeSystem(silent: true), store: sandbox())
+    let device = SilentScanner(id: "tcp://10.0.0.9")
+    let result = await Self.run(
+      [RecordingFrontEnd("A", log: log), RecordingFrontEnd("B", log: log)], log: log, engine: engine,
+      device: device)
+    #expect(try result.get().status == ResultCode.noError)
+    #expect(
+      log.all
+        == [
+          "A prepare", "B prepare", "open", "A start", "B start", "A engineStarted", "B engineStarted",
+          "running",
+          "B stop", "A stop",
+        ])
+    #expect(device.closed, "the engine closed the device it was handed")
+  }
+
+  @Test("a front end that cannot be prepared fails the run: no device is opened, those before it are stopped")
+  func failedPrepare() async {
+    let log = StepLog()
+    let engine = CaptureEngine(system: FakeSystem(silent: true), store: sandbox())
+    let inUse = CaptureError(.alreadyExisting, "port 18481 is in use")
+    let result = await Self.run(
+      [
+        RecordingFrontEnd("A", log: log), RecordingFrontEnd("B", log: log, prepareFailure: inUse),
+        RecordingFrontEnd("C", log: log),
+      ], log: log, engine: engine)
+    #expect(throws: inUse) { try result.get() }
+    #expect(log.all == ["A prepare", "B prepare", "A stop"])
+  }
+
+  @Test("a front end's failure ends the run and is its error, before the command's own outcome")
+  func frontEndFailure() async throws {
+    let log = StepLog()
+    let engine = CaptureEngine(system: FakeSystem(silent: true), store: sandbox())
+    let refused = CaptureError(.commandDenied, "the broker refused the password")
+    let device = SilentScanner(id: "tcp://10.0.0.9")
+    let result = await Self.run(
+      [RecordingFrontEnd("A", log: log, startFailure: refused), RecordingFrontEnd("B", log: log)], log: log,
+      engine: engine, device: device, stopWhileRunning: false)
+    let outcome = try result.get()
+    #expect(outcome.status == ResultCode.commandDenied && outcome.errors == [refused])
+    #expect(Array(log.all.suffix(2)) == ["B stop", "A stop"])
+  }
+}

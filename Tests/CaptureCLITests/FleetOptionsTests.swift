@@ -1,3 +1,4 @@
+import CaptureCore
 import CaptureMQTT
 import Testing
 
@@ -5,8 +6,18 @@ import Testing
 
 /// listen's and serve's --mqtt options, read as usage (exit 18 on every refusal).
 @Suite struct FleetOptionsTests {
-  static func listen(_ words: [String]) throws -> ListenCommand.Options {
-    try ListenCommand.Options(try ArgumentParser.parse(["listen"] + words))
+  /// The fleet front end as the composition root registers it (Sources/capture/main.swift).
+  static let frontEnds = FrontEnds(fleet: { options throws(CaptureError) in try FleetOptions(options) })
+
+  /// listen's options, and the fleet front end's reading of its --mqtt options.
+  struct Listen {
+    var options: ListenCommand.Options
+    var fleet: FleetOptions? { options.fleet as? FleetOptions }
+    var selectors: [DeviceSelector] { options.selectors }
+  }
+
+  static func listen(_ words: [String]) throws -> Listen {
+    Listen(options: try ListenCommand.Options(try ArgumentParser.parse(["listen"] + words), frontEnds))
   }
 
   @Test func noMqttNoFleet() throws {

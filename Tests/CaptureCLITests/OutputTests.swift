@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Testing
 
@@ -104,7 +105,7 @@ struct JSONWriterTests {
   @Test("the error object")
   func errorObject() {
     #expect(
-      Render.error(CaptureError(.notSupported, "no \"tcp\" yet")).serialized
+      Render.errorDocument(CaptureError(.notSupported, "no \"tcp\" yet")).serialized
         == #"{"error":{"code":-15,"message":"no \"tcp\" yet","name":"ESKT_NOTSUPPORTED"}}"#)
   }
 }

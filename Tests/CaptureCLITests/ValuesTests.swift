@@ -1,3 +1,4 @@
+import CaptureContract
 import Testing
 
 @testable import CaptureCLI

@@ -186,10 +186,6 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
       url: try BrokerURL.parse("mqtt://b/acme"), hostID: "till-3", confirmDelivery: confirm,
       commands: .standard)
     let hooks = Fleet.Hooks(
-      event: { event in
-        .object(["event": .string(event.kind.rawValue), "device": .object(["id": .string(event.device.id)])])
-      },
-      device: { info in .object(["id": .string(info.id), "name": .string(info.name)]) },
       run: { argv, _ in (0, Array(argv.joined(separator: " ").utf8)) },
       warn: { _ in }, fatal: { _ in })
     return try Fleet(settings: settings, stateDirectory: dir.filePath, hooks: hooks)
@@ -217,13 +213,19 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     #expect(await fleet.take(arrival) == .safe)
     let devices = try #require(link.sent.last { $0.message.topic == "acme/till-3/devices" })
     #expect(devices.message.retain)
-    #expect(text(devices.message) == #"{"devices":[{"id":"/dev/ttyACM0","name":"S740"}]}"#)
+    // The published objects are the contract's (`Render.device`, `Render.event`), not lent by the CLI.
+    #expect(
+      text(devices.message)
+        == #"{"devices":[{"id":"/dev/ttyACM0","name":"S740","state":"connected","type":5,"typeName":"SocketCamC820"}]}"#
+    )
     #expect(await eventually { !link.events.isEmpty })
     let event = link.events[0].message
     #expect(event.topic == "acme/till-3/events/%2Fdev%2FttyACM0/deviceArrival")
     #expect(
-      text(event).hasPrefix(#"{"device":{"id":"/dev/ttyACM0"},"event":"deviceArrival","eventId":"till-3-"#))
-    #expect(text(event).hasSuffix(#"-0","host":"till-3"}"#))
+      text(event).hasPrefix(
+        #"{"device":{"id":"/dev/ttyACM0","name":"S740","type":5,"typeName":"SocketCamC820"},"event":"deviceArrival","eventId":"till-3-"#
+      ))
+    #expect(text(event).hasSuffix(#"-0","host":"till-3","time":""# + arrival.time.iso8601 + #""}"#))
     await fleet.stop(grace: .zero)
   }
 

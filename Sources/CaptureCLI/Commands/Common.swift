@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Synchronization
 
@@ -86,8 +87,6 @@ struct DrainResult {
 /// anything else takes its default action.
 /// A namespace of process-wide state: the signal handlers can only reach globals.
 enum Interruption {
-  nonisolated(unsafe) static var handler: (@Sendable () -> Void)?
-  nonisolated(unsafe) static var hangUpHandler: (@Sendable () -> Void)?
   /// SIGINT or SIGTERM arrived (the number of the first one; 0 for none). Written by the handler.
   nonisolated(unsafe) static var fired: sig_atomic_t = 0
   /// The write end of the self-pipe (-1 until `install`).
@@ -105,6 +104,12 @@ enum Interruption {
   }
   private struct State {
     var mode = Mode.undecided
+    /// The command's handlers: SIGINT/SIGTERM (`watch`) and SIGHUP (`watchHangUp`). Here, under the
+    /// lock, so the relay thread (started first thing in main) and the command that installs them
+    /// later never touch them at once: a handler written after the relay started and read by it
+    /// without the lock (a data race, once) cannot come back unnoticed.
+    var handler: (@Sendable () -> Void)?
+    var hangUpHandler: (@Sendable () -> Void)?
     /// A SIGINT/SIGTERM that no handler has taken yet (its number), and a held SIGHUP.
     var pendingInterrupt: Int32 = 0
     var pendingHangUp = false
@@ -196,7 +201,7 @@ enum Interruption {
     let action = lock.withLock { s -> Action in
       if signalNumber == SIGHUP {
         if case .claimed(_, let service) = s.mode {
-          if let hangUpHandler { return .callHangUp(hangUpHandler) }
+          if let hangUpHandler = s.hangUpHandler { return .callHangUp(hangUpHandler) }
           guard service else { return .raiseDefault }
           // Delivered by watchHangUp: one between the service's first read and its handler is not lost.
           s.pendingHangUp = true
@@ -208,9 +213,9 @@ enum Interruption {
       }
       switch s.mode {
       case .defaults: return .raiseDefault
-      case .claimed where handler != nil:
+      case .claimed where s.handler != nil:
         s.pendingInterrupt = 0
-        return .callInterrupt(handler!)
+        return .callInterrupt(s.handler!)
       case .claimed, .undecided:
         if s.pendingInterrupt == 0 { s.pendingInterrupt = signalNumber }
         return .none
@@ -248,8 +253,8 @@ enum Interruption {
     if isNested { return }
     let pending = lock.withLock { s -> [Int32] in
       s.mode = .defaults
-      handler = nil
-      hangUpHandler = nil
+      s.handler = nil
+      s.hangUpHandler = nil
       var pending: [Int32] = []
       if s.pendingHangUp { pending.append(SIGHUP) }
       if s.pendingInterrupt != 0 { pending.append(s.pendingInterrupt) }
@@ -283,7 +288,7 @@ enum Interruption {
   static func watchHangUp(_ onHangUp: @escaping @Sendable () -> Void) {
     if isNested { return }
     let pending = lock.withLock { s -> Bool in
-      hangUpHandler = onHangUp
+      s.hangUpHandler = onHangUp
       defer { s.pendingHangUp = false }
       return s.pendingHangUp
     }
@@ -301,8 +306,8 @@ enum Interruption {
     install()
     let pending = lock.withLock { s -> Bool in
       if case .claimed = s.mode {} else { s.mode = .claimed(interrupted: .noError, serviceHangUp: false) }
-      handler = onSignal
-      if let onHangUp { hangUpHandler = onHangUp }
+      s.handler = onSignal
+      if let onHangUp { s.hangUpHandler = onHangUp }
       defer { s.pendingInterrupt = 0 }
       return s.pendingInterrupt != 0
     }

@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Synchronization
 

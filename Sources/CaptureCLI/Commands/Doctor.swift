@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 
 /// `capture doctor`: what stands between the user and their scanner on this host, one row per check
@@ -52,7 +53,7 @@ enum DoctorCommand {
   static func document(_ rows: [HostCheck], error: CaptureError?) -> JSON {
     .object([
       "checks": .array(rows.map(object)),
-      "error": error.map(Output.errorObject) ?? .null,
+      "error": error.map(Render.errorObject) ?? .null,
       "failures": .number(Int64(rows.filter { $0.status == .failure }.count)),
       "warnings": .number(Int64(rows.filter { $0.status == .warning }.count)),
     ])

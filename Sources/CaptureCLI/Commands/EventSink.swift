@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Synchronization
 
@@ -187,7 +188,7 @@ final class EventSink: Sendable {
       // The JSON stream carries it as an event where events are printed (listen), else as the
       // contract's {"error":{...}} object (trigger prints decoded data only).
       if output.isJSON {
-        emit((shouldPrint ? Render.event(event) : Render.error(error)).serialized, kind: event.kind)
+        emit((shouldPrint ? Render.event(event) : Render.errorDocument(error)).serialized, kind: event.kind)
       }
     case .undecodedData(let noise):
       // Line noise is reported, never a failure: one bounded stderr line (the event has the bytes).

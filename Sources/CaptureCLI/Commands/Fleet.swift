@@ -1,73 +1,71 @@
 import CaptureCore
-import CaptureMQTT
-import MosquittoClient
-import Synchronization
 
-#if canImport(Glibc)
-  import Glibc
-#endif
+/// The front ends besides the command line's own printer, as the composition root (the `capture`
+/// executable) registers them, the way it passes the drivers (`DeviceSystem`): the command line
+/// imports neither CaptureService nor CaptureMQTT (docs/architecture.md §2). Tests pass their own, or
+/// none.
+public struct FrontEnds: Sendable {
+  /// `--mqtt URL` and its options, read and checked as usage (thrown: ESKT_INVALIDPARAMETER and the
+  /// message), into what makes the fleet front end once the run has its engine; nil without --mqtt.
+  public var fleet: (@Sendable (any FrontEndOptions) throws(CaptureError) -> (any FrontEndRequest)?)?
+  /// `capture serve`'s Capture service, bound to the address given.
+  public var service: (@Sendable (ServiceAddress, FrontEndLog) -> any FrontEnd)?
 
-/// `--mqtt URL` and its options on listen and serve (docs/fleet.md), read and checked as usage.
-struct FleetOptions: Sendable {
-  var url: BrokerURL
-  var hostID: String?
-  var caFile: String?
-  var certFile: String?
-  var keyFile: String?
-  var passwordFile: String?
-  var spoolMax: Int
-  var confirmDelivery: FleetSettings.ConfirmDelivery?
-  var commands: FleetSettings.Commands
-  var commandTimeout: Duration
+  public init(
+    fleet: (@Sendable (any FrontEndOptions) throws(CaptureError) -> (any FrontEndRequest)?)? = nil,
+    service: (@Sendable (ServiceAddress, FrontEndLog) -> any FrontEnd)? = nil
+  ) {
+    self.fleet = fleet
+    self.service = service
+  }
 
-  /// nil without --mqtt (and then no other --mqtt option may be given).
-  init?(_ parsed: ParsedArguments) throws(UsageError) {
-    let others = [
-      "mqtt-ca", "mqtt-cert", "mqtt-key", "mqtt-password-file", "mqtt-host-id", "mqtt-spool-max",
-      "confirm-delivery", "mqtt-command-timeout",
-    ]
-    guard let text = parsed.value("mqtt") else {
-      if let given = others.first(where: { parsed.value($0) != nil })
-        ?? (parsed.flag("mqtt-commands") ? "mqtt-commands" : nil)
-      {
-        throw parsed.usage("--\(given) works with --mqtt URL")
-      }
+  /// No front end but the printer: `--mqtt` is a usage error, `serve` is not supported.
+  public static let none = FrontEnds()
+}
+
+/// Where `capture serve` listens and whom it admits (`--listen`, `--allow-origin`).
+public struct ServiceAddress: Sendable {
+  public var host: String
+  public var port: UInt16
+  public var allowedOrigins: [String]
+}
+
+/// The words of `--mqtt` and its options, read for the fleet front end (FleetOptions in CaptureMQTT).
+struct FleetWords: FrontEndOptions {
+  let parsed: ParsedArguments
+
+  /// `--mqtt-commands` is a flag; `--mqtt-commands all` reads as its value `all` (the word is taken
+  /// from the operands, `operands`).
+  func value(_ long: String) -> String? {
+    if long == "mqtt-commands" { return parsed.flag(long) && Self.commandsAll(parsed) ? "all" : nil }
+    return parsed.value(long)
+  }
+
+  func flag(_ long: String) -> Bool { parsed.flag(long) }
+
+  func count(_ long: String) throws(CaptureError) -> Int? {
+    guard let text = parsed.value(long) else { return nil }
+    do { return try Values.count(text, option: "--\(long)", command: parsed.commandName) } catch {
+      throw CaptureError(.invalidParameter, error.message)
+    }
+  }
+
+  func duration(_ long: String) throws(CaptureError) -> Duration? {
+    guard let text = parsed.value(long) else { return nil }
+    do { return try Values.duration(text, option: "--\(long)", command: parsed.commandName) } catch {
+      throw CaptureError(.invalidParameter, error.message)
+    }
+  }
+
+  /// The fleet front end's request (nil without --mqtt); its problems are usage errors.
+  static func request(_ parsed: ParsedArguments, _ frontEnds: FrontEnds) throws(UsageError)
+    -> (any FrontEndRequest)?
+  {
+    guard let fleet = frontEnds.fleet else {
+      if parsed.value("mqtt") != nil { throw parsed.usage("--mqtt: this capture has no MQTT front end") }
       return nil
     }
-    do { url = try BrokerURL.parse(text) } catch { throw parsed.usage(error.message) }
-    hostID = parsed.value("mqtt-host-id")
-    if let hostID, let problem = HostIdentity.problem(hostID) {
-      throw parsed.usage("--mqtt-host-id: \(problem)")
-    }
-    caFile = parsed.value("mqtt-ca")
-    certFile = parsed.value("mqtt-cert")
-    keyFile = parsed.value("mqtt-key")
-    passwordFile = parsed.value("mqtt-password-file")
-    spoolMax =
-      try parsed.value("mqtt-spool-max").map { (t: String) throws(UsageError) in
-        try Values.count(t, option: "--mqtt-spool-max", command: parsed.commandName)
-      } ?? FleetSettings.defaultSpoolMax
-    if let when = parsed.value("confirm-delivery") {
-      guard let value = FleetSettings.ConfirmDelivery(rawValue: when) else {
-        throw parsed.usage("--confirm-delivery takes spool or broker, not '\(when)'")
-      }
-      confirmDelivery = value
-    } else {
-      confirmDelivery = nil
-    }
-    commands = !parsed.flag("mqtt-commands") ? .off : Self.commandsAll(parsed) ? .all : .standard
-    if let text = parsed.value("mqtt-command-timeout") {
-      guard commands != .off else { throw parsed.usage("--mqtt-command-timeout works with --mqtt-commands") }
-      commandTimeout = try Values.duration(
-        text, option: "--mqtt-command-timeout", command: parsed.commandName)
-    } else {
-      commandTimeout = CommandLimits.defaultDeadline
-    }
-    // The options between themselves, before anything is read.
-    let check = FleetSettings(
-      url: url, hostID: "check", caFile: caFile, certFile: certFile, keyFile: keyFile,
-      password: passwordFile == nil ? nil : "", spoolMax: spoolMax, commandTimeout: commandTimeout)
-    do { try check.validate() } catch { throw parsed.usage(error.message) }
+    do { return try fleet(FleetWords(parsed: parsed)) } catch { throw parsed.usage(error.message) }
   }
 
   /// `--mqtt-commands all`: the flag followed by the word `all` (taken from the operands).
@@ -85,122 +83,22 @@ struct FleetOptions: Sendable {
     return operands
   }
 
-  /// The settings, with what needs reading: the host id (/etc/machine-id) and the password file.
-  func settings(_ output: Output) throws(CaptureError) -> FleetSettings {
-    let host = try HostIdentity.resolve(hostID)
-    var password: String?
-    if let passwordFile {
-      let read = try PasswordFile.read(passwordFile)
-      if let warning = read.warning { output.warn(warning) }
-      password = read.password
-    }
-    return FleetSettings(
-      url: url, hostID: host, caFile: caFile, certFile: certFile, keyFile: keyFile, password: password,
-      spoolMax: spoolMax, confirmDelivery: confirmDelivery, commands: commands, commandTimeout: commandTimeout
-    )
+  /// The fleet front end of one run, with the command line's remote-command runner. `judged`:
+  /// listen's `--confirm` tells each device its verdict, so a refused code is not told bad twice.
+  static func frontEnd(
+    _ request: any FrontEndRequest, engine: CaptureEngine, judged: Bool = false, context: Context
+  ) -> any FrontEnd {
+    let output = context.output
+    return request.frontEnd(
+      FrontEndContext(
+        engine: engine, store: context.state, runner: RemoteRunner(context: context, engine: engine).run,
+        judged: judged, log: output.frontEndLog))
   }
 }
 
-extension MQTTConnection: MQTTLink {}
-
-/// One running fleet front end: the spool and publisher, the broker connection, the engine lane.
-final class FleetRun: Sendable {
-  let fleet: Fleet
-  let connection: MQTTConnection
-  private let output: Output
-  private let fatalError = Mutex<CaptureError?>(nil)
-
-  /// Opens the spool, connects (in the background: an unreachable broker is retried, never fatal) and
-  /// subscribes to the engine on the devices' lanes: the spool writer paces the devices (docs/engine.md
-  /// §3). `sink` shows a refused code as an error event in listen's stream. A refused code gets a bad
-  /// data confirmation where the device takes one, unless listen's `--confirm` judges the codes
-  /// (`judged`: the device is told once, by the judge).
-  static func start(
-    _ options: FleetOptions, engine: CaptureEngine, sink: EventSink?, judged: Bool = false, context: Context
-  ) async throws(CaptureError) -> FleetRun {
-    let output = context.output
-    let box = Mutex<FleetRun?>(nil)
-    let hooks = Fleet.Hooks(
-      event: { Render.event($0) },
-      device: { info in
-        guard case .object(var members) = Render.device(info) else { return Render.device(info) }
-        members["state"] = .string("connected")
-        return .object(members)
-      },
-      run: options.commands == .off ? nil : RemoteRunner(context: context, engine: engine).run,
-      warn: { output.warn($0) },
-      fatal: { error in
-        box.withLock { $0 }?.failed(error)
-        Task { await engine.stop() }
-      })
-    // The host id, the password file and the spool's recovery (reading every segment) are file work:
-    // on the blocking executor, not the cooperative pool.
-    let location = try context.state.resolvedLocation()
-    let (settings, fleet) = try await BlockingExecutor.shared.run {
-      _ throws(CaptureError) -> (FleetSettings, Fleet) in
-      let settings = try options.settings(output)
-      return (settings, try Fleet(settings: settings, stateDirectory: location, hooks: hooks))
-    }
-    let connection: MQTTConnection
-    do {
-      connection = try MQTTConnection(endpoint: settings.endpoint, will: fleet.will, delegate: fleet)
-    } catch {
-      throw Fleet.refusal(error, settings)
-    }
-    let run = FleetRun(fleet: fleet, connection: connection, output: output)
-    box.withLock { $0 = run }
-    try fleet.connect(link: connection)
-    connection.start()
-    let confirm = settings.confirmDelivery
-    _ = engine.subscribe("the MQTT spool") { event in
-      let delivery = await fleet.take(event)
-      guard case .decodedData(let data) = event.payload else { return }
-      if case .refused(let error) = delivery {
-        let refused = CaptureError(
-          error.code, "\(event.device.name): \(data.plainLine) not sent: \(error.message)")
-        if let sink {
-          sink.handle(Event(time: .now(), device: event.device, payload: .error(refused)))
-        } else {
-          output.error(refused, withObject: false)
-        }
-      }
-      let refused = delivery != .safe
-      guard confirm != nil || (refused && !judged), let device = engine.device(id: event.device.id),
-        device.capabilities.canWrite(.dataConfirmationDevice)
-      else { return }
-      let good = delivery == .safe
-      do {
-        try await device.set(
-          .dataConfirmationDevice, .ulong((good ? DataConfirmation.good : DataConfirmation.bad).packed))
-      } catch {
-        output.warn(
-          "\(event.device.name): could not tell the device \(good ? "good" : "bad") for \(data.plainLine)")
-      }
-    }
-    return run
-  }
-
-  private init(fleet: Fleet, connection: MQTTConnection, output: Output) {
-    self.fleet = fleet
-    self.connection = connection
-    self.output = output
-  }
-
-  private func failed(_ error: CaptureError) {
-    fatalError.withLock { if $0 == nil { $0 = error } }
-  }
-
-  /// The broker refused us for good (a bad password): the command's error.
-  var failure: CaptureError? { fatalError.withLock { $0 } }
-
-  /// A clean stop: the spool saved (the PUBACKs of what is published awaited briefly), the retained
-  /// status set offline, a clean DISCONNECT (no Will).
-  func stop() async {
-    await fleet.stop()
-    await connection.stop(final: fleet.offline)
-    let stats = fleet.publisher.statistics
-    output.info(
-      "MQTT: \(stats.published) published, \(stats.acknowledged) acknowledged, \(stats.fsyncs) fsyncs in \(stats.batches) batches, \(fleet.publisher.outstanding) left in the spool"
-    )
+extension Output {
+  /// A front end's diagnostics, on stderr as the command line's own.
+  var frontEndLog: FrontEndLog {
+    FrontEndLog(warn: { self.warn($0) }, info: { self.info($0) }, raw: { self.raw(stderr: $0) })
   }
 }

@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 
 enum GetCommand {
@@ -149,7 +150,7 @@ enum GetCommand {
         "device": Render.device(device.info),
         "properties": .array(results.map { $0.0.json($0.1, device: device.info) }),
       ]
-      if let firstError { document["error"] = Output.errorObject(firstError) }
+      if let firstError { document["error"] = Render.errorObject(firstError) }
       output.json(.object(document))
     } else if options.requests.count == 1 && options.requests[0].group != nil {
       // One `name status` line per source: the words `set DEVICE data-source` takes back as pairs.

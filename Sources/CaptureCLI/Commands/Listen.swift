@@ -1,5 +1,4 @@
 import CaptureCore
-import Synchronization
 
 enum ListenCommand {
   struct Options: Sendable {
@@ -18,12 +17,12 @@ enum ListenCommand {
     var acceptChannel: Int?
 
     var keymap: String?
-    /// --mqtt and its options (docs/fleet.md).
-    var fleet: FleetOptions?
+    /// --mqtt and its options (docs/fleet.md), as the fleet front end read them.
+    var fleet: (any FrontEndRequest)?
 
-    init(_ parsed: ParsedArguments) throws(UsageError) {
+    init(_ parsed: ParsedArguments, _ frontEnds: FrontEnds = .none) throws(UsageError) {
       keymap = try parsed.keymap()
-      fleet = try FleetOptions(parsed)
+      fleet = try FleetWords.request(parsed, frontEnds)
       if parsed.flag("accept") {
         acceptChannel =
           try parsed.value("channel").map { (t: String) throws(UsageError) in
@@ -37,7 +36,7 @@ enum ListenCommand {
         throw parsed.usage("--channel works with --accept")
       }
       var selectors: [DeviceSelector] = []
-      for operand in FleetOptions.operands(parsed) {
+      for operand in FleetWords.operands(parsed) {
         let selector = try Values.device(operand, command: parsed.commandName)
         if !selectors.contains(selector) { selectors.append(selector) }
       }
@@ -74,7 +73,7 @@ enum ListenCommand {
       if parsed.value("confirm-timeout") != nil && confirm == nil && !confirmStdin {
         throw parsed.usage("--confirm-timeout works with --confirm CMD or --confirm-stdin")
       }
-      if fleet?.confirmDelivery != nil && (confirm != nil || confirmStdin) {
+      if fleet != nil && parsed.value("confirm-delivery") != nil && (confirm != nil || confirmStdin) {
         throw parsed.usage(
           "--confirm-delivery tells the device itself; it cannot be combined with --confirm or --confirm-stdin"
         )
@@ -85,18 +84,13 @@ enum ListenCommand {
     }
   }
 
-  /// listen is one subscriber of the engine (back-pressure on the devices' lanes: the printer paces
-  /// each device). With
-  /// DEVICE operands (or --accept) the devices are opened first and fail fast: one that cannot be
-  /// opened fails the listen before anything is printed. Without, the engine serves every remembered
-  /// device and the favourites, each supervised on its own; SIGHUP reloads the state file.
+  /// listen is the engine run with the event printer (and `--mqtt`'s fleet front end): one lane
+  /// subscriber (back-pressure on the devices' lanes: the printer paces each device). With DEVICE
+  /// operands (or --accept) the devices are opened first and fail fast: one that cannot be opened
+  /// fails the listen before anything is printed. Without, the engine serves every remembered device
+  /// and the favourites, each supervised on its own; SIGHUP reloads the state file.
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
     let serving = options.selectors.isEmpty && options.acceptChannel == nil
-    // SIGINT/SIGTERM end listen with 0 after flushing from the first instant (one before the handler
-    // below is delivered to it); SIGHUP waits for the service's handler, or ends a listen to DEVICEs.
-    Interruption.claim(interrupted: .noError, serviceHangUp: serving)
-    // --output is opened first: a file that cannot be written fails before any device is touched.
-    let stream = try Self.eventStream(options, context)
     let output = context.output
     let engine = CaptureEngine(
       system: context.system, store: context.state,
@@ -105,73 +99,39 @@ enum ListenCommand {
         warn: { output.warn($0) },
         onOpen: { [asked = options.events] device in await setUpNotifications(device, asked: asked, output) })
     )
-    let devices = serving ? [] : try await openDevices(options, context)
-
-    let limit = options.count
     let judge = Self.judge(options, context)
-    let sink = EventSink(
-      output: output, stream: stream, printed: options.events, limit: limit,
-      confirm: judge.map { judge in Self.confirmation(judge) { engine.device(id: $0) } },
-      onStreamFailure: {
-        judge?.stop()
-        Task { await engine.stop() }
-      }
-    ) { count in
-      if let limit, count >= limit { Task { await engine.stop() } }
+    // --output is opened first: a file that cannot be written fails before any device is touched.
+    let printer = EventPrinter(
+      .init(
+        output: output, stream: { () throws(CaptureError) in try Self.eventStream(options, context) },
+        name: "the event stream", printed: options.events, limit: options.count, timeout: options.timeout,
+        judge: judge))
+    // --mqtt: the spool is opened (and the broker connection started) before any event flows, and its
+    // lane comes before the printer's (with --confirm-delivery a code is printed once it is safe).
+    let fleet = options.fleet.map {
+      FleetWords.frontEnd($0, engine: engine, judged: judge != nil, context: context)
     }
-    // --mqtt: the spool is opened (and the broker connection started) before any event flows.
-    let fleet: FleetRun?
-    do throws(CaptureError) {
-      if let f = options.fleet {
-        fleet = try await FleetRun.start(
-          f, engine: engine, sink: sink, judged: judge != nil, context: context)
-      } else {
-        fleet = nil
-      }
-    } catch {
-      for device in devices { await device.close() }
-      throw error
-    }
-    // The printer takes each device's events on that device's lane: no second queue, the devices
-    // printed concurrently, and a --confirm verdict holds back only its own device.
-    _ = engine.subscribe("the event stream") { event in await sink.take(event) }
-    Interruption.watch {
-      sink.markInterrupted()
-      judge?.stop()
-      Task { await engine.stop() }
-    }
-    if serving {
-      try engine.startService()
-      // Only the service has a state file to re-read, and only once it has read it (a SIGHUP before
-      // is held and delivered here; a listen to DEVICEs leaves SIGHUP its default action).
-      Interruption.watchHangUp { engine.reload() }
-    } else {
-      engine.attach(devices)
-    }
-    let timer = Deadline(options.timeout) {
-      sink.markTimedOut()
-      judge?.stop()
-      await engine.stop()
-    }
+    let run = EngineRun(
+      engine: engine, frontEnds: (fleet.map { [$0] } ?? []) + [printer], serving: serving,
+      servesEmpty: false, report: { printer.report($0) })
     let sources = options.sources
-    await withTaskGroup(of: Void.self) { group in
-      for device in devices where !sources.isEmpty && device.info.id == "socketcam" {
-        group.addTask {
-          do throws(CaptureError) { try await device.trigger(.continuousScan) } catch {
-            // Closed by us while stopping (e.g. a failed --output write): not an error of its own.
-            if error.code == .deviceNotOpen && sink.isStopping { return }
-            sink.fail(error)
-            await device.close()
+    return try await run.run(
+      open: { () throws(CaptureError) in serving ? [] : try await openDevices(options, context) },
+      running: { devices in
+        await withTaskGroup(of: Void.self) { group in
+          for device in devices where !sources.isEmpty && device.info.id == "socketcam" {
+            group.addTask {
+              do throws(CaptureError) { try await device.trigger(.continuousScan) } catch {
+                // Closed by us while stopping (e.g. a failed --output write): not an error of its own.
+                if error.code == .deviceNotOpen && printer.isStopping { return }
+                printer.fail(error)
+                await device.close()
+              }
+            }
           }
         }
-      }
-    }
-    await engine.wait()
-    sink.drained()
-    timer.cancel()
-    await fleet?.stop()
-    if let failure = fleet?.failure { return .failure(failure) }
-    return outcome(sink.result, options)
+      },
+      outcome: { _ in outcome(printer.result, options) })
   }
 
   /// The explicit devices (and the --accept scanner), opened and with their notifications on; on any

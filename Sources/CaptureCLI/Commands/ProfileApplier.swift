@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import FoundationEssentials
 
@@ -82,18 +83,18 @@ enum ProfileApplier {
         "results": .array(
           rows.map { row in
             var m: [String: JSON] = ["property": .string(row.label), "status": .string(row.status)]
-            if let e = row.error { m["error"] = Render.error(e)["error"] }
+            if let e = row.error { m["error"] = Render.errorObject(e) }
             return .object(m)
           }),
       ]
       // The first failed write is also the document's top-level error, as get's is.
-      if let first = errors.first { document["error"] = Render.error(first)["error"] }
+      if let first = errors.first { document["error"] = Render.errorObject(first) }
       output.json(.object(document))
     } else {
       output.table(
         rows.map { row in
           [row.label, row.status]
-            + (row.error.map { ["\($0.code.name) (\($0.code.rawValue)): \($0.message)"] } ?? [])
+            + (row.error.map { ["\($0)"] } ?? [])
         })
     }
     return .failures(errors, documented: true)

@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Synchronization
 
@@ -62,7 +63,8 @@ struct RemoteRunner: Sendable {
     let output = Output(mode: .json, quiet: true, verbose: false, noColor: true, stdoutFD: out, stderrFD: out)
     let remote = Context(
       globals: remoteGlobals, output: output, state: context.state,
-      system: EngineHeldSystem(base: context.system, engine: engine, state: context.state))
+      system: EngineHeldSystem(base: context.system, engine: engine, state: context.state),
+      frontEnds: context.frontEnds)
     // The deadline (CommandService) cancels this task: the command's own signal handler is called, as
     // SIGINT would be on the command line (trigger closes its device), and its blocking work, which
     // runs on the blocking executor, sees the cancellation.
@@ -125,7 +127,7 @@ struct RemoteRunner: Sendable {
   }
 
   static func failure(_ error: CaptureError) -> (exit: Int32, output: [UInt8]) {
-    (ExitStatus.of(error.code), Array(Output.errorDocument(error).serialized.utf8))
+    (ExitStatus.of(error.code), Array(Render.errorDocument(error).serialized.utf8))
   }
 
   /// A new 0600 file under $TMPDIR (or /tmp) holding `bytes`; its path, or nil.

@@ -1,11 +1,12 @@
 import CaptureCore
-import CaptureService
-import Synchronization
 
 /// `capture serve`: the Capture service CaptureJS web apps talk to (docs/capturejs.md), a front end of
 /// the engine like `listen` without DEVICE: the same devices, supervision, favourites and state; the
 /// DEVICE operands and a SOURCE add devices as they do for listen.
 enum ServeCommand {
+  /// CaptureJS's default service address is http://127.0.0.1:18481 (docs/capturejs.md §1.1).
+  static let defaultPort: UInt16 = 18481
+
   struct Options: Sendable {
     /// The devices, SocketCam sources, --output and --keymap, read exactly as listen reads them.
     var devices: ListenCommand.Options
@@ -13,10 +14,10 @@ enum ServeCommand {
     var port: UInt16
     var allowedOrigins: [String]
 
-    init(_ parsed: ParsedArguments) throws(UsageError) {
-      devices = try ListenCommand.Options(parsed)
+    init(_ parsed: ParsedArguments, _ frontEnds: FrontEnds = .none) throws(UsageError) {
+      devices = try ListenCommand.Options(parsed, frontEnds)
       (host, port) = try Self.address(
-        parsed.value("listen") ?? "127.0.0.1:\(CaptureServiceInfo.defaultPort)", parsed)
+        parsed.value("listen") ?? "127.0.0.1:\(ServeCommand.defaultPort)", parsed)
       allowedOrigins = []
       for origin in parsed.allValues("allow-origin") {
         // `null` only written out, and lower-case as browsers send it (docs/capturejs.md §1.3).
@@ -56,13 +57,11 @@ enum ServeCommand {
     }
   }
 
-  /// The order matters: the port is bound before any device is opened (a second `capture serve`
+  /// serve is the engine run with the Capture service, the `--output` printer and `--mqtt`'s fleet
+  /// front end (EngineRun): the port is bound before any device is opened (a second `capture serve`
   /// fails at once and touches nothing); the engine is started after the service subscribed, so every
   /// arrival gets its GUID; connections are accepted last, with one line on stderr.
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
-    // SIGINT/SIGTERM end serve with 0 from the first instant (one before the handler below is delivered
-    // to it); SIGHUP is held until the service has read the state file (watchHangUp).
-    Interruption.claim(interrupted: .noError, serviceHangUp: true)
     let output = context.output
     let engine = CaptureEngine(
       system: context.system, store: context.state,
@@ -73,87 +72,37 @@ enum ServeCommand {
         onOpen: { device in await ListenCommand.setUpNotifications(device, asked: nil, output) },
         // serve's SOURCE is what SocketCam reads when SocketCamStatus is Enable; --dir is watched.
         socketCamSources: FrameSourceItem.watching(options.devices.sources)))
-    let service = CaptureService(
-      engine: engine,
-      configuration: .init(
-        policy: AccessPolicy(
-          listenHost: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
-        warn: { output.warn($0) }))
-    if options.allowedOrigins.contains("null") {
-      output.warn(
-        "serve: --allow-origin null admits every sandboxed iframe, file:// page and data: URL, of any website"
-      )
+    guard let makeService = context.frontEnds.service else {
+      throw .notSupported("this capture has no Capture service (its composition root registered none)")
     }
-    let listener = try ServiceListener(
-      host: options.host, port: options.port, service: service,
-      log: { line in output.info("serve: libwebsockets: \(line)") })
-
-    let sink: EventSink?
-    let devices: [any Device]
-    do throws(CaptureError) {
-      sink = try options.devices.output.map { path throws(CaptureError) in
-        EventSink(
-          output: output, stream: try .appending(to: path), printed: nil,
-          onStreamFailure: {
-            service.shutdown()
-            Task { await engine.stop() }
-          })
-      }
-      var explicit = options.devices
-      explicit.selectors.removeAll { $0 == .socketCam }
-      devices = try await ListenCommand.openDevices(explicit, context)
-    } catch {
-      await listener.shutdown()
-      throw error
+    let service = makeService(
+      ServiceAddress(host: options.host, port: options.port, allowedOrigins: options.allowedOrigins),
+      output.frontEndLog)
+    let printer = options.devices.output.map { path in
+      EventPrinter(
+        .init(
+          output: output, stream: { () throws(CaptureError) in try .appending(to: path) },
+          name: "the --output stream", printed: nil))
     }
-    let fleet: FleetRun?
-    do throws(CaptureError) {
-      if let f = options.devices.fleet {
-        fleet = try await FleetRun.start(f, engine: engine, sink: sink, context: context)
-      } else {
-        fleet = nil
-      }
-    } catch {
-      for device in devices { await device.close() }
-      await listener.shutdown()
-      throw error
-    }
-    if let sink { _ = engine.subscribe("the --output stream") { event in await sink.take(event) } }
-    let interrupted = Atomic<Bool>(false)
-    Interruption.watch(
-      {
-        interrupted.store(true, ordering: .relaxed)
-        sink?.markInterrupted()
-        service.shutdown()
-        Task { await engine.stop() }
+    let fleet = options.devices.fleet.map { FleetWords.frontEnd($0, engine: engine, context: context) }
+    let frontEnds: [any FrontEnd] = [service] + (fleet.map { [$0] } ?? []) + (printer.map { [$0] } ?? [])
+    let run = EngineRun(
+      engine: engine, frontEnds: frontEnds, serving: true, servesEmpty: true,
+      report: { event in
+        if let printer {
+          printer.report(event)
+        } else if case .error(let error) = event.payload {
+          output.error(error, withObject: false)
+        }
       })
-    do throws(CaptureError) {
-      try engine.startService(evenIfEmpty: true)
-    } catch {
-      for device in devices { await device.close() }
-      await listener.shutdown()
-      throw error
-    }
-    // SIGHUP re-reads the state file once the service has read it.
-    Interruption.watchHangUp { engine.reload() }
-    engine.attach(devices)
-    do { try listener.start() } catch {
-      await engine.stop()
-      throw error
-    }
-    let origin = "http://\(options.host):\(listener.port)"
-    let how = listener.isInherited ? "; listening socket from systemd" : ""
-    output.raw(
-      stderr:
-        "capture: serving CaptureJS on \(origin) (JSON-RPC POST \(CaptureServiceInfo.apiPath), WebSocket ws://\(options.host):\(listener.port)\(CaptureServiceInfo.apiPath)\(how))\n"
-    )
-    await engine.wait()
-    await listener.shutdown()
-    sink?.drained()
-    await fleet?.stop()
-    if let failure = fleet?.failure { return .failure(failure) }
-    if interrupted.load(ordering: .relaxed) { return .success }
-    if let error = sink?.result.firstError { return .status(error.code) }
-    return .success
+    var explicit = options.devices
+    explicit.selectors.removeAll { $0 == .socketCam }
+    return try await run.run(
+      open: { () throws(CaptureError) in try await ListenCommand.openDevices(explicit, context) },
+      outcome: { interrupted in
+        if interrupted { return .success }
+        if let error = printer?.result.firstError { return .status(error.code) }
+        return .success
+      })
   }
 }

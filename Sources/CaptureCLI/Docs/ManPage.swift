@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 
 /// man(7) pages generated from the command tree: capture.1 and one capture-COMMAND.1 per command.

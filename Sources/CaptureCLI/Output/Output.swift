@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Synchronization
 
@@ -80,7 +81,7 @@ final class Output: Sendable {
   /// `{"error":{...}}` on stdout.
   func error(_ error: CaptureError, withObject: Bool = true) {
     stderr.write(Self.errorLine(error, prefix: terminal.prefix(.error)))
-    if isJSON && withObject { json(Self.errorDocument(error)) }
+    if isJSON && withObject { json(Render.errorDocument(error)) }
   }
 
   /// The one form of an error on stderr: `capture: NAME (code): message` and a newline.
@@ -88,17 +89,6 @@ final class Output: Sendable {
   static func errorLine(_ error: CaptureError, prefix: String = "capture: ") -> String {
     "\(prefix)\(error)\n"
   }
-
-  /// The one JSON form of an error, `{"code":…,"name":…,"message":…}`: the value of the `error` key in
-  /// the bare error document, an error event and get's partial document.
-  static func errorObject(_ error: CaptureError) -> JSON {
-    .object([
-      "code": .int(error.code.rawValue), "name": .string(error.code.name), "message": .string(error.message),
-    ])
-  }
-
-  /// `{"error":{...}}`, the document a failed command writes with --json.
-  static func errorDocument(_ error: CaptureError) -> JSON { .object(["error": errorObject(error)]) }
 
 }
 

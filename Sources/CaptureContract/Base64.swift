@@ -1,7 +1,8 @@
-enum Base64 {
+/// RFC 4648 §4 base64 with padding: the `bytes` of an event (docs/architecture.md §1 "Output").
+public enum Base64 {
   static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
-  static func encode(_ bytes: [UInt8]) -> String {
+  public static func encode(_ bytes: [UInt8]) -> String {
     var out = [UInt8]()
     out.reserveCapacity((bytes.count + 2) / 3 * 4)
     var i = 0
