@@ -174,7 +174,7 @@ def symbols(rng):
     add(eci_symbol("pdf417", "PDF417", [(26, "PDF417 Grüße ÄÖÜ %s ✓ 日本" % digits(12))], 1.5))
     add(eci_symbol("pdf417", "PDF417", [(3, "Çà va %s " % digits(13)), (9, "Γειά "), (7, "Привет")], 1.5))
 
-    # What zxing-cpp 3 reads and 1.4.0 did not: rMQR, MicroPDF417 (issue 21).
+    # What zxing-cpp 3 reads and 1.4.0 did not: rMQR, MicroPDF417 (CHANGELOG.md, Unreleased).
     plain("rmqrCode", "RMQR", "RMQR %s" % alnum(8), 2)
     plain("rmqrCode", "RMQR", digits(20), 2, payload="numeric")
     plain("microPDF417", "MICROPDF417", "MicroPDF %s" % alnum(6), 1.5)
