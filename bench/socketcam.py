@@ -73,7 +73,7 @@ for path in sys.argv[1:]:
 images = os.path.join(args.corpus, "images")
 env = dict(os.environ, XDG_STATE_HOME=tempfile.mkdtemp(prefix="socketcam-bench-"))
 TIMEOUT = 120
-# The corpus has add-on symbols, and reading them is capture's lead over both peers: the bench's own state
+# The corpus has add-on symbols, and reading them is capture's lead (bench/README.md): the bench's own state
 # turns SocketCam's ean-add-on data source on (off by default, docs/capture-sdk.md §6.4). A capture
 # from before the setting existed reads add-ons always, and refuses the set: nothing to do then.
 subprocess.run([args.capture, "set", "socketcam", "data-source", "ean-add-on", "enable"], env=env,

@@ -2,20 +2,42 @@ import CZBar
 import CZXing
 import Synchronization
 
-/// Decodes barcodes with ZBar and zxing-cpp and merges their findings.
+/// Decodes barcodes with zxing-cpp and ZBar and merges their findings.
 ///
-/// Thread-safe and deterministic: zxing-cpp is stateless per call, and every decode gets a ZBar scanner
-/// of its own, created for it. A ZBar image scanner is not stateless between images: its QR reader
-/// draws from a pseudo-random generator (ISAAC, seeded once when the scanner is created) to fit the
-/// symbol's grid, and the generator's state carries from one image to the next; a scanner reused
+/// Who is asked what, in this order (bench/README.md, "Speed" gives the measurements behind it):
+/// 1. zxing-cpp 3, every format asked for, normal polarity. It reads every format capture reports (on
+///    bench/corpus.py its Python package reads 823 of the 1,177 codes, zbarimg 421).
+/// 2. Only when zxing-cpp read nothing the caller asked for (or failed): ZBar, for the formats it has
+///    (linear codes and QR, where it reads codes zxing-cpp misses: bench/README.md), and, at the same
+///    time, zxing-cpp on the inverted image for the formats whose readers support inversion (QR, Micro
+///    QR, rMQR, Data Matrix, Aztec: zxing-cpp's MultiFormatReader skips every other reader on an
+///    inverted bitmap, so this is its own `tryInvert` pass, asked only when the normal one found
+///    nothing). ZBar also scans when add-ons are on and zxing-cpp read an EAN/UPC symbol without one:
+///    ZBar may find the add-on.
+/// 3. Only when all of that found nothing: ZBar on the inverted image, for light linear codes on a dark
+///    ground, which zxing-cpp 3.1 does not invert.
+/// ZBar's scan of every row and column costs as much as zxing-cpp's whole search (bench/README.md), and
+/// where zxing-cpp has read the image it adds nothing on the bench's corpus but a second reading of
+/// the same symbol, which the merge then drops for zxing-cpp's: asking it only for what zxing-cpp left
+/// unread is where the time goes down. A code only ZBar can read, in an image where zxing-cpp read
+/// another code, is not looked for (the same rule as step 3's inverted search, and zxing-cpp's inverted
+/// search in step 2).
+///
+/// Thread-safe and deterministic: every step depends on the image alone (never on timing, on the
+/// concurrency or on earlier images); zxing-cpp is stateless per call, and every scan gets a ZBar
+/// scanner of its own, created for it. A ZBar image scanner is not stateless between images: its QR
+/// reader draws from a pseudo-random generator (ISAAC, seeded once when the scanner is created) to fit
+/// the symbol's grid, and the generator's state carries from one image to the next; a scanner reused
 /// across a batch made an image's result depend on which images that scanner had seen before (one QR
 /// code in a 934-image batch decoded alone but not in the batch). A fresh scanner costs a few
 /// allocations, far less than the scan.
 public final class BarcodeReader: Sendable {
   public let formats: Set<BarcodeFormat>
   public let engines: Set<DecoderEngine>
-  /// Run zxing-cpp on a second thread while ZBar scans on the calling one (the two are independent and
-  /// each is single-threaded, so wall time is about the slower of the two instead of their sum).
+  /// In step 2, run zxing-cpp's inverted search on a second thread while ZBar scans on the calling one
+  /// (the two are independent and each is single-threaded, so that step takes about the slower of the
+  /// two instead of their sum). Worth it while a core is idle (one image); a batch that already keeps
+  /// every core decoding turns it off. The results are the same either way.
   public let concurrentEngines: Bool
   /// Report an EAN-2/EAN-5 add-on printed beside an EAN/UPC symbol (DecodedSymbol.addOn); when false
   /// neither decoder looks for one.
@@ -49,61 +71,89 @@ public final class BarcodeReader: Sendable {
   public func decodeReporting(_ image: GrayImage) -> (symbols: [DecodedSymbol], problem: String?) {
     guard image.width > 0, image.height > 0 else { return ([], nil) }
     let raw = image.pixels.withUnsafeBufferPointer { pixels in
-      scanBoth(pixels, width: image.width, height: image.height)
+      scan(pixels, width: image.width, height: image.height)
     }
-    var normalized = raw.symbols.compactMap { Normalizer.normalize($0, enabled: formats) }
-    if !addOns {
-      for index in normalized.indices { normalized[index].addOn = nil }
-    }
-    return (Merger.merge(normalized, addOns: raw.addOns), raw.problem)
+    return (Merger.merge(normalized(raw.symbols), addOns: raw.addOns), raw.problem)
   }
 
-  private func scanBoth(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
+  /// Normalized and limited to `formats` (Normalizer), add-ons dropped when they are off.
+  private func normalized(_ raw: [RawSymbol]) -> [RawSymbol] {
+    var symbols = raw.compactMap { Normalizer.normalize($0, enabled: formats) }
+    if !addOns {
+      for index in symbols.indices { symbols[index].addOn = nil }
+    }
+    return symbols
+  }
+
+  /// The steps of the type's comment; raw symbols, not yet normalized.
+  private func scan(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
     symbols: [RawSymbol], addOns: [RawAddOn], problem: String?
   ) {
     // The shim reads nothing for mask 0 (zxing-cpp itself would take an empty format set as "all").
     let useZXing = zxing.mask != 0
     let useZBar = !zbarSymbologies.isEmpty
-    var zbar: (symbols: [RawSymbol], addOns: [RawAddOn]) = ([], [])
+    // 1. zxing-cpp.
     var zxingRead: (symbols: [RawSymbol], error: String?) = ([], nil)
+    if useZXing { zxingRead = zxing.read(pixels, width: width, height: height, options: zxing.options) }
+    // What the caller asked for: a reading normalization drops (a format not enabled) is no reading.
+    let zxingFound = normalized(zxingRead.symbols)
+    // 2. ZBar, and zxing-cpp's inverted search, where zxing-cpp read nothing.
+    let addOnMissing =
+      addOns && zxingFound.contains { Merger.takesAddOn.contains($0.format) && $0.addOn == nil }
+    let askZBar = useZBar && (zxingFound.isEmpty || addOnMissing)
+    let askInverted = useZXing && zxingFound.isEmpty && zxingRead.error == nil && zxing.invertedMask != 0
+    var flipped = askInverted ? Self.inverted(pixels) : []
+    var zbar: (symbols: [RawSymbol], addOns: [RawAddOn]) = ([], [])
+    var invertedRead: (symbols: [RawSymbol], error: String?) = ([], nil)
     var scanned = false
-    if useZXing && useZBar && concurrentEngines, let base = pixels.baseAddress {
-      var options = zxing.options
-      // czx_start copies the options; `pixels` stays valid until czx_finish below, as the shim requires.
-      if let job = czx_start(base, Int32(width), Int32(height), Int32(width), &options) {
+    if askZBar && askInverted && concurrentEngines {
+      scanned = flipped.withUnsafeBufferPointer { inverse -> Bool in
+        var options = zxing.invertedOptions
+        // czx_start copies the options; `inverse` stays valid until czx_finish below, as the shim
+        // requires.
+        guard let base = inverse.baseAddress,
+          let job = czx_start(base, Int32(width), Int32(height), Int32(width), &options)
+        else { return false }
         zbar = scanZBar(pixels, width: width, height: height)
         var results: UnsafeMutablePointer<czx_result>?
         var count = 0
         var message = [CChar](repeating: 0, count: 256)
         let rc = czx_finish(job, &results, &count, &message, message.count)
-        zxingRead =
+        invertedRead =
           rc == Int32(CZX_OK)
           ? (ZXingScanner.convert(results, count), nil) : ([], ZXingScanner.text(message))
-        scanned = true
+        return true
       }
     }
     if !scanned {
-      if useZBar { zbar = scanZBar(pixels, width: width, height: height) }
-      if useZXing { zxingRead = zxing.read(pixels, width: width, height: height) }
-    }
-    // Light codes on a dark ground. zxing-cpp's own inverted search (ReaderOptions::tryInvert, on in
-    // ZXingScanner's options) covers only the readers that support it, its matrix formats
-    // (MultiFormatReader.cpp skips a reader without `supportsInversion` on an inverted bitmap, and
-    // zxing-cpp 3.1's linear readers have none). For linear codes, when neither decoder found anything,
-    // ZBar scans the inverted image (its own ZBAR_CFG_TEST_INVERTED would do so whenever ZBar alone
-    // found nothing, also for the many images only zxing-cpp reads; and an inverted GS1 DataBar can read
-    // as another DataBar with a valid check digit, seen on bench/corpus.py's inverted copies, so DataBar
-    // is kept out of it).
-    if useZBar && zbar.symbols.isEmpty && zbar.addOns.isEmpty && zxingRead.symbols.isEmpty
-      && zxingRead.error == nil
-    {
-      let flipped = pixels.map { 255 - $0 }
-      if let scanner = ZBarScanner(symbologies: zbarSymbologies) {
-        zbar = flipped.withUnsafeBufferPointer { scanner.scan($0, width: width, height: height) }
-        zbar.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+      if askZBar { zbar = scanZBar(pixels, width: width, height: height) }
+      if askInverted {
+        invertedRead = flipped.withUnsafeBufferPointer {
+          zxing.read($0, width: width, height: height, options: zxing.invertedOptions)
+        }
       }
     }
-    return (zbar.symbols + zxingRead.symbols, zbar.addOns, zxingRead.error)
+    var symbols = zxingRead.symbols + zbar.symbols + invertedRead.symbols
+    let problem = zxingRead.error ?? invertedRead.error
+    // 3. Light linear codes on a dark ground, when nothing above found anything: ZBar scans the inverted
+    // image (its own ZBAR_CFG_TEST_INVERTED would do so whenever ZBar alone found nothing, also for the
+    // many images only zxing-cpp reads; and an inverted GS1 DataBar can read as another DataBar with a
+    // valid check digit, seen on bench/corpus.py's inverted copies, so DataBar is kept out of it).
+    if useZBar && symbols.isEmpty && zbar.addOns.isEmpty && problem == nil {
+      if flipped.isEmpty { flipped = Self.inverted(pixels) }
+      if let scanner = ZBarScanner(symbologies: zbarSymbologies) {
+        var found = flipped.withUnsafeBufferPointer { scanner.scan($0, width: width, height: height) }
+        found.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+        symbols = found.symbols
+        zbar.addOns = found.addOns
+      }
+    }
+    return (symbols, zbar.addOns, problem)
+  }
+
+  /// The image with light and dark swapped.
+  private static func inverted(_ pixels: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+    pixels.map { 255 - $0 }
   }
 
   private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (

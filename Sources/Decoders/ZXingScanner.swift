@@ -38,13 +38,35 @@ struct ZXingScanner: Sendable {
     bits.first { $0.1 == bit }?.0
   }
 
+  /// The formats zxing-cpp searches inverted (light on dark): the ones whose readers declare
+  /// `supportsInversion` (zxing-cpp 3.1.1 MultiFormatReader.cpp: the QR reader, which also reads Micro
+  /// QR and rMQR, Data Matrix and Aztec; MultiFormatReader::read skips every other reader on an
+  /// inverted bitmap, so asking those on inverted pixels would be new work, not zxing-cpp's own search).
+  static let invertible = Int32(
+    CZX_FORMAT_QRCODE | CZX_FORMAT_MICROQRCODE | CZX_FORMAT_RMQRCODE | CZX_FORMAT_DATAMATRIX
+      | CZX_FORMAT_AZTEC)
+
+  var invertedMask: Int32 { mask & Self.invertible }
+
+  /// The normal search: every format asked for, normal polarity. czx_options_init: try harder, rotate
+  /// and downscale on (ReaderOptions' defaults, and the Python package's). zxing-cpp 3 always keeps
+  /// Codabar's start/stop characters, as ZBar. `tryInvert` is off here: BarcodeReader asks for the
+  /// inverted search (`invertedOptions`, on inverted pixels) only when this one found nothing.
   var options: czx_options {
     var options = czx_options()
     czx_options_init(&options)
-    // czx_options_init: try harder, rotate, invert and downscale on (ReaderOptions' defaults, and the
-    // Python package's), all symbols. zxing-cpp 3 always keeps Codabar's start/stop characters, as ZBar.
     options.formats = mask
+    options.try_invert = 0
     options.ean_add_on = addOns ? 1 : 0
+    return options
+  }
+
+  /// zxing-cpp's `tryInvert` search on its own, for pixels the caller has inverted: what ReadBarcodes
+  /// does with tryInvert after its normal pass (ReadBarcode.cpp: the same pyramid layers, the
+  /// binarized bitmap inverted, only the readers that support inversion).
+  var invertedOptions: czx_options {
+    var options = self.options
+    options.formats = invertedMask
     return options
   }
 
@@ -89,11 +111,11 @@ struct ZXingScanner: Sendable {
   }
 
   /// Decodes synchronously on the calling thread.
-  func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
+  func read(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int, options: czx_options) -> (
     symbols: [RawSymbol], error: String?
   ) {
-    guard let base = pixels.baseAddress, width > 0, height > 0 else { return ([], nil) }
-    var options = self.options
+    guard let base = pixels.baseAddress, width > 0, height > 0, options.formats != 0 else { return ([], nil) }
+    var options = options
     var results: UnsafeMutablePointer<czx_result>?
     var count = 0
     // Errors (out of memory, a C++ exception) yield no zxing results; ZBar's still count, and the error is

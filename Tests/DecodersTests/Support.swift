@@ -90,6 +90,13 @@ func run(_ arguments: [String]) throws {
   }
 }
 
+/// The tool's path on PATH, or nil: for tests that need a tool the build does not (ImageMagick).
+func which(_ name: String) -> String? {
+  let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+  for dir in path.split(separator: ":") where access("\(dir)/\(name)", X_OK) == 0 { return "\(dir)/\(name)" }
+  return nil
+}
+
 /// zint output, loaded. `--quietzones` gives matrix symbols the light margin their detectors need (zint adds
 /// none by default; zxing-cpp 1.4.0 does not find a DataMatrix without it).
 func zint(_ dir: TempDir, _ name: String, _ symbology: String, _ data: String, _ extra: [String] = [])

@@ -144,10 +144,14 @@ final class FramePass: Sendable {
   func runFiles(_ inputs: [Input]) async {
     guard !inputs.isEmpty else { return }
     let stop = Cancellation()
-    let workers = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), inputs.count))
+    let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    let workers = min(cores, inputs.count)
     let next = Counter()
     let (results, sink) = AsyncStream.makeStream(of: (Int, Outcome).self)
-    let reader = BarcodeReader(formats: formats, addOns: addOns)
+    // A decode's second thread (BarcodeReader.concurrentEngines) only helps while a core would
+    // otherwise idle: fewer inputs than cores. A batch keeps every core busy with workers already, and
+    // a thread per image would only add its start and compete with them. Same results either way.
+    let reader = BarcodeReader(formats: formats, concurrentEngines: workers < cores, addOns: addOns)
     for worker in 0..<workers {
       DispatchQueue(label: "capture.socketcam.decode.\(worker)").async {
         while !stop.isCancelled {
