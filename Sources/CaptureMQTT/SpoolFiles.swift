@@ -363,8 +363,11 @@ public final class SpoolFiles {
         // Still no page for a temporary file: the marker is rewritten in place, in the pages it
         // already has. A crash mid-write leaves a marker that does not parse, which recovery ignores
         // with a warning and publishes everything again (consumers drop repeats by eventId): never a
-        // lost record.
-        try overwriteMarker(bytes, sync: sync)
+        // lost record. With no marker yet there are no pages to reuse: the disk is full, and that is
+        // the error (the acknowledgements stay unsaved and the next save tries again). The pages of
+        // a segment just deleted can still be held for a moment: a child this process is spawning
+        // has a copy of the descriptor table until its exec(2) closes the O_CLOEXEC ones.
+        try overwriteMarker(bytes, sync: sync, diskFull: error)
       }
     } catch {
       throw CaptureError(error, "cannot write \(files.path("acked"))", other: .unableWriteFile)
@@ -374,9 +377,12 @@ public final class SpoolFiles {
 
   /// `acked` rewritten in its own pages (no new file): the bytes at offset 0, then the file cut to
   /// their length.
-  private func overwriteMarker(_ bytes: [UInt8], sync: Bool) throws(Errno) {
+  private func overwriteMarker(_ bytes: [UInt8], sync: Bool, diskFull: Errno) throws(Errno) {
     let fd = files.openFile("acked", O_WRONLY)
-    guard fd >= 0 else { throw .current }
+    guard fd >= 0 else {
+      let error = Errno.current
+      throw error.code == ENOENT ? diskFull : error
+    }
     defer { close(fd) }
     try bytes.withUnsafeBytes { raw in Result { () throws(Errno) in try SystemFile.writeAll(fd: fd, raw) } }
       .get()

@@ -39,8 +39,8 @@ final class RecordingLink: MQTTLink {
   var events: [Sent] { sent.filter { !$0.message.retain } }
 }
 
-/// Polls `condition` (the spool's thread runs on its own) until it holds, at most 30 s (generous: the
-/// machine is shared); true when it did.
+/// Polls `condition` (the spool's thread runs on its own) until it holds, at most 120 s (a hang guard:
+/// the machine is shared); true when it did.
 func eventually(_ condition: () -> Bool) async -> Bool {
   let deadline = ContinuousClock.now + .seconds(120)
   while !condition() {
