@@ -29,4 +29,11 @@ let rawArguments = (1..<Int(CommandLine.argc)).map { index in
     $0.map { UInt8(bitPattern: $0) }
   } ?? []
 }
-exit(await CaptureCLI.main(rawArguments: rawArguments, system: DriverSystem(), frontEnds: frontEnds))
+let status = await CaptureCLI.main(rawArguments: rawArguments, system: DriverSystem(), frontEnds: frontEnds)
+// _exit, not exit: exit(3) runs the C++ static destructors of the zxing-cpp linked into capture, and a
+// decode thread that --count, --timeout or a signal cut short may still be inside zxing-cpp or ZBar
+// (a decode cannot be interrupted; its result is dropped). Destroying what it reads under it ended
+// `listen --count 2 --dir` with SIGSEGV (exit 139) once on a loaded machine. capture writes its output
+// with write(2) and registers no atexit handler; fflush covers any stdio buffer a library left.
+fflush(nil)
+_exit(status)
