@@ -188,7 +188,9 @@ struct EngineFanOutTests {
     engine.attach([device])
     // The device's task has taken the event after the queue's last one and holds it while it waits for
     // room: past the point where it would have queued it.
-    let holding = await eventually(until: .now + .seconds(120)) { device.taken == EventQueue.defaultLimit + 1 }
+    let holding = await eventually(until: .now + .seconds(120)) {
+      device.taken == EventQueue.defaultLimit + 1
+    }
     #expect(holding, "the engine took \(device.taken) events, not a full queue's and one more")
     #expect(stdout.backlog == EventQueue.defaultLimit)
     let seen = collect(stdout)
