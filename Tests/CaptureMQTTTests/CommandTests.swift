@@ -217,16 +217,6 @@ final class BlockingRig: Sendable {
     }) { c.resume() }
   }
 
-  /// Until `condition` holds, or false after `seconds` (a hang guard: a saturated test pool can take
-  /// tens of seconds to run a waiting task).
-  func wait(seconds: Double = 120, _ condition: () -> Bool) async -> Bool {
-    let end = ContinuousClock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
-    while !condition() {
-      if ContinuousClock.now > end { return false }
-      try? await Task.sleep(for: .milliseconds(5))
-    }
-    return true
-  }
 }
 
 /// The codes of the replies in the order they were given.
@@ -260,7 +250,7 @@ final class AnswerOrder: Sendable {
     // any answer at all is the deadline's; the upper bound only guards against a hang.
     #expect(took >= .milliseconds(300) && took < .seconds(120), "\(took)")
     // The runner saw the cancellation and returned: its slot is free again.
-    #expect(await rig.wait { service.activeCount == 0 && rig.inside.withLock { $0 } == 0 })
+    #expect(await eventually { service.activeCount == 0 && rig.inside.withLock { $0 } == 0 })
     #expect(rig.replies.withLock { $0.map(\.topic) } == ["acme/h1/replies/slow"])
   }
 
@@ -268,7 +258,7 @@ final class AnswerOrder: Sendable {
     let rig = BlockingRig()
     let service = rig.service(CommandLimits(deadline: .milliseconds(100)))
     let first = try #require(await service.handle(Self.request("again")))
-    #expect(await rig.wait { service.activeCount == 0 })
+    #expect(await eventually { service.activeCount == 0 })
     let second = try #require(await service.handle(Self.request("again")))
     #expect(first == second)
     #expect(rig.started.withLock { $0 } == 1)
@@ -320,7 +310,7 @@ final class AnswerOrder: Sendable {
     // Once they return, the slots are free for new requests, and the one that never ran runs when
     // sent again (its timeout was not remembered).
     rig.releaseAll()
-    #expect(await rig.wait { service.activeCount == 0 })
+    #expect(await eventually { service.activeCount == 0 })
     let lateAgain = try #require(await service.handle(Self.request("late", "quick")))
     #expect(String(decoding: lateAgain, as: UTF8.self) == #"{"exit":0,"id":"late","ok":true}"#)
     let quick = try #require(await service.handle(Self.request("q", "quick")))
@@ -332,12 +322,12 @@ final class AnswerOrder: Sendable {
     let service = rig.service(
       CommandLimits(deadline: .seconds(600), running: 1, waiting: 0), ignoresCut: true)
     let blocker = Task { await service.handle(Self.request("hold")) }
-    #expect(await rig.wait { rig.started.withLock { $0 } == 1 })
+    #expect(await eventually { rig.started.withLock { $0 } == 1 })
     let busy = try #require(await service.handle(Self.request("b1", "quick")))
     #expect(Self.code(busy) == -16)
     rig.releaseAll()
     _ = await blocker.value
-    #expect(await rig.wait { service.activeCount == 0 })
+    #expect(await eventually { service.activeCount == 0 })
     let ran = try #require(await service.handle(Self.request("b1", "quick")))
     #expect(String(decoding: ran, as: UTF8.self) == #"{"exit":0,"id":"b1","ok":true}"#)
     #expect(rig.started.withLock { $0 } == 2)
@@ -348,9 +338,9 @@ final class AnswerOrder: Sendable {
     let service = rig.service(
       CommandLimits(deadline: .seconds(600), running: 1, waiting: 1), ignoresCut: true)
     let blocker = Task { await service.handle(Self.request("first")) }
-    #expect(await rig.wait { rig.started.withLock { $0 } == 1 })
+    #expect(await eventually { rig.started.withLock { $0 } == 1 })
     let waiting = Task { await service.handle(Self.request("second", "quick")) }
-    #expect(await rig.wait { service.waitingCount == 1 })
+    #expect(await eventually { service.waitingCount == 1 })
     #expect(rig.started.withLock { $0 } == 1)
     rig.releaseAll()
     let first = try #require(await blocker.value)
@@ -364,7 +354,7 @@ final class AnswerOrder: Sendable {
     let rig = BlockingRig()
     let service = rig.service(CommandLimits(deadline: .seconds(600)), ignoresCut: true)
     let running = (0..<3).map { i in Task { await service.handle(Self.request("s\(i)")) } }
-    #expect(await rig.wait { rig.started.withLock { $0 } == 3 })
+    #expect(await eventually { rig.started.withLock { $0 } == 3 })
     let start = ContinuousClock.now
     service.stop()
     // The commands ignore their cut and never return before releaseAll: a stop that waited for them
