@@ -351,7 +351,7 @@ public final class CommandService: Sendable {
       )
     case .admitted: break
     }
-    let answer = FirstAnswer<(exit: Int32, output: [UInt8])?>()
+    let answer = FirstAnswer<(exit: Int32, documents: [JSON])?>()
     let runner = self.runner
     let argv = request.argv
     let profile = request.profile
@@ -388,7 +388,7 @@ public final class CommandService: Sendable {
           )), true
       )
     }
-    return (Self.reply(id: request.id, exit: result.exit, document: Self.document(result.output)), true)
+    return (Self.reply(id: request.id, exit: result.exit, document: Self.document(result.documents)), true)
   }
 
   private enum Admission { case admitted, busy, timedOut }
@@ -457,14 +457,9 @@ public final class CommandService: Sendable {
     for task in tasks { task.cancel() }
   }
 
-  /// What a command printed as one value: its one document, an array of several (one per line), or
-  /// null when it printed nothing; a line that is not JSON is kept as a string.
-  public static func document(_ output: [UInt8]) -> JSON {
-    let lines = output.split(separator: UInt8(ascii: "\n")).filter { !$0.isEmpty }
-    let values: [JSON] = lines.map { line in
-      (try? JSONDecoder().decode(AnyJSON.self, from: Data(line)))?.json
-        ?? .string(String(decoding: line, as: UTF8.self))
-    }
+  /// A command's documents as one value: its one document, an array of several (in the order made),
+  /// or null when it made none.
+  public static func document(_ values: [JSON]) -> JSON {
     switch values.count {
     case 0: return .null
     case 1: return values[0]

@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import Synchronization
 import Testing
@@ -274,6 +275,64 @@ struct RemoteCutRunTests {
     var count = 0
     for await _ in lent.events { count += 1 }
     #expect(count == 0)
+  }
+}
+
+/// A remote command's reply is made of the documents the command produced, kept as values
+/// (Output(collecting:)): no temporary file, nothing parsed back from text, no stderr line in it.
+@Suite("Remote commands: the reply takes the command's documents as values", .timeLimit(.minutes(5)))
+struct RemoteDocumentTests {
+  fileprivate static func runner(_ system: FakeSystem) -> RemoteRunner {
+    let state = sandbox()
+    let output = Output(mode: .json, quiet: true, verbose: false, noColor: true)
+    let context = Context(globals: GlobalOptions(), output: output, state: state, system: system)
+    return RemoteRunner(context: context, engine: CaptureEngine(system: system, store: state))
+  }
+
+  @Test("a remote list answers with its one document, the value list made")
+  func listIsOneDocument() async {
+    let (exit, documents) = await Self.runner(FakeSystem()).run(["list"], nil)
+    #expect(exit == 0)
+    // SocketCam is always listed (docs/architecture.md); nothing is remembered in the sandbox.
+    let socketCam: JSON = .object([
+      "id": .string("socketcam"), "name": .string("SocketCam C820"), "type": .int(5),
+      "typeName": .string("SocketCamC820"), "transport": .string("socketcam"), "state": .string("enabled"),
+    ])
+    #expect(documents == [.object(["devices": .array([socketCam]), "favorite": .string("")])])
+  }
+
+  @Test("a remote get that read nothing answers with the contract's error object alone, not its stderr line")
+  func failedGetIsTheErrorDocument() async {
+    let (exit, documents) = await Self.runner(FakeSystem()).run(
+      ["get", "tcp://10.0.0.9", "friendly-name"], nil)
+    let error = CaptureError(.communicationError, "the fake scanner did not answer")
+    #expect(exit == ExitStatus.of(error.code))
+    #expect(documents == [Render.errorDocument(error)])
+  }
+
+  @Test("a remote usage error answers with the error object; the usage text (stderr) is not a document")
+  func usageErrorIsTheErrorDocument() async throws {
+    let (exit, documents) = await Self.runner(FakeSystem()).run(["get"], nil)
+    #expect(exit == 18)
+    #expect(documents.count == 1)
+    guard case .object(let members) = try #require(documents.first),
+      case .object(let error)? = members["error"]
+    else {
+      Issue.record("not an error document: \(documents)")
+      return
+    }
+    #expect(error["name"] == .string("ESKT_INVALIDPARAMETER"))
+  }
+
+  @Test("the documents kept stop at the reply's limit: later ones are dropped and counted, none after a gap")
+  func collectorIsBounded() {
+    // "aaaaaaaaaa" serializes to 12 bytes, 13 with its line end.
+    let collector = DocumentCollector(limit: 20)
+    collector.append(.string("aaaaaaaaaa"))
+    collector.append(.string("bbbbbbbbbb"))
+    collector.append(.int(1))
+    #expect(collector.documents == [.string("aaaaaaaaaa")])
+    #expect(collector.dropped == 2)
   }
 }
 

@@ -21,12 +21,7 @@ final class CommandRig: Sendable {
       runner: { [self] argv, profile in
         calls.withLock { $0.append(argv) }
         profiles.withLock { $0.append(profile) }
-        return (
-          0,
-          Array(
-            JSON.object(["device": .string(argv.count > 1 ? argv[1] : ""), "value": .int(87)]).serialized.utf8
-          ) + [10]
-        )
+        return (0, [JSON.object(["device": .string(argv.count > 1 ? argv[1] : ""), "value": .int(87)])])
       },
       reply: { [self] topic, bytes in
         replies.withLock { $0.append((topic, String(decoding: bytes, as: UTF8.self))) }
@@ -145,9 +140,9 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 @Suite struct CommandReplyTests {
   @Test func oneDocumentIsMergedSeveralLinesAreAnArrayNothingIsNull() {
-    #expect(CommandService.document(bytes("{\"a\":1}\n")) == .object(["a": .int(1)]))
+    #expect(CommandService.document([.object(["a": .int(1)])]) == .object(["a": .int(1)]))
     #expect(
-      CommandService.document(bytes("{\"a\":1}\n{\"b\":2}\n"))
+      CommandService.document([.object(["a": .int(1)]), .object(["b": .int(2)])])
         == .array([.object(["a": .int(1)]), .object(["b": .int(2)])]))
     #expect(CommandService.document([]) == .null)
     let reply = CommandService.reply(id: "x", exit: 0, document: .array([.int(1)]))
@@ -193,7 +188,7 @@ final class BlockingRig: Sendable {
         started.withLock { $0 += 1 }
         inside.withLock { $0 += 1 }
         defer { inside.withLock { $0 -= 1 } }
-        if argv.last == "quick" { return (0, Array(#"{"ok":true}"#.utf8)) }
+        if argv.last == "quick" { return (0, [.object(["ok": .bool(true)])]) }
         if ignoresCut {
           await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             release.withLock { $0.append(c) }

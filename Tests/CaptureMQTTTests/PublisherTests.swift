@@ -186,7 +186,7 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
       url: try BrokerURL.parse("mqtt://b/acme"), hostID: "till-3", confirmDelivery: confirm,
       commands: .standard)
     let hooks = Fleet.Hooks(
-      run: { argv, _ in (0, Array(argv.joined(separator: " ").utf8)) },
+      run: { argv, _ in (0, [.string(argv.joined(separator: " "))]) },
       warn: { _ in }, fatal: { _ in })
     return try Fleet(settings: settings, stateDirectory: dir.filePath, hooks: hooks)
   }

@@ -132,26 +132,22 @@ enum ConnectCommand {
   /// (docs/device-protocols.md §5.2), which a user scans so the scanner connects here (`listen --accept`).
   static func showPairingCode(_ context: Context) async throws(CaptureError) -> ResultCode {
     let code = try await context.system.pairingBarcodes(adapter: context.globals.adapter)
-    if context.output.isJSON {
-      context.output.json(
-        .object([
+    context.output.document(
+      ResultDocument(
+        json: .object([
           "adapter": .string(code.host), "code1D": .string(code.linear),
           "code2D": .string(code.twoDimensional),
-        ]))
-    } else {
-      context.output.line("1D (Code 128):\t\(code.linear)")
-      context.output.line("2D (DataMatrix/QR):\t\(code.twoDimensional)")
-    }
+        ]),
+        plain: .lines(["1D (Code 128):\t\(code.linear)", "2D (DataMatrix/QR):\t\(code.twoDimensional)"])))
     return .noError
   }
 
   static func printArrivals(_ arrivals: [DeviceInfo], _ context: Context) {
     for info in arrivals {
-      if context.output.isJSON {
-        context.output.json(Render.event(Event(time: .now(), device: info, payload: .deviceArrival)))
-      } else {
-        context.output.line("\(info.id)\t\(info.name)\t\(info.type.typeName)")
-      }
+      context.output.document(
+        ResultDocument(
+          json: Render.event(Event(time: .now(), device: info, payload: .deviceArrival)),
+          line: "\(info.id)\t\(info.name)\t\(info.type.typeName)"))
     }
   }
 }
@@ -197,11 +193,10 @@ enum RemoveCommand {
       let types = removed?.deviceTypes ?? [DeviceType(remembered?.type ?? 0)]
       for type in types {
         let info = DeviceInfo(id: address, name: name, type: type)
-        if context.output.isJSON {
-          context.output.json(Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)))
-        } else {
-          context.output.line("\(address)\t\(name)\t\(type.typeName)\tremoved")
-        }
+        context.output.document(
+          ResultDocument(
+            json: Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)),
+            line: "\(address)\t\(name)\t\(type.typeName)\tremoved"))
       }
       return .noError
     case .tcp, .serial:
@@ -215,11 +210,10 @@ enum RemoveCommand {
       }
       guard let remembered else { throw CaptureError(.notFound, "\(id) is not remembered") }
       let info = DeviceInfo(id: id, name: remembered.name, type: DeviceType(remembered.type))
-      if context.output.isJSON {
-        context.output.json(Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)))
-      } else {
-        context.output.line("\(id)\t\(info.name)\t\(info.type.typeName)\tremoved")
-      }
+      context.output.document(
+        ResultDocument(
+          json: Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)),
+          line: "\(id)\t\(info.name)\t\(info.type.typeName)\tremoved"))
       return .noError
     case .hid:
       throw .notSupported(
@@ -277,11 +271,11 @@ enum ListCommand {
       rows.append((device.address, device.name, device.deviceTypes[0], "ble", "connected", nil, nil))
     }
     let output = context.output
-    if output.isJSON {
-      // The document is an object, so the device manager's Favorite (docs/capture-sdk.md §7.16) is one more
-      // key beside "devices"; always present, "" when auto-connect is off.
-      output.json(
-        .object([
+    // The document is an object, so the device manager's Favorite (docs/capture-sdk.md §7.16) is one more
+    // key beside "devices"; always present, "" when auto-connect is off.
+    output.document(
+      ResultDocument(
+        json: .object([
           "favorite": .string(state.favorite),
           "devices": .array(
             rows.map { row in
@@ -294,9 +288,9 @@ enum ListCommand {
               if let seen = row.lastSeen { m["lastSeen"] = .string(seen) }
               return .object(m)
             }),
-        ]))
-    } else {
-      output.table(rows.map { [$0.id, $0.name, $0.type.typeName, $0.state] })
+        ]),
+        plain: .table(rows.map { [$0.id, $0.name, $0.type.typeName, $0.state] }, separator: "\t")))
+    if !output.isJSON {
       // stdout stays one device per line (`while read id name type state`); the setting goes to stderr.
       if !state.favorite.isEmpty {
         output.warn("auto-connect favorite: \(state.favorite) (capture get manager favorite)")
@@ -350,11 +344,6 @@ extension DiscoverCommand {
   /// (bluetoothd LE, bluetoothd BR/EDR, HCI inquiry).
   static func report(_ found: DiscoveredDeviceInfo, _ output: Output) {
     let info = DeviceInfo(id: found.address, name: found.name ?? found.address, type: found.type)
-    guard output.isJSON else {
-      output.line(
-        "\(found.address)\t\(found.name ?? "")\t\(found.type.typeName)\t\(found.rssi.map(String.init) ?? "")")
-      return
-    }
     var m: [String: JSON] = [
       "event": .string(EventKind.deviceDiscovered.rawValue), "time": .string(Timestamp.now().iso8601),
       "device": Render.device(info), "address": .string(found.address),
@@ -367,20 +356,23 @@ extension DiscoverCommand {
       m["socketMobile"] = .bool(found.recognizedBy != nil)
       m["recognizedBy"] = found.recognizedBy.map { .string($0) } ?? .null
     }
-    output.json(.object(m))
+    output.document(
+      ResultDocument(
+        json: .object(m),
+        line:
+          "\(found.address)\t\(found.name ?? "")\t\(found.type.typeName)\t\(found.rssi.map(String.init) ?? "")"
+      ))
   }
 
   /// The `discoveryEnd` event (JSON) or the closing note on stderr (plain).
   static func reportEnd(count: Int, _ output: Output) {
-    if output.isJSON {
-      output.json(
-        .object([
+    output.document(
+      ResultDocument(
+        json: .object([
           "event": .string(EventKind.discoveryEnd.rawValue), "time": .string(Timestamp.now().iso8601),
           "count": .int(count),
-        ]))
-    } else {
-      output.info("discovery ended: \(count) device(s)")
-    }
+        ]), plain: .nothing))
+    if !output.isJSON { output.info("discovery ended: \(count) device(s)") }
   }
 
   /// `discover --classic` without bluetoothd: an HCI inquiry, then a name request per device.
@@ -452,24 +444,20 @@ enum PartnershipCommand {
       break
     }
     if options.action == "reset" {
-      if context.output.isJSON {
-        context.output.json(.object(["address": .string(address), "reset": .bool(true)]))
-      } else {
-        context.output.line("\(address)\treset")
-      }
+      context.output.document(
+        ResultDocument(
+          json: .object(["address": .string(address), "reset": .bool(true)]), line: "\(address)\treset"))
       return .noError
     }
     let p = try await context.system.partnership(address: address, adapter: adapter)
-    if context.output.isJSON {
-      context.output.json(
-        .object([
+    context.output.document(
+      ResultDocument(
+        json: .object([
           "device": Render.device(p.device.arrivals[0]),
           "paired": .bool(p.device.isPaired), "bonded": .bool(p.isBonded), "trusted": .bool(p.isTrusted),
           "connected": .bool(p.isConnected), "variant": .string(p.variant),
-        ]))
-    } else {
-      context.output.line("\(p.device.address)\t\(p.isBonded ? "bonded" : "not-bonded")\t\(p.variant)")
-    }
+        ]),
+        line: "\(p.device.address)\t\(p.isBonded ? "bonded" : "not-bonded")\t\(p.variant)"))
     return .noError
   }
 }
@@ -489,9 +477,9 @@ extension ListCommand {
       let digits = String(v, radix: 16)
       return String(repeating: "0", count: 4 - digits.count) + digits
     }
-    if output.isJSON {
-      output.json(
-        .object([
+    output.document(
+      ResultDocument(
+        json: .object([
           "devices": .array(
             devices.map { d in
               .object([
@@ -499,13 +487,11 @@ extension ListCommand {
                 "productId": .int(Int(d.productID)), "isScanner": .bool(d.isScanner),
               ])
             })
-        ]))
-    } else {
-      for d in devices {
-        output.line(
-          "\(d.path)\t\(hex4(d.vendorID)):\(hex4(d.productID))\t\(d.name)\t\(d.isScanner ? "scanner" : "-")")
-      }
-    }
+        ]),
+        plain: .lines(
+          devices.map { d in
+            "\(d.path)\t\(hex4(d.vendorID)):\(hex4(d.productID))\t\(d.name)\t\(d.isScanner ? "scanner" : "-")"
+          })))
     return .noError
   }
 }

@@ -21,12 +21,9 @@ enum DoctorCommand {
     let rows = await checks.value
     deadline.cancel()
     let error = failure(rows)
-    if context.output.isJSON {
-      context.output.json(document(rows, error: error))
-    } else {
-      let shown = context.output.isQuiet ? rows.filter { $0.status != .ok } : rows
-      context.output.table(shown.map(cells), separator: " ")
-    }
+    let shown = context.output.isQuiet ? rows.filter { $0.status != .ok } : rows
+    context.output.document(
+      ResultDocument(json: document(rows, error: error), plain: .table(shown.map(cells), separator: " ")))
     guard let error else { return .success }
     return .failures([error], documented: true)
   }

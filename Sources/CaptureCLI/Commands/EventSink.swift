@@ -70,18 +70,32 @@ final class EventSink: Sendable {
   /// first one is the command's error (stderr, and the JSON error object) and stops listen; any later
   /// one (events still arriving while the devices close) is a warning naming what was lost.
   @discardableResult
-  private func emit(_ line: @autoclosure () -> String, kind: EventKind) -> Bool {
-    let written = write(line(), kind: kind)
+  private func emit(_ record: Record, kind: EventKind) -> Bool {
+    let written = write(record, kind: kind)
     if written == .firstFailure { onStreamFailure() }
     return written == .yes
   }
 
   private enum Written { case yes, failed, firstFailure }
 
+  /// What one line of the stream is: a plain line, a JSON document, or an event's JSON line (made by
+  /// Render.eventLine's faster path where the line is written, as Render.event's value where the
+  /// stream keeps documents: EventStream).
+  private enum Record {
+    case text(String)
+    case json(JSON)
+    case eventLine(Event)
+  }
+
   /// `emit` without the stop: the caller stops listen on `.firstFailure` when it is ready to.
-  private func write(_ line: @autoclosure () -> String, kind: EventKind) -> Written {
+  private func write(_ record: Record, kind: EventKind) -> Written {
     do throws(CaptureError) {
-      try stream.line(line())
+      switch record {
+      case .text(let text): try stream.line(text)
+      case .json(let value): try stream.json(value)
+      case .eventLine(let event):
+        try stream.json(line: Render.eventLine(event), value: { Render.event(event) })
+      }
       return .yes
     } catch {
       let first = streamBroken.withLock { broken in
@@ -143,9 +157,9 @@ final class EventSink: Sendable {
           members["confirmed"] = .bool(tell != nil)
           json = .object(members)
         }
-        written = write(json.serialized, kind: event.kind)
+        written = write(.json(json), kind: event.kind)
       } else if verdict == .good {
-        written = write(data.plainLine, kind: event.kind)
+        written = write(.text(data.plainLine), kind: event.kind)
       } else {
         output.info("\(event.device.name): host rejected \(data.plainLine)")
       }
@@ -174,9 +188,9 @@ final class EventSink: Sendable {
       guard let count else { return }
       if shouldPrint {
         if output.isJSON {
-          emit(Render.eventLine(event), kind: event.kind)
+          emit(.eventLine(event), kind: event.kind)
         } else if let text = Render.plain(event) {
-          emit(text, kind: event.kind)
+          emit(.text(text), kind: event.kind)
         }
       }
       onDecoded(count)
@@ -188,14 +202,14 @@ final class EventSink: Sendable {
       // The JSON stream carries it as an event where events are printed (listen), else as the
       // contract's {"error":{...}} object (trigger prints decoded data only).
       if output.isJSON {
-        emit((shouldPrint ? Render.event(event) : Render.errorDocument(error)).serialized, kind: event.kind)
+        emit(.json(shouldPrint ? Render.event(event) : Render.errorDocument(error)), kind: event.kind)
       }
     case .undecodedData(let noise):
       // Line noise is reported, never a failure: one bounded stderr line (the event has the bytes).
-      if shouldPrint && output.isJSON { emit(Render.event(event).serialized, kind: event.kind) }
+      if shouldPrint && output.isJSON { emit(.json(Render.event(event)), kind: event.kind) }
       output.warn(Render.noiseNote(noise, from: event.device))
     default:
-      if shouldPrint && output.isJSON { emit(Render.eventLine(event), kind: event.kind) }
+      if shouldPrint && output.isJSON { emit(.eventLine(event), kind: event.kind) }
       output.info(Render.describe(event))
     }
   }

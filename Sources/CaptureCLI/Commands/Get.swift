@@ -145,25 +145,28 @@ enum GetCommand {
       // Nothing was read: the contract's bare error object (CaptureCLI.run writes it), not an empty
       // document.
       return .failures(errors, documented: false)
-    } else if output.isJSON {
-      var document: [String: JSON] = [
-        "device": Render.device(device.info),
-        "properties": .array(results.map { $0.0.json($0.1, device: device.info) }),
-      ]
-      if let firstError { document["error"] = Render.errorObject(firstError) }
-      output.json(.object(document))
-    } else if options.requests.count == 1 && options.requests[0].group != nil {
+    }
+    let plain: ResultDocument.Plain
+    if options.requests.count == 1 && options.requests[0].group != nil {
       // One `name status` line per source: the words `set DEVICE data-source` takes back as pairs.
-      output.table(
+      plain = .table(
         results.compactMap { request, value in
           value.dataSourceValue.map { [$0.id.cliName, request.plain(value, device: device.info)] }
         }, separator: " ")
     } else if requests.count == 1 && !options.all && options.requests[0].group == nil {
-      if let (request, value) = results.first { output.line(request.plain(value, device: device.info)) }
+      plain = .lines(
+        results.first.map { request, value in [request.plain(value, device: device.info)] } ?? [])
     } else {
-      output.table(
-        results.map { request, value in [request.label, request.plain(value, device: device.info)] })
+      plain = .table(
+        results.map { request, value in [request.label, request.plain(value, device: device.info)] },
+        separator: "\t")
     }
+    var document: [String: JSON] = [
+      "device": Render.device(device.info),
+      "properties": .array(results.map { $0.0.json($0.1, device: device.info) }),
+    ]
+    if let firstError { document["error"] = Render.errorObject(firstError) }
+    output.document(ResultDocument(json: .object(document), plain: plain))
     // Each failed property's line on stderr, by CaptureCLI.run; the document above carries the first.
     return .failures(errors, documented: true)
   }
@@ -242,29 +245,29 @@ enum GetCommand {
       properties = properties.filter { readable.contains($0) || writable.contains($0) }
     }
     let output = context.output
-    if output.isJSON {
-      var document: [String: JSON] = [
-        "properties": .array(
+    var document: [String: JSON] = [
+      "properties": .array(
+        properties.map { p in
+          .object([
+            "name": .string(p.cliName), "id": .int(p.rawValue), "hex": .string(p.hex),
+            "scope": .string(p.scope.rawValue), "getType": .string(p.getType?.name ?? "Unknown"),
+            "setType": .string(p.setType?.name ?? "Unknown"), "readable": .bool(readable.contains(p)),
+            "writable": .bool(writable.contains(p)),
+          ])
+        })
+    ]
+    if let device { document["device"] = Render.device(device) }
+    let width = (properties.map { $0.cliName.count }.max() ?? 0) + 2
+    output.document(
+      ResultDocument(
+        json: .object(document),
+        plain: .lines(
           properties.map { p in
-            .object([
-              "name": .string(p.cliName), "id": .int(p.rawValue), "hex": .string(p.hex),
-              "scope": .string(p.scope.rawValue), "getType": .string(p.getType?.name ?? "Unknown"),
-              "setType": .string(p.setType?.name ?? "Unknown"), "readable": .bool(readable.contains(p)),
-              "writable": .bool(writable.contains(p)),
-            ])
-          })
-      ]
-      if let device { document["device"] = Render.device(device) }
-      output.json(.object(document))
-    } else {
-      let width = (properties.map { $0.cliName.count }.max() ?? 0) + 2
-      for p in properties {
-        let access = (readable.contains(p) ? "r" : "-") + (writable.contains(p) ? "w" : "-")
-        output.line(
-          p.cliName + String(repeating: " ", count: width - p.cliName.count) + "\(p.hex)  \(access)  "
-            + "\(p.scope.rawValue)")
-      }
-    }
+            let access = (readable.contains(p) ? "r" : "-") + (writable.contains(p) ? "w" : "-")
+            return p.cliName + String(repeating: " ", count: width - p.cliName.count)
+              + "\(p.hex)  \(access)  "
+              + "\(p.scope.rawValue)"
+          })))
     return .noError
   }
 }

@@ -77,26 +77,23 @@ enum ProfileApplier {
 
     let errors = rows.compactMap(\.error)
     let output = context.output
-    if output.isJSON {
-      var document: [String: JSON] = [
-        "device": Render.device(device.info), "dryRun": .bool(dryRun),
-        "results": .array(
-          rows.map { row in
-            var m: [String: JSON] = ["property": .string(row.label), "status": .string(row.status)]
-            if let e = row.error { m["error"] = Render.errorObject(e) }
-            return .object(m)
-          }),
-      ]
-      // The first failed write is also the document's top-level error, as get's is.
-      if let first = errors.first { document["error"] = Render.errorObject(first) }
-      output.json(.object(document))
-    } else {
-      output.table(
+    var document: [String: JSON] = [
+      "device": Render.device(device.info), "dryRun": .bool(dryRun),
+      "results": .array(
         rows.map { row in
-          [row.label, row.status]
-            + (row.error.map { ["\($0)"] } ?? [])
-        })
-    }
+          var m: [String: JSON] = ["property": .string(row.label), "status": .string(row.status)]
+          if let e = row.error { m["error"] = Render.errorObject(e) }
+          return .object(m)
+        }),
+    ]
+    // The first failed write is also the document's top-level error, as get's is.
+    if let first = errors.first { document["error"] = Render.errorObject(first) }
+    output.document(
+      ResultDocument(
+        json: .object(document),
+        plain: .table(
+          rows.map { row in [row.label, row.status] + (row.error.map { ["\($0)"] } ?? []) }, separator: "\t"))
+    )
     return .failures(errors, documented: true)
   }
 

@@ -9,16 +9,17 @@ import Synchronization
 /// Runs a remote command (`--mqtt-commands`, docs/fleet.md §5) through the same parser and command code
 /// as the command line, with `--json` on, against the devices the engine holds: a device the engine
 /// has open is lent to the command (its close does not close it; its events, for trigger, come from
-/// the engine), any other is opened as the command line would. What the command prints goes to a
-/// private temporary file and becomes the reply.
+/// the engine), any other is opened as the command line would. The command's documents (its `--json`
+/// results and error object, ResultDocument) are kept as values (Output(collecting:)) and become the
+/// reply: nothing is written to a file or read back from text.
 struct RemoteRunner: Sendable {
   let context: Context
   let engine: CaptureEngine
 
-  /// The most a reply carries of a command's output.
+  /// The most a reply carries of a command's documents, serialized (DocumentCollector).
   static let outputLimit = 1 << 20
 
-  func run(_ argv: [String], _ profile: JSON?) async -> (exit: Int32, output: [UInt8]) {
+  func run(_ argv: [String], _ profile: JSON?) async -> (exit: Int32, documents: [JSON]) {
     var parsed: ParsedArguments
     let globals: GlobalOptions
     do {
@@ -47,20 +48,11 @@ struct RemoteRunner: Sendable {
       parsed.replacePath(of: "from", with: FilePath(path))
     }
     defer { if let profileFile { unlink(profileFile) } }
-    guard
-      let out = await Self.temporaryFile([]).map({ path -> Int32 in
-        defer { unlink(path) }
-        return open(path, O_RDWR | O_CLOEXEC)
-      }), out >= 0
-    else {
-      return Self.failure(
-        CaptureError(.unableWriteFile, "cannot make a temporary file for the command's output"))
-    }
-    defer { close(out) }
     var remoteGlobals = globals
     remoteGlobals.json = true
     remoteGlobals.quiet = true
-    let output = Output(mode: .json, quiet: true, verbose: false, noColor: true, stdoutFD: out, stderrFD: out)
+    let documents = DocumentCollector(limit: Self.outputLimit)
+    let output = Output(collecting: documents)
     let remote = Context(
       globals: remoteGlobals, output: output, state: context.state,
       system: EngineHeldSystem(base: context.system, engine: engine, state: context.state),
@@ -76,16 +68,7 @@ struct RemoteRunner: Sendable {
     } onCancel: {
       cut.fire()
     }
-    let bytes = await BlockingExecutor.shared.run { _ -> [UInt8] in
-      var buffer = [UInt8](repeating: 0, count: Self.outputLimit)
-      let n = buffer.withUnsafeMutableBytes { pread(out, $0.baseAddress, Self.outputLimit, 0) }
-      return n > 0 ? Array(buffer.prefix(n)) : []
-    }
-    // stderr went to the same file: only the JSON lines are the document.
-    let lines = bytes.split(separator: UInt8(ascii: "\n")).filter {
-      $0.first == UInt8(ascii: "{") || $0.first == UInt8(ascii: "[")
-    }
-    return (exit, Array(lines.joined(separator: [UInt8(ascii: "\n")])))
+    return (exit, documents.documents)
   }
 
   /// Why a parsed remote command may not run, or nil. Judged on what the parser made of the words, so
@@ -126,8 +109,8 @@ struct RemoteRunner: Sendable {
     return nil
   }
 
-  static func failure(_ error: CaptureError) -> (exit: Int32, output: [UInt8]) {
-    (ExitStatus.of(error.code), Array(Render.errorDocument(error).serialized.utf8))
+  static func failure(_ error: CaptureError) -> (exit: Int32, documents: [JSON]) {
+    (ExitStatus.of(error.code), [Render.errorDocument(error)])
   }
 
   /// A new 0600 file under $TMPDIR (or /tmp) holding `bytes`; its path, or nil.

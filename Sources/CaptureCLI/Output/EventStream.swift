@@ -8,15 +8,44 @@ struct EventStream: Sendable {
   /// The file, for messages; nil for stdout and nowhere.
   let file: String?
   private let write: @Sendable (String) throws(CaptureError) -> Void
+  /// Keeps a JSON document as the value it is instead of writing its line: a remote command's stdout
+  /// (Output(collecting:)), whose reply takes the documents themselves. nil: every line is written.
+  private let keep: (@Sendable (JSON) -> Void)?
+
+  private init(
+    file: String?, keep: (@Sendable (JSON) -> Void)? = nil,
+    write: @escaping @Sendable (String) throws(CaptureError) -> Void
+  ) {
+    self.file = file
+    self.keep = keep
+    self.write = write
+  }
 
   func line(_ text: String) throws(CaptureError) { try write(text) }
-  func json(_ value: JSON) throws(CaptureError) { try write(value.serialized) }
+
+  func json(_ value: JSON) throws(CaptureError) {
+    if let keep { keep(value) } else { try write(value.serialized) }
+  }
+
+  /// A JSON document a faster path serializes (Render.eventLine, the same bytes as the value's
+  /// `serialized`); `value` is made only where the document is kept as a value.
+  func json(line text: @autoclosure () -> String, value: () -> JSON) throws(CaptureError) {
+    if let keep { keep(value()) } else { try write(text()) }
+  }
 
   /// stdout through `output`: a reader that went away (EPIPE) is not an error there and the lines
   /// are dropped quietly; any other failed write (a full disk, a closed stdout) stops the stream
   /// with UNABLEWRITEFILE, as a failed `--output FILE` does.
   static func standardOutput(_ output: Output) -> EventStream {
-    EventStream(file: nil) { (text: String) throws(CaptureError) in try output.streamLine(text) }
+    let keep: (@Sendable (JSON) -> Void)?
+    if output.collectsDocuments {
+      keep = { (value: JSON) in output.json(value) }
+    } else {
+      keep = nil
+    }
+    return EventStream(file: nil, keep: keep) { (text: String) throws(CaptureError) in
+      try output.streamLine(text)
+    }
   }
 
   static let discarded = EventStream(file: nil) { _ in }

@@ -23,6 +23,9 @@ final class Output: Sendable {
   private let stderr: OutputChannel
   /// Colour and aligned columns, on a terminal only (Terminal.swift).
   let terminal: Terminal
+  /// A remote command's results (RemoteRunner): documents are kept as values here instead of being
+  /// written, and nothing is written to any descriptor.
+  private let collector: DocumentCollector?
 
   init(
     mode: Mode, quiet: Bool, verbose: Bool, noColor: Bool = false, stdoutFD: Int32 = 1, stderrFD: Int32 = 2,
@@ -34,18 +37,76 @@ final class Output: Sendable {
     self.stdout = OutputChannel.for(stdoutFD)
     self.stderr = OutputChannel.for(stderrFD)
     self.terminal = terminal ?? .detect(stdoutFD: stdoutFD, stderrFD: stderrFD, noColor: noColor)
+    self.collector = nil
+  }
+
+  /// The output of a remote command (`--mqtt-commands`): `--json` and `--quiet` as the command line's
+  /// would be, every document kept in `collector` as a value, diagnostics dropped (the reply is the
+  /// document; the error, where there is one, is a document too).
+  init(collecting collector: DocumentCollector) {
+    self.mode = .json
+    self.isQuiet = true
+    self.isVerbose = false
+    self.stdout = .discarding
+    self.stderr = .discarding
+    self.terminal = .plain
+    self.collector = collector
   }
 
   var isJSON: Bool { mode == .json }
+  /// A remote command's output: documents are kept as values (`init(collecting:)`).
+  var collectsDocuments: Bool { collector != nil }
 
   /// One line on stdout; false when it could not be written (EPIPE included): nobody saw it.
   @discardableResult
-  func line(_ text: String) -> Bool { stdout.write(text + "\n") == nil && !stdout.isReaderGone }
-  func json(_ value: JSON) { line(value.serialized) }
+  func line(_ text: String) -> Bool {
+    if let collector {
+      // Not a document: kept as the string it is (a reply shows it under "output").
+      collector.append(.string(text))
+      return true
+    }
+    return stdout.write(text + "\n") == nil && !stdout.isReaderGone
+  }
+
+  func json(_ value: JSON) {
+    if let collector {
+      collector.append(value)
+    } else {
+      line(value.serialized)
+    }
+  }
+
+  /// One result of a command, shown the way the mode says (ResultDocument); false when it could not
+  /// be written (EPIPE included).
+  @discardableResult
+  func document(_ document: ResultDocument) -> Bool {
+    if isJSON {
+      if let collector {
+        collector.append(document.json)
+        return true
+      }
+      return line(document.json.serialized)
+    }
+    switch document.plain {
+    case .lines(let lines):
+      var written = true
+      for text in lines { written = line(text) && written }
+      return written
+    case .table(let rows, let separator):
+      table(rows, separator: separator)
+      return stdout.failure == nil && !stdout.isReaderGone
+    case .nothing:
+      return true
+    }
+  }
 
   /// A line of an event stream on stdout (listen, trigger): a write that failed other than by EPIPE
   /// is thrown, so the stream stops and shows it as its error (the caller now owns the message).
   func streamLine(_ text: String) throws(CaptureError) {
+    if let collector {
+      collector.append(.string(text))
+      return
+    }
     if let failure = stdout.write(text + "\n", claiming: true) { throw failure }
   }
 
@@ -75,7 +136,13 @@ final class Output: Sendable {
   }
 
   func raw(stderr text: String) { stderr.write(text) }
-  func raw(stdout text: String) { stdout.write(text) }
+  func raw(stdout text: String) {
+    if let collector {
+      collector.append(.string(text))
+    } else {
+      stdout.write(text)
+    }
+  }
 
   /// `capture: NAME (code): message` on stderr; with --json (and `withObject`) also
   /// `{"error":{...}}` on stdout.
@@ -113,6 +180,8 @@ final class OutputChannel: Sendable {
 
   static let standardOutput = OutputChannel(fd: 1)
   static let standardError = OutputChannel(fd: 2)
+  /// Writes nothing and never fails (a remote command's stdout and stderr: Output(collecting:)).
+  static let discarding = OutputChannel(fd: -1)
 
   static func `for`(_ fd: Int32) -> OutputChannel {
     switch fd {
@@ -139,7 +208,7 @@ final class OutputChannel: Sendable {
   @discardableResult
   func write(_ text: String, claiming: Bool = false) -> CaptureError? {
     state.withLock { state in
-      if state.readerGone { return nil }
+      if state.readerGone || fd < 0 { return nil }
       if let failure = state.failure {
         if claiming && !state.isReported {
           state.isReported = true

@@ -86,9 +86,10 @@ public struct FrontEndLog: Sendable {
 }
 
 /// Runs one command of the command line for a remote peer (`--mqtt-commands`, docs/fleet.md §5):
-/// `argv` and an inline profile → the exit status and what the command printed with `--json`.
+/// `argv` and an inline profile → the exit status and the documents the command made with `--json`
+/// (its results, and its error object where it failed), in order, as values.
 /// Cancelled when the command is cut at its deadline: it returns promptly, releasing what it holds.
-public typealias RemoteCommandRunner = @Sendable ([String], JSON?) async -> (exit: Int32, output: [UInt8])
+public typealias RemoteCommandRunner = @Sendable ([String], JSON?) async -> (exit: Int32, documents: [JSON])
 
 /// The options of a command as the command line parsed them, for a front end that reads its own
 /// (`--mqtt` and its options): a problem is thrown as ESKT_INVALIDPARAMETER with the message the
