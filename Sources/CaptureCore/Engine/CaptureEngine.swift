@@ -68,9 +68,14 @@ public final class CaptureEngine: Sendable {
     public var isBluetoothLE: Bool
   }
 
-  public let system: any DeviceSystem
-  public let store: StateStore
+  /// The drivers and the state file are the engine's own: a front end reaches them through the
+  /// engine's operations (`devices`, `open`, `setSocketCamStatus`), never around them.
+  let system: any DeviceSystem
+  let store: StateStore
   public let configuration: Configuration
+  /// The device manager's operations on the engine's drivers and state (connect and remember, forget,
+  /// remove, discovery), the same ones the one-shot commands run.
+  public let devices: DeviceManager
   private let state = Mutex(State())
   private let finished = Latch()
   /// Bumped (under `state`'s lock) whenever the subscribers change, so each forwarding task reads
@@ -127,6 +132,9 @@ public final class CaptureEngine: Sendable {
     self.system = system
     self.store = store
     self.configuration = configuration
+    self.devices = DeviceManager(
+      system: system, store: store, adapter: configuration.adapter, timeout: configuration.openTimeout,
+      warn: configuration.warn)
   }
 
   // MARK: subscribers
@@ -723,9 +731,7 @@ public final class CaptureEngine: Sendable {
   /// trusting it so it may reconnect), remembers it, and supervises it.
   private func autoConnect(_ address: String) async {
     do throws(CaptureError) {
-      let connected = try await system.connect(
-        address: address, adapter: configuration.adapter, pair: false, timeout: configuration.openTimeout)
-      try store.remember(RememberedDevice(bluetooth: connected, alias: nil), keepingAlias: true)
+      let connected = try await devices.connectAndRemember(address: address, keepingAlias: true)
       let item = WantedDevice(
         key: address, selector: .bluetooth(address),
         info: DeviceInfo(id: address, name: connected.name, type: connected.deviceTypes[0]),
