@@ -75,7 +75,7 @@ enum ConnectCommand {
       let device = try await context.open(selector, wantsEvents: false)
       let info = device.info
       await device.close()
-      try context.state.remember(
+      try await context.state.asyncRemember(
         RememberedDevice(
           id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
           transport: selector.transportKey, lastSeen: Timestamp.now().iso8601))
@@ -117,7 +117,7 @@ enum ConnectCommand {
         error.code, "paired and trusted \(address) through bluetoothd, then: \(error.message)")
     }
     let info = probe.info
-    try context.state.remember(
+    try await context.state.asyncRemember(
       RememberedDevice(
         id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
         transport: RememberedDevice.classicTransport, lastSeen: Timestamp.now().iso8601,

@@ -41,7 +41,7 @@ extension CaptureEngine {
     case .disable:
       enable = false
     }
-    try store.update { (state: inout StateFile) throws(CaptureError) in
+    try await store.asyncUpdate { (state: inout StateFile) throws(CaptureError) in
       state.socketCam.status = status.rawValue
     }
     try await socketCamStep(.set(enable)).get()

@@ -40,7 +40,8 @@ public struct DeviceManager: Sendable {
     address: String, pair: Bool = false, alias: String? = nil, keepingAlias: Bool = false
   ) async throws(CaptureError) -> BluetoothDeviceInfo {
     let connected = try await system.connect(address: address, adapter: adapter, pair: pair, timeout: timeout)
-    try store.remember(RememberedDevice(bluetooth: connected, alias: alias), keepingAlias: keepingAlias)
+    try await store.asyncRemember(
+      RememberedDevice(bluetooth: connected, alias: alias), keepingAlias: keepingAlias)
     return connected
   }
 
@@ -49,7 +50,7 @@ public struct DeviceManager: Sendable {
   /// Drops the entry with this id from the state file; returns it, or nil when none was remembered.
   @discardableResult
   public func forget(_ id: String) async throws(CaptureError) -> RememberedDevice? {
-    try store.update { (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
+    try await store.asyncUpdate { (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
       let entry = state.devices.first { $0.id == id }
       state.devices.removeAll { $0.id == id }
       return entry
