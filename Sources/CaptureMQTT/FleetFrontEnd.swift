@@ -89,13 +89,12 @@ public final class FleetFrontEnd: FrontEnd {
         host.report(Event(time: .now(), device: event.device, payload: .error(refused)))
       }
       let refused = delivery != .safe
-      guard confirm != nil || (refused && !judged), let device = engine.device(id: event.device.id),
-        device.capabilities.canWrite(.dataConfirmationDevice)
+      guard confirm != nil || (refused && !judged),
+        let target = engine.dataConfirmationTarget(id: event.device.id)
       else { return }
       let good = delivery == .safe
       do {
-        try await device.set(
-          .dataConfirmationDevice, .ulong((good ? DataConfirmation.good : DataConfirmation.bad).packed))
+        try await target.tell(good: good)
       } catch {
         warn("\(event.device.name): could not tell the device \(good ? "good" : "bad") for \(data.plainLine)")
       }

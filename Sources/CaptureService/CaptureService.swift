@@ -598,7 +598,7 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     guard claimed else { return }
     // The socket serves a client now: the transport never closes it to make room for another.
     output?.markInUse(socket)
-    let managerAvailable = await engine.system.bluetoothdReachable(adapter: engine.configuration.adapter)
+    let managerAvailable = await engine.devices.bluetoothdReachable()
     // Back-pressure, not dropWhenBehind: the pump never waits on the client (the transport queues
     // each message, and a client whose unsent messages pass the transport's bound, one that stopped
     // reading, is dropped by `send` failing), so this queue only fills when the service itself cannot

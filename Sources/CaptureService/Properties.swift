@@ -105,20 +105,17 @@ extension CaptureService {
     let id = state.withLock { $0.connections.connection(guid: text)?.info.id } ?? text
     let selector = try DeviceSelector.parse(id)
     if case .bluetooth(let address) = selector {
-      _ = try await engine.system.remove(address: address, adapter: engine.configuration.adapter)
+      _ = try await engine.devices.unpair(address: address)
     }
-    try forget(selector.description)
+    try await forget(selector.description)
   }
 
   /// Drops a device from the state file and re-reads it: its supervisor stops and its removal reaches
   /// every client.
-  func forget(_ id: String) throws(CaptureError) {
-    let found = try engine.store.update { (state: inout StateFile) throws(CaptureError) -> Bool in
-      let before = state.devices.count
-      state.devices.removeAll { $0.id == id }
-      return state.devices.count != before
+  func forget(_ id: String) async throws(CaptureError) {
+    guard try await engine.devices.forget(id) != nil else {
+      throw CaptureError(.notFound, "\(id) is not a remembered device")
     }
-    guard found else { throw CaptureError(.notFound, "\(id) is not a remembered device") }
     engine.reload()
   }
 
@@ -156,7 +153,7 @@ extension CaptureService {
   func getManager(_ id: PropertyID, _ argument: PropertyValue) throws(CaptureError) -> PropertyValue {
     switch (id, argument) {
     case (.favorite, _):
-      return .string(try engine.store.load().favorite)
+      return .string(try engine.devices.state().favorite)
     case (.uniqueDeviceIdentifier, .string(let guid)):
       // A device's GUID → the identifier a favourite names it by: its id (a Bluetooth address).
       guard let connection = state.withLock({ $0.connections.connection(guid: guid) }) else {
@@ -174,7 +171,7 @@ extension CaptureService {
     switch (id, value) {
     case (.favorite, _):
       // The same persisted setting `capture set manager favorite` writes, then the engine follows it.
-      try await DeviceManagerHandle(store: engine.store).set(.favorite, value)
+      try await engine.devices.handle.set(.favorite, value)
       engine.reload()
     case (.startDiscovery, .ulong(let timeout)):
       // The sources disagree on the unit (docs/capture-sdk.md §7.16: seconds, or 5000 in an example):
@@ -186,7 +183,7 @@ extension CaptureService {
       try await connect(identifier)
     case (.disconnectDiscoveredDevice, .string(let identifier)):
       let selector = try DeviceSelector.parse(identifier)
-      try forget(selector.description)
+      try await forget(selector.description)
     default:
       throw .notSupported("the device manager has no settable \(Self.describe(id))")
     }
@@ -198,24 +195,19 @@ extension CaptureService {
     guard case .bluetooth(let address) = try DeviceSelector.parse(identifier) else {
       throw .invalidParameter("ConnectDiscoveredDevice takes the identifierUuid of a DeviceDiscovered event")
     }
-    let connected = try await engine.system.connect(
-      address: address, adapter: engine.configuration.adapter, pair: false,
-      timeout: engine.configuration.openTimeout)
-    try engine.store.remember(RememberedDevice(bluetooth: connected, alias: nil), keepingAlias: true)
+    _ = try await engine.devices.connectAndRemember(address: address, keepingAlias: true)
     engine.reload()
   }
 
   /// A discovery through the engine's device management; DeviceDiscovered for each device found and
   /// DiscoveryEnd (its result code in `result`) on `handle`, the client's or its device manager's.
   func startDiscovery(transport: String, window: Duration, handle: UInt32, client: UInt32) {
-    let request = DiscoveryRequest(
-      adapter: engine.configuration.adapter, transport: transport, all: false, namePattern: nil,
-      timeout: window)
-    let system = engine.system
+    let devices = engine.devices
     Task {
       var result = ResultCode.noError
       do throws(CaptureError) {
-        _ = try await system.discover(request) { [weak self] found in
+        _ = try await devices.discover(transport: transport, all: false, window: window) {
+          [weak self] found in
           self?.emit([Self.discovered(found, handle: handle)], client: client)
         }
       } catch {

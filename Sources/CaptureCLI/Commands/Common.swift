@@ -36,6 +36,15 @@ extension ParsedArguments {
 }
 
 extension Context {
+  /// The device manager's operations (connect and remember, remove, partnership, profiles), the
+  /// same CaptureCore code the engine runs, over this command's drivers, state and global options.
+  var devices: DeviceManager {
+    let output = self.output
+    return DeviceManager(
+      system: system, store: state, adapter: globals.adapter, timeout: globals.timeout,
+      warn: { output.warn($0) })
+  }
+
   func open(
     _ selector: DeviceSelector, sources: [FrameSourceItem] = [], reconnects: Bool = false,
     wantsEvents: Bool = true, keymap: String? = nil

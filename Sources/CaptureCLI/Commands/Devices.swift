@@ -64,10 +64,8 @@ enum ConnectCommand {
       printArrivals([device.info], context)
       return .noError
     case .bluetooth(let address):
-      let connected = try await context.system.connect(
-        address: address, adapter: context.globals.adapter, pair: options.pair,
-        timeout: context.globals.timeout)
-      try context.state.remember(RememberedDevice(bluetooth: connected, alias: options.alias))
+      let connected = try await context.devices.connectAndRemember(
+        address: address, pair: options.pair, alias: options.alias)
       printArrivals(connected.arrivals, context)
       return .noError
     case .tcp, .serial:
@@ -77,7 +75,7 @@ enum ConnectCommand {
       let device = try await context.open(selector, wantsEvents: false)
       let info = device.info
       await device.close()
-      try context.state.remember(
+      try await context.state.asyncRemember(
         RememberedDevice(
           id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
           transport: selector.transportKey, lastSeen: Timestamp.now().iso8601))
@@ -119,7 +117,7 @@ enum ConnectCommand {
         error.code, "paired and trusted \(address) through bluetoothd, then: \(error.message)")
     }
     let info = probe.info
-    try context.state.remember(
+    try await context.state.asyncRemember(
       RememberedDevice(
         id: info.id, alias: options.alias, name: info.name, type: info.type.rawValue,
         transport: RememberedDevice.classicTransport, lastSeen: Timestamp.now().iso8601,
@@ -168,52 +166,15 @@ enum RemoveCommand {
       throw .notSupported(
         "SocketCam is built in and cannot be removed; disable it with: capture set socketcam socket-cam-status disable"
       )
-    case .bluetooth(let address):
-      // A Classic scanner used over RFCOMM may be unknown to (or without) bluetoothd: forgetting it is
-      // then the whole removal.
-      let isClassic = try context.state.load().devices.contains {
-        $0.id == address && $0.transport == RememberedDevice.classicTransport
-      }
-      let removed: BluetoothDeviceInfo?
-      do throws(CaptureError) {
-        removed = try await context.system.remove(address: address, adapter: context.globals.adapter)
-      } catch  where isClassic && error.code == .notAvailable {
-        removed = nil
-      }
-      let remembered = try context.state.update {
-        (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
-        let entry = state.devices.first { $0.id == address }
-        state.devices.removeAll { $0.id == address }
-        return entry
-      }
-      guard removed != nil || remembered != nil else {
-        throw CaptureError(.notFound, "\(address) is neither known to bluetoothd nor remembered")
-      }
-      let name = removed?.name ?? remembered?.name ?? address
-      let types = removed?.deviceTypes ?? [DeviceType(remembered?.type ?? 0)]
-      for type in types {
-        let info = DeviceInfo(id: address, name: name, type: type)
+    case .bluetooth, .tcp, .serial:
+      // Bluetooth: disconnected, unpaired and forgotten; TCP or a tty: nothing to unpair, forgotten.
+      let removal = try await context.devices.remove(selector)
+      for info in removal.removals {
         context.output.document(
           ResultDocument(
             json: Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)),
-            line: "\(address)\t\(name)\t\(type.typeName)\tremoved"))
+            line: "\(info.id)\t\(info.name)\t\(info.type.typeName)\tremoved"))
       }
-      return .noError
-    case .tcp, .serial:
-      // Nothing to unpair on TCP or a tty: forgetting it is the whole removal.
-      let id = selector.description
-      let remembered = try context.state.update {
-        (state: inout StateFile) throws(CaptureError) -> RememberedDevice? in
-        let entry = state.devices.first { $0.id == id }
-        state.devices.removeAll { $0.id == id }
-        return entry
-      }
-      guard let remembered else { throw CaptureError(.notFound, "\(id) is not remembered") }
-      let info = DeviceInfo(id: id, name: remembered.name, type: DeviceType(remembered.type))
-      context.output.document(
-        ResultDocument(
-          json: Render.event(Event(time: .now(), device: info, payload: .deviceRemoval)),
-          line: "\(id)\t\(info.name)\t\(info.type.typeName)\tremoved"))
       return .noError
     case .hid:
       throw .notSupported(
@@ -419,27 +380,12 @@ enum PartnershipCommand {
       throw .notSupported(
         "\(selector): partnership is for Bluetooth devices; a \(selector.transportName) device has none")
     }
-    let adapter = context.globals.adapter
+    let devices = context.devices
     switch options.action {
     case "set":
-      _ = try await context.system.connect(
-        address: address, adapter: adapter, pair: true, timeout: context.globals.timeout)
+      try await devices.pair(address: address)
     case "reset":
-      // The D600 config command that deletes its bonds (0F FE DA FA ED, docs/device-protocols.md §2.6), then
-      // the host forgets its side, so neither keeps a stale key. Other models have no public command for it.
-      let device = try await context.open(selector)
-      do throws(CaptureError) {
-        guard device.capabilities.canWrite(PropertyID.deletePairingBondingDevice) else {
-          throw CaptureError.notSupported(
-            "no public command resets the partnership of a \(device.info.type.typeName); remove it instead")
-        }
-        try await device.set(PropertyID.deletePairingBondingDevice, .byte(DeletePairing.all.rawValue))
-      } catch {
-        await device.close()
-        throw error
-      }
-      await device.close()
-      _ = try await context.system.remove(address: address, adapter: adapter)
+      try await devices.resetPartnership(address: address)
     default:
       break
     }
@@ -449,7 +395,7 @@ enum PartnershipCommand {
           json: .object(["address": .string(address), "reset": .bool(true)]), line: "\(address)\treset"))
       return .noError
     }
-    let p = try await context.system.partnership(address: address, adapter: adapter)
+    let p = try await devices.partnership(address: address)
     context.output.document(
       ResultDocument(
         json: .object([

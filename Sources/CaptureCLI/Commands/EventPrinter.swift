@@ -47,7 +47,7 @@ final class EventPrinter: FrontEnd {
     let sink = EventSink(
       output: configuration.output, stream: stream, printed: configuration.printed, limit: limit,
       confirm: configuration.judge.map { judge in
-        ListenCommand.confirmation(judge) { engine.device(id: $0) }
+        ListenCommand.confirmation(judge) { engine.dataConfirmationTarget(id: $0) }
       },
       onStreamFailure: { [weak self] in self?.host?.abort() }
     ) { [weak self] count in

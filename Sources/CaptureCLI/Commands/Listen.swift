@@ -250,21 +250,17 @@ extension ListenCommand {
   /// Asks the host for its verdict on a code (--confirm CMD or --confirm-stdin) and tells the device
   /// when it can take one (DataConfirmationDevice: good 0x15 / bad 0x2A, docs/capture-sdk.md §7.4).
   static func confirmation(
-    _ judge: any HostJudge, _ device: @escaping @Sendable (String) -> (any Device)?
+    _ judge: any HostJudge, _ target: @escaping @Sendable (String) -> DataConfirmationTarget?
   ) -> EventSink.Confirm {
     return { event, data in
       let verdict = await judge.verdict(event, data)
-      guard let device = device(event.device.id), device.capabilities.canWrite(.dataConfirmationDevice)
-      else {
-        return (verdict, nil)
-      }
+      guard let target = target(event.device.id) else { return (verdict, nil) }
       // Called by the sink once the code's line is written (or with bad when it could not be).
       return (
         verdict,
         { told in
-          let packed = (told == .good ? DataConfirmation.good : DataConfirmation.bad).packed
           do {
-            try await device.set(.dataConfirmationDevice, .ulong(packed))
+            try await target.tell(good: told == .good)
             return true
           } catch {
             return false

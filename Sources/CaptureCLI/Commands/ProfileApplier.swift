@@ -9,79 +9,33 @@ import FoundationEssentials
 /// `set DEVICE --from FILE`: read the device first, write only what differs, read back to verify,
 /// and report each property as unchanged, changed or failed. Idempotent by construction.
 enum ProfileApplier {
-  struct Entry {
-    var property: PropertyID
-    var value: PropertyValue
-    var label: String
-  }
+  typealias Entry = ProfileEntry
 
-  /// One validation, then the writes. Every entry is checked before the device is opened (its
-  /// property, its value's type and range, the rules of `PropertyRules`) and again against the device
-  /// (the device can write it, its current value reads), for `--dry-run` and a real run alike; any
-  /// problem rejects the whole profile with nothing written. Only then are the entries that differ
-  /// written, each read back to verify.
+  /// Every entry is checked before the device is opened (its property, its value's type and range,
+  /// the rules of `PropertyRules`); CaptureCore's `DeviceManager.apply` then checks each against the
+  /// device, writes what differs and reads it back. This renders the results.
   static func run(path: FilePath, dryRun: Bool, _ selector: DeviceSelector, _ context: Context)
     async throws(CaptureError)
     -> CommandOutcome
   {
     let entries = try parse(try await readProfile(path, timeout: context.globals.timeout), path: path)
     let device = try await context.open(selector, wantsEvents: false)
-    var current: [(entry: Entry, argument: PropertyValue, differs: Bool)] = []
-    var problems: [CaptureError] = []
-    for (index, entry) in entries.enumerated() {
-      let argument: PropertyValue
-      if case .dataSource(let d) = entry.value {
-        argument = .dataSource(DataSourceValue(id: d.id, status: .defaultStatus))
-      } else {
-        argument = .none
-      }
-      do throws(CaptureError) {
-        guard device.capabilities.canWrite(entry.property) else { throw device.unsupported(entry.property) }
-        let value = try await device.get(entry.property, argument: argument)
-        current.append((entry, argument, !same(value, entry.value)))
-      } catch {
-        problems.append(CaptureError(error.code, "entry \(index + 1) (\(entry.label)): \(error.message)"))
-      }
-    }
-    if let first = problems.first {
+    let results: [ProfileResult]
+    do throws(CaptureError) {
+      results = try await DeviceManager.apply(entries, to: device, dryRun: dryRun, profile: "\(path)")
+    } catch {
       await device.close()
-      throw CaptureError(
-        first.code,
-        "profile '\(path)' rejected, nothing written: " + problems.map(\.message).joined(separator: "; "))
-    }
-
-    var rows: [(label: String, status: String, error: CaptureError?)] = []
-    for (entry, argument, differs) in current.sorted(by: {
-      order($0.entry.property) < order($1.entry.property)
-    }) {
-      guard differs else {
-        rows.append((entry.label, "unchanged", nil))
-        continue
-      }
-      if dryRun {
-        rows.append((entry.label, "would change", nil))
-        continue
-      }
-      do throws(CaptureError) {
-        try await device.set(entry.property, entry.value)
-        let after = try await device.get(entry.property, argument: argument)
-        guard same(after, entry.value) else {
-          throw CaptureError(.invalidValue, "\(entry.label) reads back a different value after the write")
-        }
-        rows.append((entry.label, "changed", nil))
-      } catch {
-        rows.append((entry.label, "failed", error))
-      }
+      throw error
     }
     await device.close()
 
-    let errors = rows.compactMap(\.error)
+    let errors = results.compactMap(\.error)
     let output = context.output
     var document: [String: JSON] = [
       "device": Render.device(device.info), "dryRun": .bool(dryRun),
       "results": .array(
-        rows.map { row in
-          var m: [String: JSON] = ["property": .string(row.label), "status": .string(row.status)]
+        results.map { row in
+          var m: [String: JSON] = ["property": .string(row.label), "status": .string(word(row.status))]
           if let e = row.error { m["error"] = Render.errorObject(e) }
           return .object(m)
         }),
@@ -92,25 +46,19 @@ enum ProfileApplier {
       ResultDocument(
         json: .object(document),
         plain: .table(
-          rows.map { row in [row.label, row.status] + (row.error.map { ["\($0)"] } ?? []) }, separator: "\t"))
-    )
+          results.map { row in [row.label, word(row.status)] + (row.error.map { ["\($0)"] } ?? []) },
+          separator: "\t")))
     return .failures(errors, documented: true)
   }
 
-  /// Settings that can drop the link go last.
-  static func order(_ p: PropertyID) -> Int {
-    switch p {
-    case .securityModeDevice, .profileConfigDevice, .startUpRoleSPPDevice: 2
-    case .socketCamStatus: 1
-    default: 0
+  /// The published word for a result's status (the `status` key of `set --from --json`).
+  static func word(_ status: ProfileResult.Status) -> String {
+    switch status {
+    case .unchanged: "unchanged"
+    case .wouldChange: "would change"
+    case .changed: "changed"
+    case .failed: "failed"
     }
-  }
-
-  static func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
-    if case .dataSource(let x) = a, case .dataSource(let y) = b {
-      return x.id == y.id && x.status == y.status
-    }
-    return a == b
   }
 
   /// The most a profile may hold: `get --all` writes a few kilobytes, so this leaves room for any

@@ -40,7 +40,9 @@ public final class DeviceManagerHandle: Device, Sendable {
       throw .invalidParameter("favorite takes a string (\"*\", identifiers separated by ';', or \"\")")
     }
     let favorites = try Favorites(parsing: text)
-    try store.update { (state: inout StateFile) throws(CaptureError) in state.favorite = favorites.value }
+    try await store.asyncUpdate { (state: inout StateFile) throws(CaptureError) in
+      state.favorite = favorites.value
+    }
   }
 
   public func trigger(_ action: Trigger) async throws(CaptureError) {

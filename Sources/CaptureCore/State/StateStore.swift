@@ -305,6 +305,24 @@ public struct StateStore: Sendable {
     }
   }
 
+  /// `update` for an async caller: the write takes the `flock` (which waits as long as another
+  /// process holds it) and fsyncs, so it runs on `BlockingExecutor`, never on a thread of the
+  /// cooperative pool (docs/architecture.md §2). The engine, the device manager and the front ends
+  /// write the state this way.
+  public func asyncUpdate<T: Sendable>(
+    _ change: @escaping @Sendable (inout StateFile) throws(CaptureError) -> T
+  ) async throws(CaptureError) -> T {
+    try await BlockingExecutor.shared.run { (_) throws(CaptureError) -> T in try self.update(change) }
+  }
+
+  /// `remember` for an async caller, on `BlockingExecutor` (see `asyncUpdate`).
+  public func asyncRemember(_ device: RememberedDevice, keepingAlias: Bool = false) async throws(CaptureError)
+  {
+    try await BlockingExecutor.shared.run { (_) throws(CaptureError) in
+      try self.remember(device, keepingAlias: keepingAlias)
+    }
+  }
+
   func decode(_ bytes: [UInt8]) throws(CaptureError) -> StateFile {
     struct VersionProbe: Decodable { var schemaVersion: Int? }
     let data = Data(bytes)

@@ -86,9 +86,9 @@ public final class SocketCam: Device {
     try PropertyRules.check(property, value)
     switch (property, value) {
     case (.friendlyNameDevice, .string(let name)):
-      try persist { $0.friendlyName = name == Self.defaultName ? nil : name }
+      try await persist { $0.friendlyName = name == Self.defaultName ? nil : name }
     case (.socketCamStatus, .byte(let raw)):
-      try persist { $0.status = raw }
+      try await persist { $0.status = raw }
       // In a service, SocketCam disabled through its own handle leaves as the engine's
       // setSocketCamStatus makes it leave: closed, its DeviceRemoval published.
       if request.scansInBackground && raw == SocketCamStatus.disable.rawValue { await close() }
@@ -96,7 +96,7 @@ public final class SocketCam: Device {
       guard SymbologyMap.supported.contains(requested.id) else {
         throw .notSupported("SocketCam cannot decode \(requested.id.name) (\(requested.id.rawValue))")
       }
-      try persist { $0.dataSources[String(requested.id.rawValue)] = requested.status.rawValue }
+      try await persist { $0.dataSources[String(requested.id.rawValue)] = requested.status.rawValue }
     case (.triggerDevice, .byte(let raw)):
       guard let action = Trigger(rawValue: raw) else {
         throw .invalidParameter("unknown trigger value \(raw)")
@@ -109,8 +109,11 @@ public final class SocketCam: Device {
     }
   }
 
-  private func persist(_ change: @escaping (inout SocketCamSettings) -> Void) throws(CaptureError) {
-    let updated = try store.update { (state: inout StateFile) throws(CaptureError) -> SocketCamSettings in
+  private func persist(_ change: @escaping @Sendable (inout SocketCamSettings) -> Void)
+    async throws(CaptureError)
+  {
+    let updated = try await store.asyncUpdate {
+      (state: inout StateFile) throws(CaptureError) -> SocketCamSettings in
       change(&state.socketCam)
       return state.socketCam
     }
