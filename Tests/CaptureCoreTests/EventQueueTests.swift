@@ -85,17 +85,20 @@ private func number(_ event: Event) -> Int {
     // pool (on Linux, Dispatch's global queues are that pool).
     startThread {
       waiting.value.store(true, ordering: .releasing)
-      queue.waitForRoom(timeoutMilliseconds: 30_000)
+      queue.waitForRoom(timeoutMilliseconds: 600_000)
       backlogAtRelease.value.store(queue.count, ordering: .releasing)
       released.value.store(true, ordering: .releasing)
     }
-    let deadline = ContinuousClock.now + .seconds(120)
+    // The safety net above is ten minutes here, past this deadline: a loaded run starved this task
+    // for over 30 s once (2 hogs and 2 builds on 2 cores), and a 30 s net then let the reader go with
+    // the queue still full (backlog 4), which is time's doing, not the consumer's.
+    let deadline = ContinuousClock.now + .seconds(300)
     let started = await eventually(until: deadline) { waiting.value.load(ordering: .acquiring) }
     #expect(started, "the reader thread never started")
     var iterator = queue.stream.makeAsyncIterator()
     #expect(await iterator.next().map(number) == 0)
     #expect(await iterator.next().map(number) == 1)  // down to 2 = limit / 2: the reader may go on
-    // Released by the consumer, long before the wait's 30 s timeout (the safety net).
+    // Released by the consumer, long before the wait's ten-minute timeout (the safety net).
     let late = await eventually(until: deadline) { released.value.load(ordering: .acquiring) }
     #expect(late, "the reader waiting for room was never released")
     #expect(backlogAtRelease.value.load(ordering: .acquiring) == 2, "released before the consumer made room")

@@ -69,6 +69,9 @@ struct Outcome: Sendable, CustomStringConvertible {
   var elapsed: Double = 0
   /// Seconds from spawn to the first byte on stdout, if any came.
   var firstStdout: Double? = nil
+  /// CPU seconds the child used (user + system, wait4's rusage): the work it did, which the load of
+  /// the machine does not stretch as it stretches `elapsed`.
+  var cpuSeconds: Double = 0
 
   var out: String { String(decoding: stdout, as: UTF8.self) }
   var err: String { String(decoding: stderr, as: UTF8.self) }
@@ -258,10 +261,13 @@ enum Runner {
     if errFD >= 0 { close(errFD) }
 
     // The child may close its output and live on: poll for its end so the time limit still holds.
-    let (status, signalNumber, killed) = reap(pid, deadline: deadline)
+    var usage = rusage()
+    let (status, signalNumber, killed) = reap(pid, deadline: deadline, usage: &usage)
     return Outcome(
       status: status, signal: signalNumber, stdout: stdout, stderr: stderr, timedOut: timedOut || killed,
-      elapsed: monotonicSeconds() - start, firstStdout: firstStdout)
+      elapsed: monotonicSeconds() - start, firstStdout: firstStdout,
+      cpuSeconds: Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000)
   }
 
   /// posix_spawn with the attributes every child gets: an empty signal mask and default dispositions
@@ -296,10 +302,18 @@ enum Runner {
   /// Waits for `pid` to end, SIGKILLing it once `deadline` (monotonic seconds) passes. Returns the
   /// exit status (128 + signal for a signalled child), the signal, and whether it had to be killed.
   static func reap(_ pid: pid_t, deadline: Double) -> (status: Int32, signal: Int32?, killed: Bool) {
+    var usage = rusage()
+    return reap(pid, deadline: deadline, usage: &usage)
+  }
+
+  /// `reap`, with the child's resource use (its CPU time) in `usage`.
+  static func reap(_ pid: pid_t, deadline: Double, usage: inout rusage)
+    -> (status: Int32, signal: Int32?, killed: Bool)
+  {
     var raw: Int32 = 0
     var killed = false
     while true {
-      let reaped = waitpid(pid, &raw, WNOHANG)
+      let reaped = wait4(pid, &raw, WNOHANG, &usage)
       if reaped == pid { break }
       if reaped < 0 && errno != EINTR { break }
       if !killed && monotonicSeconds() > deadline {
