@@ -9,7 +9,9 @@ let zxingCpp = Context.packageDirectory + "/.build/zxing-cpp/current"
 // CaptureContract → CaptureCore → Drivers → transports (Decoders, DBus/BlueZ, Bluetooth, HTTPTransport,
 // MosquittoClient) → C shims. A front end never imports a driver, a device transport or another front end;
 // the service and the fleet front end speak to their clients through transports of their own
-// (HTTPTransport, MosquittoClient).
+// (HTTPTransport, MosquittoClient). CaptureCore is the lowest Swift module every layer above the C shims
+// imports (the transports included), so the one thread type (ReaderThread) and the one blocking
+// executor (BlockingExecutor) live there (docs/architecture.md §2, "Concurrency").
 let package = Package(
   name: "capture",
   products: [
@@ -88,7 +90,7 @@ let package = Package(
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
     // capture doctor's checks: the rules over the probes' facts, and the probes over a fake /sys, /proc.
     .testTarget(name: "HostTests", dependencies: ["Drivers", "BlueZ", "Bluetooth", "CaptureCore"]),
-    .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
+    .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport", "CaptureCore"]),
     .testTarget(name: "MosquittoClientTests", dependencies: ["MosquittoClient"]),
     .testTarget(name: "CaptureMQTTTests", dependencies: ["CaptureMQTT", "CaptureCore", "MosquittoClient"]),
     .testTarget(

@@ -168,7 +168,7 @@ enum Interruption {
     signal(SIGTERM, signalHandler)
     signal(SIGHUP, signalHandler)
     do {
-      try DetachedThread.start {
+      try ReaderThread(name: "signal-relay").start {
         var byte: UInt8 = 0
         while true {
           let n = read(readFD, &byte, 1)
