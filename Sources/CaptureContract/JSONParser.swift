@@ -52,14 +52,8 @@ public enum JSONParser {
     guard reader.peek == UInt8(ascii: "{") else { return members }
     reader.at += 1
     while true {
-      reader.skipSpace()
-      guard reader.peek == UInt8(ascii: "\""), let key = try? reader.string() else { return members }
-      reader.skipSpace()
-      guard reader.peek == UInt8(ascii: ":") else { return members }
-      reader.at += 1
-      reader.skipSpace()
-      guard let value = try? reader.value(depth: 1) else { return members }
-      members[key] = value
+      guard let member = try? reader.member(depth: 0) else { return members }
+      members[member.key] = member.value
       reader.skipSpace()
       guard reader.peek == UInt8(ascii: ",") else { return members }
       reader.at += 1
@@ -119,15 +113,9 @@ public enum JSONParser {
         return .object(members)
       }
       while true {
-        skipSpace()
-        guard peek == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-        let key = try string()
-        skipSpace()
-        guard peek == UInt8(ascii: ":") else { throw fail("expected ':'") }
-        at += 1
-        skipSpace()
+        let member = try member(depth: depth)
         // A repeated name keeps its last value, as JavaScript's JSON.parse does.
-        members[key] = try value(depth: depth + 1)
+        members[member.key] = member.value
         skipSpace()
         switch peek {
         case UInt8(ascii: ","): at += 1
@@ -137,6 +125,18 @@ public enum JSONParser {
         default: throw fail("expected ',' or '}'")
         }
       }
+    }
+
+    /// One `"name": value` of an object at `depth`, from the space before its name.
+    mutating func member(depth: Int) throws(Failure) -> (key: String, value: JSON) {
+      skipSpace()
+      guard peek == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+      let key = try string()
+      skipSpace()
+      guard peek == UInt8(ascii: ":") else { throw fail("expected ':'") }
+      at += 1
+      skipSpace()
+      return (key, try value(depth: depth + 1))
     }
 
     mutating func array(depth: Int) throws(Failure) -> JSON {

@@ -224,11 +224,7 @@ extension FramePass {
             waiter.withLock { $0.take() }?.resume()
           }
         } catch {
-          emit(
-            Event(
-              time: .now(), device: device,
-              payload: .error(
-                CaptureError(error, "cannot start the thread of the watch", other: .unableCreateThread))))
+          emitNoThread(error, for: "the watch")
           waiter.withLock { $0.take() }?.resume()
         }
         // Cancelled before the continuation was stored: the handler found nothing to resume.

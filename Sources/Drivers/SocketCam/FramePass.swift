@@ -319,16 +319,21 @@ final class FramePass: Sendable {
       do throws(Errno) {
         try thread.start { self.cameraLoop(path, stopping: { thread.isStopping }) }
       } catch {
-        emit(
-          Event(
-            time: .now(), device: device,
-            payload: .error(
-              CaptureError(error, "cannot start the thread of camera \(path)", other: .unableCreateThread))))
+        emitNoThread(error, for: "camera \(path)")
       }
       await thread.join()
     } onCancel: {
       thread.requestStop()
     }
+  }
+
+  /// A loop that found no thread to run on (EAGAIN): an error event, as any other failure of a source.
+  func emitNoThread(_ error: Errno, for what: String) {
+    emit(
+      Event(
+        time: .now(), device: device,
+        payload: .error(CaptureError(error, "cannot start the thread of \(what)", other: .unableCreateThread))
+      ))
   }
 
   private func cameraLoop(_ path: FilePath, stopping: () -> Bool) {
