@@ -27,8 +27,8 @@ let package = Package(
       dependencies: ["CaptureCLI", "CaptureCore", "Drivers", "CaptureService", "CaptureMQTT"]),
     .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureContract"]),
     // The published contract every front end renders the same way: the JSON of events, devices and
-    // errors, and the exit-status rule (docs/architecture.md §1), and the one reader of JSON from outside
-  // (JSONParser: a service request, a remote command). Below the front ends, above the model.
+    // errors, and the exit-status rule (docs/architecture.md §1), and the one reader of JSON from
+    // outside (JSONParser: a service request, a remote command). Below the front ends, above the model.
     .target(name: "CaptureContract", dependencies: ["CaptureCore"]),
     // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
     // the engine over the MQTT transport (libmosquitto).
@@ -94,7 +94,8 @@ let package = Package(
     .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport", "CaptureCore"]),
     .testTarget(name: "MosquittoClientTests", dependencies: ["MosquittoClient"]),
     .testTarget(
-      name: "CaptureMQTTTests", dependencies: ["CaptureMQTT", "CaptureCore", "CaptureContract", "MosquittoClient"]),
+      name: "CaptureMQTTTests",
+      dependencies: ["CaptureMQTT", "CaptureCore", "CaptureContract", "MosquittoClient"]),
     .testTarget(
       name: "CaptureServiceTests",
       dependencies: ["CaptureService", "CaptureCore", "CaptureContract", "HTTPTransport"]),
