@@ -9,7 +9,9 @@ let zxingCpp = Context.packageDirectory + "/.build/zxing-cpp/current"
 // CaptureContract → CaptureCore → Drivers → transports (Decoders, DBus/BlueZ, Bluetooth, HTTPTransport,
 // MosquittoClient) → C shims. A front end never imports a driver, a device transport or another front end;
 // the service and the fleet front end speak to their clients through transports of their own
-// (HTTPTransport, MosquittoClient).
+// (HTTPTransport, MosquittoClient). CaptureCore is the lowest Swift module every layer above the C shims
+// imports (the transports included), so the one thread type (ReaderThread) and the one blocking
+// executor (BlockingExecutor) live there (docs/architecture.md §2, "Concurrency").
 let package = Package(
   name: "capture",
   products: [
@@ -25,7 +27,8 @@ let package = Package(
       dependencies: ["CaptureCLI", "CaptureCore", "Drivers", "CaptureService", "CaptureMQTT"]),
     .target(name: "CaptureCLI", dependencies: ["CaptureCore", "CaptureContract"]),
     // The published contract every front end renders the same way: the JSON of events, devices and
-    // errors, and the exit-status rule (docs/architecture.md §1). Below the front ends, above the model.
+    // errors, and the exit-status rule (docs/architecture.md §1), and the one reader of JSON from
+    // outside (JSONParser: a service request, a remote command). Below the front ends, above the model.
     .target(name: "CaptureContract", dependencies: ["CaptureCore"]),
     // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
     // the engine over the MQTT transport (libmosquitto).
@@ -88,11 +91,14 @@ let package = Package(
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
     // capture doctor's checks: the rules over the probes' facts, and the probes over a fake /sys, /proc.
     .testTarget(name: "HostTests", dependencies: ["Drivers", "BlueZ", "Bluetooth", "CaptureCore"]),
-    .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
+    .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport", "CaptureCore"]),
     .testTarget(name: "MosquittoClientTests", dependencies: ["MosquittoClient"]),
-    .testTarget(name: "CaptureMQTTTests", dependencies: ["CaptureMQTT", "CaptureCore", "MosquittoClient"]),
     .testTarget(
-      name: "CaptureServiceTests", dependencies: ["CaptureService", "CaptureCore", "HTTPTransport"]),
+      name: "CaptureMQTTTests",
+      dependencies: ["CaptureMQTT", "CaptureCore", "CaptureContract", "MosquittoClient"]),
+    .testTarget(
+      name: "CaptureServiceTests",
+      dependencies: ["CaptureService", "CaptureCore", "CaptureContract", "HTTPTransport"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx20

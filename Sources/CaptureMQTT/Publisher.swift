@@ -97,7 +97,7 @@ public final class Publisher: Sendable {
   /// Starts the spool's thread.
   public func start() throws(CaptureError) {
     do {
-      try DetachedThread.start { [self] in self.run() }
+      try ReaderThread(name: "mqtt-spool").start { [self] in self.run() }
     } catch {
       throw CaptureError(error, "cannot start the MQTT spool's thread", other: .unableCreateThread)
     }

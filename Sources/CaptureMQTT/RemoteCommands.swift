@@ -23,21 +23,24 @@ public struct CommandRequest: Sendable, Equatable {
     public var error: CaptureError
   }
 
-  /// Parses a request; nothing runs unless this succeeds.
+  /// Parses a request; nothing runs unless this succeeds. One over `maximumSize` is refused before it
+  /// is parsed: only its first `maximumSize` bytes are read, for the id its error reply goes to.
   public static func parse(_ bytes: [UInt8]) -> Result<CommandRequest, Malformed> {
-    let value: AnyJSON
+    let tooLarge = CaptureError(.invalidFormat, "the request is larger than \(maximumSize) bytes")
+    let value: JSON
     do {
-      value = try JSONDecoder().decode(AnyJSON.self, from: Data(bytes))
+      value = try JSONParser.parse(bytes, maximumSize: maximumSize)
+    } catch  where error.kind == .tooLarge {
+      let leading = JSONParser.leadingMembers(of: bytes, maximumSize: maximumSize)
+      return .failure(Malformed(id: usableID(leading["id"]), error: tooLarge))
     } catch {
       return .failure(Malformed(id: nil, error: CaptureError(.invalidFormat, "the request is not JSON")))
     }
-    guard case .object(let members) = value.json else {
+    guard case .object(let members) = value else {
       return .failure(
         Malformed(id: nil, error: CaptureError(.invalidFormat, "the request is not a JSON object")))
     }
-    guard case .string(let id)? = members["id"], !id.isEmpty, id.utf8.count <= maximumIDLength,
-      !id.utf8.contains(0)
-    else {
+    guard let id = usableID(members["id"]) else {
       return .failure(
         Malformed(
           id: nil,
@@ -47,7 +50,6 @@ public struct CommandRequest: Sendable, Equatable {
     func bad(_ message: String) -> Result<CommandRequest, Malformed> {
       .failure(Malformed(id: id, error: CaptureError(.invalidFormat, message)))
     }
-    if bytes.count > maximumSize { return bad("the request is larger than \(maximumSize) bytes") }
     guard case .array(let words)? = members["argv"], !words.isEmpty else {
       return bad("\"argv\" must be a non-empty array of strings")
     }
@@ -67,6 +69,13 @@ public struct CommandRequest: Sendable, Equatable {
       return bad("unknown key \"\(key)\" in the request")
     }
     return .success(CommandRequest(id: id, argv: argv, profile: profile))
+  }
+
+  /// A request id an answer can go to: a string of 1 to `maximumIDLength` bytes without NUL.
+  private static func usableID(_ value: JSON?) -> String? {
+    guard case .string(let id)? = value, !id.isEmpty, id.utf8.count <= maximumIDLength, !id.utf8.contains(0)
+    else { return nil }
+    return id
   }
 }
 
@@ -585,46 +594,5 @@ final class FirstAnswer<Value: Sendable>: Sendable {
       }
       if let ready { continuation.resume(returning: ready) }
     }
-  }
-}
-
-/// Any JSON value, decoded into CaptureCore's `JSON` (a request's profile is passed on as it came).
-struct AnyJSON: Decodable {
-  let json: JSON
-
-  init(from decoder: any Decoder) throws {
-    if var array = try? decoder.unkeyedContainer() {
-      var items: [JSON] = []
-      while !array.isAtEnd { items.append(try array.decode(AnyJSON.self).json) }
-      json = .array(items)
-      return
-    }
-    if let object = try? decoder.container(keyedBy: Key.self) {
-      var members: [String: JSON] = [:]
-      for key in object.allKeys {
-        members[key.stringValue] = try object.decode(AnyJSON.self, forKey: key).json
-      }
-      json = .object(members)
-      return
-    }
-    let single = try decoder.singleValueContainer()
-    if single.decodeNil() {
-      json = .null
-    } else if let b = try? single.decode(Bool.self) {
-      json = .bool(b)
-    } else if let i = try? single.decode(Int64.self) {
-      json = .number(i)
-    } else if let d = try? single.decode(Double.self) {
-      json = .literal(d.isFinite ? "\(d)" : "0")
-    } else {
-      json = .string(try single.decode(String.self))
-    }
-  }
-
-  struct Key: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
   }
 }

@@ -54,7 +54,8 @@ public struct BrokerURL: Sendable, Equatable {
           "a password in the URL would show in ps; put it in a file and use --mqtt-password-file FILE")
       }
       guard !user.isEmpty else { throw refuse("an empty user name before '@'") }
-      username = Self.percentDecoded(user)
+      // `%XX` in a user name (RFC 3986 §2.1), decoded as a topic level is; anything else kept as written.
+      username = Topics.unescape(String(user))
       authority = authority[authority.index(after: at)...]
     }
     var host = Substring(authority)
@@ -123,24 +124,6 @@ public struct BrokerURL: Sendable, Equatable {
     if user.utf8.count > 65535 { return "the user name is longer than 65535 bytes" }
     if user.unicodeScalars.contains("\u{FFFD}") { return "the user name is not UTF-8 once %XX is decoded" }
     return nil
-  }
-
-  /// `%XX` in a user name (RFC 3986 §2.1); anything else kept as written.
-  static func percentDecoded(_ text: Substring) -> String {
-    var out: [UInt8] = []
-    var bytes = Array(text.utf8)[...]
-    while let byte = bytes.first {
-      bytes = bytes.dropFirst()
-      if byte == UInt8(ascii: "%"), bytes.count >= 2,
-        let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
-      {
-        out.append(value)
-        bytes = bytes.dropFirst(2)
-      } else {
-        out.append(byte)
-      }
-    }
-    return String(decoding: out, as: UTF8.self)
   }
 }
 
@@ -257,7 +240,8 @@ public enum HostIdentity {
         other: .unableReadFile)
     }
     let text = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first.map {
-      $0.trimmingSpaces
+      // A machine-id file written on Windows may end its line with CR as well.
+      String($0.trimmingSpaces([" ", "\t", "\r"]))
     }
     guard let text, !text.isEmpty, problem(text) == nil else {
       throw CaptureError(
@@ -310,14 +294,5 @@ public enum PasswordFile {
         "--mqtt-password-file \(path) can be read by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it"
     }
     return (String(decoding: password, as: UTF8.self), warning)
-  }
-}
-
-extension Substring {
-  var trimmingSpaces: String {
-    var s = self
-    while let f = s.first, f == " " || f == "\t" || f == "\r" { s = s.dropFirst() }
-    while let l = s.last, l == " " || l == "\t" || l == "\r" { s = s.dropLast() }
-    return String(s)
   }
 }

@@ -45,7 +45,8 @@ public struct Topics: Sendable, Equatable {
     return String(decoding: out, as: UTF8.self)
   }
 
-  /// The inverse of `escape` (for consumers and tests): every `%XX` decoded.
+  /// The inverse of `escape` (for consumers and tests), and the broker URL's user name decoding:
+  /// every `%XX` decoded, anything else kept as written.
   public static func unescape(_ text: String) -> String {
     var out: [UInt8] = []
     var bytes = Array(text.utf8)[...]

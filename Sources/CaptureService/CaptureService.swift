@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import HTTPTransport
 import Synchronization
@@ -335,11 +336,16 @@ public final class CaptureService: HTTPServerHandler, Sendable {
 
   // MARK: JSON-RPC
 
+  /// The largest request read: the transport's own bound on a body and a WebSocket message
+  /// (HTTPServer.Configuration's maxBodyBytes and maxMessageBytes, 1 MiB), checked again by the parser
+  /// so it never relies on what reached it.
+  static let maximumRequestBytes = 1 << 20
+
   /// One JSON-RPC message from a POST body or a WebSocket frame; the reply's bytes, or nil when none
   /// is due (waitforcaptureevent answers with events).
   func handle(_ bytes: [UInt8], socket: WebSocketID?) async -> [UInt8]? {
     let json: JSON
-    do { json = try JSONParser.parse(bytes) } catch {
+    do { json = try JSONParser.parse(bytes, maximumSize: Self.maximumRequestBytes) } catch {
       return Self.reply(
         id: .null, error: JSONRPCCode.parseError, "parse error: the request is not JSON (\(error.message))")
     }

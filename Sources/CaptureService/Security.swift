@@ -91,7 +91,7 @@ public struct AccessPolicy: Sendable {
 
   public func judgeOrigin(_ header: String?) -> OriginVerdict {
     guard let header else { return .absent }
-    let origin = header.trimmingSpaces
+    let origin = String(header.trimmingSpaces())
     let normalised = Self.normaliseOrigin(origin)
     // Named explicitly (`null` included: only `--allow-origin null` admits the opaque origin).
     if normalised != "*" && allowedOrigins.contains(normalised) { return .allowed(origin) }
@@ -120,7 +120,7 @@ public struct AccessPolicy: Sendable {
 
   /// Lower-case scheme and host, no trailing slash (`HTTPS://Shop.Example/` = `https://shop.example`).
   static func normaliseOrigin(_ origin: String) -> String {
-    var text = origin.trimmingSpaces.lowercased()
+    var text = origin.trimmingSpaces().lowercased()
     while text.hasSuffix("/") { text.removeLast() }
     return text
   }
@@ -128,13 +128,4 @@ public struct AccessPolicy: Sendable {
 
 extension Character {
   fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
-}
-
-extension String {
-  fileprivate var trimmingSpaces: String {
-    var s = Substring(self)
-    while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-    while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-    return String(s)
-  }
 }

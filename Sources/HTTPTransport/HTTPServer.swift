@@ -193,15 +193,18 @@ final class Core: Sendable {
       return true
     }
     guard go else { return }
-    let rc = LoopThread.start { [self] in
-      loop.run()
-      finish()
-    }
-    if rc != 0 {
+    // The event loop blocks in poll(2) for the life of the server: a `ReaderThread` of its own. A stop
+    // is a command the loop reads after `wake` (lws_cancel_service) cuts its poll short.
+    do throws(Errno) {
+      try ReaderThread(name: "http-loop").start { [self] in
+        loop.run()
+        finish()
+      }
+    } catch {
       shared.mutex.withLock { $0.phase = .created }
       throw .systemError(
         host: configuration.host, port: Listener.localPort(loop.listenFD), operation: "pthread_create",
-        errno: rc)
+        errno: error.code)
     }
   }
 
@@ -255,7 +258,8 @@ final class Core: Sendable {
   /// libwebsockets has no event to report (it would otherwise wait in poll(2) for its next timer).
   /// Ends with the loop; a second call while one runs is harmless (wakes are idempotent).
   private func startShutdownTicker() {
-    _ = LoopThread.start { [shared] in
+    // No thread (EAGAIN): the loop still ends at its next libwebsockets timer.
+    try? ReaderThread(name: "http-ticker").start { [shared] in
       while true {
         usleep(100_000)
         let stopping = shared.mutex.withLock { state -> Bool in
@@ -307,20 +311,6 @@ final class Core: Sendable {
         state.server?.wake()
       }
       return accepted
-    }
-  }
-}
-
-/// The event loop blocks in poll(2), so it runs on a thread of its own (CaptureCore's DetachedThread),
-/// never one of Swift's cooperative pool nor one left to libdispatch.
-enum LoopThread {
-  /// 0, or pthread_create's error (then `body` never runs).
-  static func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    do throws(Errno) {
-      try DetachedThread.start(body)
-      return 0
-    } catch {
-      return error.code
     }
   }
 }

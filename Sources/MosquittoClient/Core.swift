@@ -156,16 +156,19 @@ final class Core: Sendable {
       return true
     }
     guard go else { return }
-    let rc = LoopThread.start { [self] in
-      run()
-      finish()
-    }
-    if rc != 0 {
+    // The network loop blocks in select(2) and connect(2) for the life of the client: a `ReaderThread`
+    // of its own, which ends when the loop sees the phase it is told to stop by.
+    do throws(Errno) {
+      try ReaderThread(name: "mqtt-loop").start { [self] in
+        run()
+        finish()
+      }
+    } catch {
       // No thread: report it as a failure retrying cannot fix, and free the client.
       state.withLock { $0.phase = .ended }
       mosquitto_destroy(handle.pointer)
       delegate.disconnected(
-        .library("cannot start the MQTT network thread: \(String(cString: strerror(rc)))"), willRetry: false)
+        .library("cannot start the MQTT network thread: \(error.message)"), willRetry: false)
     }
   }
 
@@ -480,19 +483,5 @@ final class Core: Sendable {
     guard line.hasPrefix("OpenSSL Error") else { return }
     let reason = line.split(separator: ":").last.map { String($0.drop { $0 == " " }) } ?? line
     state.withLock { $0.tlsDetail = String(reason.prefix(200)) }
-  }
-}
-
-/// The network loop blocks in select(2) and connect(2), so it runs on a thread of its own (CaptureCore's
-/// DetachedThread), never one of Swift's cooperative pool nor one left to libdispatch.
-enum LoopThread {
-  /// 0, or pthread_create's error (then `body` never runs).
-  static func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    do throws(Errno) {
-      try DetachedThread.start(body)
-      return 0
-    } catch {
-      return error.code
-    }
   }
 }

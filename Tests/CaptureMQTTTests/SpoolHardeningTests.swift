@@ -22,7 +22,7 @@ final class Warnings: Sendable {
 /// passed, to unblock the thread (open the FIFO's other end).
 func finishes(within seconds: Int, _ body: @escaping @Sendable () -> Void, release: () -> Void = {}) -> Bool {
   let done = Mutex(false)
-  _ = try? DetachedThread.start {
+  _ = try? ReaderThread(name: "test-finishes").start {
     body()
     done.withLock { $0 = true }
   }

@@ -1,3 +1,4 @@
+import CaptureContract
 import CaptureCore
 import HTTPTransport
 import Testing
@@ -6,7 +7,9 @@ import Testing
 
 @Suite("capture serve: the property wire types, both ways")
 struct PropertyWireTests {
-  static func json(_ text: String) throws -> JSON { try JSONParser.parse(Array(text.utf8)) }
+  static func json(_ text: String) throws -> JSON {
+    try JSONParser.parse(Array(text.utf8), maximumSize: CaptureService.maximumRequestBytes)
+  }
 
   @Test(
     "each wire type decodes to the typed value get/set use and encodes back to the same JSON",

@@ -2,6 +2,7 @@
 // /usr/bin/python3 WebSocket clients (python3-websockets). Blocking calls run on threads of their
 // own, never on Swift's cooperative pool.
 
+import CaptureCore
 import Foundation
 import Synchronization
 import Testing
@@ -175,10 +176,13 @@ struct Served {
 /// Runs `body` on a thread of its own and returns its result.
 func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
   try await withCheckedThrowingContinuation { continuation in
-    let rc = LoopThread.start {
-      do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+    do throws(Errno) {
+      try ReaderThread(name: "test-client").start {
+        do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+      }
+    } catch {
+      continuation.resume(throwing: POSIXError(.EAGAIN))
     }
-    if rc != 0 { continuation.resume(throwing: POSIXError(.EAGAIN)) }
   }
 }
 

@@ -90,6 +90,11 @@ enum CommandTree {
     ),
   ]
 
+  /// What listen and serve both take, declared once, in this order after each one's own options: the
+  /// keymap of hid: scanners, SocketCam's sources and the fleet's options (both run the same engine
+  /// with the same devices; EngineRun).
+  static let engineOptions: [OptionSpec] = [keymapOption] + sourceOptions + mqttOptions
+
   /// Keyboard-wedge scanners type key positions for the layout they were set up for.
   static let keymapOption = OptionSpec(
     long: "keymap", valueName: "LAYOUT", kind: .choice(["us", "de", "fr", "uk"]),
@@ -292,8 +297,7 @@ enum CommandTree {
       OptionSpec(
         long: "channel", valueName: "N", kind: .count,
         help: "With --accept: the RFCOMM channel (1-30, default 1)."),
-      keymapOption,
-    ] + sourceOptions + mqttOptions,
+    ] + engineOptions,
     examples: [
       ("capture listen socketcam --dir samples/", "Decode the sample images as a stream."),
       ("capture listen --json --count 1 --camera /dev/video0", "Wait for one code from a webcam."),
@@ -336,8 +340,7 @@ enum CommandTree {
         help:
           "Append the event stream (as listen --output writes it) to FILE (created 0600; reopened after log rotation)."
       ),
-      keymapOption,
-    ] + sourceOptions + mqttOptions,
+    ] + engineOptions,
     examples: [
       ("capture serve", "Serve every remembered device to CaptureJS pages on this machine."),
       (

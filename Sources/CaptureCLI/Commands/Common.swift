@@ -101,29 +101,8 @@ enum Interruption {
   /// The write end of the self-pipe (-1 until `install`).
   nonisolated(unsafe) static var pipeWrite: Int32 = -1
 
-  /// What the process does with the signals now; guarded by `lock` (the relay thread and the command).
-  enum Mode {
-    /// Held until the command is known.
-    case undecided
-    /// A command with its own handling: `interrupted` is its status when a signal ends it before (or
-    /// without) its handler; `serviceHangUp`: SIGHUP is held until `watchHangUp`.
-    case claimed(interrupted: ResultCode, serviceHangUp: Bool)
-    /// Default actions (SIG_DFL) restored.
-    case defaults
-  }
-  private struct State {
-    var mode = Mode.undecided
-    /// The command's handlers: SIGINT/SIGTERM (`watch`) and SIGHUP (`watchHangUp`). Here, under the
-    /// lock, so the relay thread (started first thing in main) and the command that installs them
-    /// later never touch them at once: a handler written after the relay started and read by it
-    /// without the lock (a data race, once) cannot come back unnoticed.
-    var handler: (@Sendable () -> Void)?
-    var hangUpHandler: (@Sendable () -> Void)?
-    /// A SIGINT/SIGTERM that no handler has taken yet (its number), and a held SIGHUP.
-    var pendingInterrupt: Int32 = 0
-    var pendingHangUp = false
-  }
-  private static let lock = Mutex(State())
+  /// What each signal means now, and the command's handlers (SignalRoutes).
+  static let routes = SignalRoutes()
 
   /// Set while a remote command (`--mqtt-commands`) runs inside listen or serve: its own watch (trigger's)
   /// must not take the signals from the command that runs it.
@@ -177,7 +156,7 @@ enum Interruption {
     signal(SIGTERM, signalHandler)
     signal(SIGHUP, signalHandler)
     do {
-      try DetachedThread.start {
+      try ReaderThread(name: "signal-relay").start {
         var byte: UInt8 = 0
         while true {
           let n = read(readFD, &byte, 1)
@@ -204,32 +183,7 @@ enum Interruption {
 
   /// What a signal means now, on the relay thread.
   private static func relay(_ signalNumber: Int32) {
-    enum Action {
-      case none, callInterrupt(@Sendable () -> Void), callHangUp(@Sendable () -> Void), raiseDefault
-    }
-    let action = lock.withLock { s -> Action in
-      if signalNumber == SIGHUP {
-        if case .claimed(_, let service) = s.mode {
-          if let hangUpHandler = s.hangUpHandler { return .callHangUp(hangUpHandler) }
-          guard service else { return .raiseDefault }
-          // Delivered by watchHangUp: one between the service's first read and its handler is not lost.
-          s.pendingHangUp = true
-          return .none
-        }
-        if case .defaults = s.mode { return .raiseDefault }
-        s.pendingHangUp = true
-        return .none
-      }
-      switch s.mode {
-      case .defaults: return .raiseDefault
-      case .claimed where s.handler != nil:
-        s.pendingInterrupt = 0
-        return .callInterrupt(s.handler!)
-      case .claimed, .undecided:
-        if s.pendingInterrupt == 0 { s.pendingInterrupt = signalNumber }
-        return .none
-      }
-    }
+    let action = routes.route(signalNumber)
     switch action {
     case .none: break
     case .callInterrupt(let call): call()
@@ -253,24 +207,14 @@ enum Interruption {
   /// `watchHangUp`, which delivers it.
   static func claim(interrupted: ResultCode, serviceHangUp: Bool) {
     if isNested { return }
-    lock.withLock { $0.mode = .claimed(interrupted: interrupted, serviceHangUp: serviceHangUp) }
+    routes.claim(interrupted: interrupted, serviceHangUp: serviceHangUp)
   }
 
   /// Every other command: SIGINT, SIGTERM and SIGHUP take their default actions again, and one that
   /// came while the command was not yet known is raised now.
   static func useDefaultActions() {
     if isNested { return }
-    let pending = lock.withLock { s -> [Int32] in
-      s.mode = .defaults
-      s.handler = nil
-      s.hangUpHandler = nil
-      var pending: [Int32] = []
-      if s.pendingHangUp { pending.append(SIGHUP) }
-      if s.pendingInterrupt != 0 { pending.append(s.pendingInterrupt) }
-      s.pendingHangUp = false
-      s.pendingInterrupt = 0
-      return pending
-    }
+    let pending = routes.useDefaults()
     signal(SIGINT, SIG_DFL)
     signal(SIGTERM, SIG_DFL)
     signal(SIGHUP, SIG_DFL)
@@ -281,7 +225,7 @@ enum Interruption {
   /// handler ends a claiming command with its documented status, and any other with the signal's
   /// default action (a command that ended before it was known: a usage error, --help).
   static func settle(_ status: Int32) -> Int32 {
-    let (mode, pending) = lock.withLock { s in (s.mode, s.pendingInterrupt) }
+    let (mode, pending) = routes.settlement
     guard pending != 0 else { return status }
     switch mode {
     case .claimed(let interrupted, _): return ExitStatus.of(interrupted)
@@ -296,11 +240,7 @@ enum Interruption {
   /// file yet.
   static func watchHangUp(_ onHangUp: @escaping @Sendable () -> Void) {
     if isNested { return }
-    let pending = lock.withLock { s -> Bool in
-      s.hangUpHandler = onHangUp
-      defer { s.pendingHangUp = false }
-      return s.pendingHangUp
-    }
+    let pending = routes.watchHangUp(onHangUp)
     // A SIGHUP held since the start: re-read once more (harmless if it came before the first read).
     if pending { onHangUp() }
   }
@@ -313,13 +253,7 @@ enum Interruption {
       return
     }
     install()
-    let pending = lock.withLock { s -> Bool in
-      if case .claimed = s.mode {} else { s.mode = .claimed(interrupted: .noError, serviceHangUp: false) }
-      s.handler = onSignal
-      if let onHangUp { s.hangUpHandler = onHangUp }
-      defer { s.pendingInterrupt = 0 }
-      return s.pendingInterrupt != 0
-    }
+    let pending = routes.watch(onSignal, onHangUp: onHangUp)
     if pending { onSignal() }
   }
 }

@@ -1,6 +1,5 @@
 import CaptureContract
 import CaptureCore
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,11 +16,21 @@ final class StdinConfirmation: HostJudge {
   let output: Output
   let timeLimit: Duration
   private let input: Int32
-  /// Questions and answers strictly one after the other, across every device's drain. The wait is a
-  /// blocking poll(2), so it runs on its own queue rather than on the Swift-concurrency pool (which
-  /// has as few threads as cores).
-  private let queue = DispatchQueue(label: "capture.confirm-stdin")
+  /// Questions and answers strictly one after the other, across every device's drain, in the order
+  /// they were asked. The wait is a blocking poll(2), so the questions are asked on a `ReaderThread`
+  /// rather than on the Swift-concurrency pool (which has as few threads as cores): one thread while
+  /// questions wait, which ends when none is left (a listen without codes holds no thread).
+  private let questions = Mutex(Questions())
   private let state = Mutex(Reader())
+
+  /// Asks one question (true) or, with no thread to ask on, answers it bad (false).
+  private typealias Question = @Sendable (Bool) -> Void
+
+  private struct Questions {
+    var waiting: [Question] = []
+    /// A thread is asking them; the next question joins its queue.
+    var asking = false
+  }
 
   /// A longer answer is not an answer; the rest of that line is skipped.
   static let maximumLine = 4096
@@ -44,7 +53,40 @@ final class StdinConfirmation: HostJudge {
 
   func verdict(_ event: Event, _ data: DecodedData) async -> HostVerdict {
     await withCheckedContinuation { continuation in
-      queue.async { continuation.resume(returning: self.ask(event, data)) }
+      enqueue { canAsk in continuation.resume(returning: canAsk ? self.ask(event, data) : .bad) }
+    }
+  }
+
+  /// Queues `question` and starts the thread that asks them when none runs.
+  private func enqueue(_ question: @escaping Question) {
+    let startThread = questions.withLock { q -> Bool in
+      q.waiting.append(question)
+      guard !q.asking else { return false }
+      q.asking = true
+      return true
+    }
+    guard startThread else { return }
+    do throws(Errno) {
+      try ReaderThread(name: "confirm-stdin").start { [self] in
+        while let next = questions.withLock({ q -> Question? in
+          guard !q.waiting.isEmpty else {
+            q.asking = false
+            return nil
+          }
+          return q.waiting.removeFirst()
+        }) {
+          next(true)
+        }
+      }
+    } catch {
+      // No thread to ask on (EAGAIN): the codes waiting are bad reads, as when no answer can come.
+      let unasked = questions.withLock { q -> [Question] in
+        q.asking = false
+        defer { q.waiting.removeAll() }
+        return q.waiting
+      }
+      output.warn("--confirm-stdin: cannot start a thread (\(error.message)); the code is bad")
+      for question in unasked { question(false) }
     }
   }
 

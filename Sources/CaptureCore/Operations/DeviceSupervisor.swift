@@ -170,17 +170,16 @@ public final class DeviceSupervisor: Sendable {
   /// Sleeps `duration` unless stopped or poked meanwhile. Only this sleeping task is ever cancelled —
   /// never a task that iterates a stream.
   private func pause(_ duration: Duration) async {
-    let sleeper = Task<Void, Never> { _ = try? await Task.sleep(for: duration) }
-    let skip = state.withLock { s -> Bool in
-      if s.isStopped || s.isPoked {
-        s.isPoked = false
-        return true
+    await InterruptiblePause.sleep(duration) { sleeper in
+      state.withLock { s -> Bool in
+        if s.isStopped || s.isPoked {
+          s.isPoked = false
+          return true
+        }
+        s.sleeper = sleeper
+        return false
       }
-      s.sleeper = sleeper
-      return false
     }
-    if skip { sleeper.cancel() }
-    await sleeper.value
     state.withLock { $0.sleeper = nil }
   }
 }

@@ -10,7 +10,7 @@ public enum Favorites: Sendable, Hashable {
   /// Parses the SDK string. Identifiers are normalised through `DeviceSelector.parse` (so
   /// `aa-bb-…` and `AA:BB:…` are one device); names, SocketCam and empty items are rejected.
   public init(parsing text: String) throws(CaptureError) {
-    let trimmed = text.trimmingSpaces
+    let trimmed = String(text.trimmingSpaces())
     if trimmed.isEmpty {
       self = .off
       return
@@ -21,7 +21,7 @@ public enum Favorites: Sendable, Hashable {
     }
     var ids: [String] = []
     for item in trimmed.split(separator: ";", omittingEmptySubsequences: false) {
-      let item = String(item).trimmingSpaces
+      let item = String(item.trimmingSpaces())
       guard !item.isEmpty else {
         throw .invalidParameter("favorite '\(text)': empty identifier between ';'")
       }
@@ -48,14 +48,5 @@ public enum Favorites: Sendable, Hashable {
     case .anySocketMobile: "*"
     case .devices(let ids): ids.joined(separator: ";")
     }
-  }
-}
-
-extension String {
-  fileprivate var trimmingSpaces: String {
-    var s = Substring(self)
-    while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-    while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-    return String(s)
   }
 }

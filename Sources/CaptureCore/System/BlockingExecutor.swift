@@ -11,11 +11,12 @@ import Synchronization
 /// connect(2), waitpid(2) or a libbluetooth call holds its thread for the whole wait: with two cores,
 /// two supervisors retrying absent devices would stop every other task in the process. So nothing
 /// blocks the cooperative pool:
-/// - a loop that blocks for the life of a device (the reader of a stream driver) runs on that
-///   device's own `ReaderThread` (Drivers);
-/// - a blocking call that ends (a TCP connect and the DMCC handshake, an HCI inquiry, an SDP search,
-///   a remote name request, waiting for a `--confirm` child) runs here, through `run`, which suspends
-///   the calling task on a continuation and resumes it when the call returns.
+/// - a loop that blocks for the life of what it serves (the reader of a stream driver, a transport's
+///   event loop, the camera's frames) runs on a `ReaderThread` of its own;
+/// - a blocking call that ends (a TCP connect and the DMCC handshake, an HCI inquiry, an SDP search
+///   and RFCOMM connect, a remote name request, waiting for a `--confirm` child, decoding a batch of
+///   images) runs here, through `run`, which suspends the calling task on a continuation and resumes
+///   it when the call returns, or `execute`, for a job that reports through a channel of its own.
 ///
 /// The executor is a set of threads with a bound (`limit`, far above the pool's width): a thread is
 /// started when a job arrives and every thread is busy, and leaves after `idleExit` without work.
@@ -106,6 +107,10 @@ public final class BlockingExecutor: Sendable {
     }
     return try result.get()
   }
+
+  /// Runs `body` on one of the executor's threads and returns at once: for a job that reports through a
+  /// channel of its own and looks at a stop flag of its own (SocketCam's decode workers).
+  public func execute(_ body: @escaping @Sendable () -> Void) { submit(body) }
 
   private func submit(_ job: @escaping Job) {
     let spawn = state.withLock { s in

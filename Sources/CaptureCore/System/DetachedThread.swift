@@ -2,14 +2,14 @@
   import Glibc
 #endif
 
-/// A detached pthread running `body`: the one place the project starts a thread of its own (the
-/// blocking executor's workers, a DataMan reader's loop, the signal relay). Not a thread of Swift's
-/// cooperative pool and not left to libdispatch, which on Linux may defer starting a thread while the
-/// CPUs are busy (docs/swift-on-linux.md).
-public enum DetachedThread {
+/// A detached pthread running `body`: the one place the project starts a thread, under the two types
+/// every other layer uses (`ReaderThread` for a loop, `BlockingExecutor`'s workers for calls that
+/// end). Not a thread of Swift's cooperative pool and not left to libdispatch, which on Linux may
+/// defer starting a thread while the CPUs are busy (docs/swift-on-linux.md).
+enum DetachedThread {
   /// Starts `body` on a new thread; `Errno` (EAGAIN: no thread to be had) when it could not start,
   /// and then `body` never runs.
-  public static func start(_ body: @escaping @Sendable () -> Void) throws(Errno) {
+  static func start(_ body: @escaping @Sendable () -> Void) throws(Errno) {
     let box = Unmanaged.passRetained(Body(body)).toOpaque()
     var thread = pthread_t()
     let rc = pthread_create(

@@ -251,15 +251,14 @@ final class BLELink: Sendable {
   /// Sleeps `duration`, or less when `wakeOnSighting` and the device is heard meanwhile (also just
   /// before the pause began). Returns whether a sighting ended it.
   private func pause(_ duration: Duration, wakeOnSighting: Bool) async -> Bool {
-    let sleeper = Task<Void, Never> { _ = try? await Task.sleep(for: duration) }
-    let skip = state.withLock { s -> Bool in
-      if s.isClosed || s.isPoked || s.isConnected || (wakeOnSighting && s.isSighted) { return true }
-      s.sleeper = sleeper
-      s.isWakingOnSighting = wakeOnSighting
-      return false
+    await InterruptiblePause.sleep(duration) { sleeper in
+      state.withLock { s -> Bool in
+        if s.isClosed || s.isPoked || s.isConnected || (wakeOnSighting && s.isSighted) { return true }
+        s.sleeper = sleeper
+        s.isWakingOnSighting = wakeOnSighting
+        return false
+      }
     }
-    if skip { sleeper.cancel() }
-    await sleeper.value
     return state.withLock { s -> Bool in
       s.sleeper = nil
       return wakeOnSighting && s.isSighted

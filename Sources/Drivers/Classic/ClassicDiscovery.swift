@@ -39,7 +39,7 @@ public enum ClassicDiscovery {
     guard name.hasPrefix("Socket "), name.hasSuffix("]"), let open = name.lastIndex(of: "[") else {
       return false
     }
-    let model = name[name.index(name.startIndex, offsetBy: 7)..<open].trimmingSpaces
+    let model = name[name.index(name.startIndex, offsetBy: 7)..<open].trimmingSpaces([" "])
     let digits = name[name.index(after: open)..<name.index(before: name.endIndex)]
     return !model.isEmpty && digits.count == 6 && digits.allSatisfy(\.isHexDigit)
   }
@@ -146,14 +146,5 @@ public enum ClassicDiscovery {
     return try await BlockingExecutor.shared.run { _ throws(CaptureError) in
       try ClassicCalls(system: system).adapterAddress(adapter: adapter)
     }
-  }
-}
-
-extension Substring {
-  fileprivate var trimmingSpaces: Substring {
-    var s = self
-    while s.first == " " { s = s.dropFirst() }
-    while s.last == " " { s = s.dropLast() }
-    return s
   }
 }

@@ -86,34 +86,22 @@ public final class ClassicSPPScanner: Device, Sendable {
     // without it the kernel picks one.
     let calls = try ClassicCalls(system: system).pinned(to: request.adapter)
     let timeout = request.timeout ?? defaultConnectTimeout
-    let reader = ReaderThread(label: "capture.classic")
-    let cancelled = Atomic<Bool>(false)
     // Accepting waits for the scanner as long as the command runs (--timeout or SIGINT cancel it).
     let deadline: ContinuousClock.Instant? = {
       if case .accept = link { return request.timeout.map { ContinuousClock.now + $0 } }
       return nil
     }()
-    let result: Result<Connection, CaptureError> = await withTaskCancellationHandler {
-      await withCheckedContinuation { (done: CheckedContinuation<Result<Connection, CaptureError>, Never>) in
-        reader.queue.async {
-          done.resume(
-            returning: Result { () throws(CaptureError) in
-              try establish(
-                link, calls: calls, timeout: timeout, deadline: deadline,
-                shouldStop: { cancelled.load(ordering: .acquiring) })
-            })
-        }
-      }
-    } onCancel: {
-      cancelled.store(true, ordering: .releasing)
+    // The SDP search and the connect (or accept) end: a blocking call for the `BlockingExecutor`, whose
+    // cancellation (the calling task's) is what `establish` looks at between its bounded waits.
+    let connection = try await BlockingExecutor.shared.run { (job) throws(CaptureError) in
+      try establish(
+        link, calls: calls, timeout: timeout, deadline: deadline, shouldStop: { job.isCancelled })
     }
-    let connection = try result.get()
     let scanner = ClassicSPPScanner(
       link: link, peer: connection.peer, channel: connection.channel, calls: calls, name: name,
-      reader: reader,
       reconnects: request.reconnects, connectTimeout: timeout, adapter: request.adapter, warn: request.warn)
     if request.wantsEvents {
-      scanner.startReading(connection)
+      try scanner.startReading(connection)
     } else {
       system.close(connection.fd)
     }
@@ -140,7 +128,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     ClassicSPPScanner(
       link: .initiate(address, channel: nil), peer: address, channel: nil,
       calls: ClassicCalls(system: system),
-      name: name, reader: ReaderThread(label: "capture.classic"), reconnects: false,
+      name: name, reconnects: false,
       connectTimeout: request.timeout ?? defaultConnectTimeout, adapter: request.adapter)
   }
 
@@ -190,7 +178,7 @@ public final class ClassicSPPScanner: Device, Sendable {
 
   init(
     link: Link, peer: BluetoothAddress, channel: UInt8?, calls: ClassicCalls, name: String?,
-    reader: ReaderThread, reconnects: Bool, connectTimeout: Duration, adapter: String?,
+    reconnects: Bool, connectTimeout: Duration, adapter: String?,
     warn: @escaping @Sendable (String) -> Void = { _ in }
   ) {
     self.warn = warn
@@ -201,7 +189,7 @@ public final class ClassicSPPScanner: Device, Sendable {
     self.framing = .auto
     self.reconnects = reconnects
     self.connectTimeout = connectTimeout
-    self.reader = reader
+    self.reader = ReaderThread(name: "classic-spp")
     // A Classic scanner's model is not on the wire in SPP mode (docs/device-protocols.md §5.3): type None, as
     // for serial. Its Bluetooth name ("Socket 7Xi [0A1B2C]", from discovery or the state file) names the
     // model, when known; the placeholder below (remembered as the name of a scanner connected without one)
@@ -267,8 +255,12 @@ public final class ClassicSPPScanner: Device, Sendable {
     }
   }
 
-  private func startReading(_ connection: Connection) {
-    reader.start { [self] in readLoop(connection) }
+  private func startReading(_ connection: Connection) throws(CaptureError) {
+    do throws(Errno) { try reader.start { [self] in readLoop(connection) } } catch {
+      calls.system.close(connection.fd)
+      throw CaptureError(
+        error, "cannot start the reader thread of \(info.id)", other: .unableCreateThread)
+    }
   }
 
   private func readLoop(_ first: Connection) {

@@ -338,7 +338,7 @@ public final class DataManReader: Device {
 
   private func startReaderThread() {
     do throws(Errno) {
-      try DetachedThread.start { [self] in self.readLoop() }
+      try ReaderThread(name: "dataman").start { [self] in self.readLoop() }
     } catch {
       finish(
         error: CaptureError(.communicationError, "cannot start the DMCC reader thread: \(error.message)"))

@@ -116,7 +116,7 @@ public final class KeyboardWedge: Device, Sendable {
       model: model, path: devicePath, isAuto: isAuto,
       settings: settings, reconnects: request.reconnects, system: system, warn: request.warn)
     if request.wantsEvents {
-      wedge.startReading(source)
+      try wedge.startReading(source)
     } else {
       source.close()
     }
@@ -141,7 +141,7 @@ public final class KeyboardWedge: Device, Sendable {
     // No published device type has a keyboard interface (docs/capture-sdk.md §5.2): type None (0), and the
     // input device's name as the model.
     self.info = DeviceInfo(id: selector, name: name, type: .none, model: model)
-    self.reader = ReaderThread(label: "capture.hid.\(path)")
+    self.reader = ReaderThread(name: "hid")
     channel = EventChannel(device: info)
   }
 
@@ -199,10 +199,13 @@ public final class KeyboardWedge: Device, Sendable {
 
   private var isStopping: Bool { reader.isStopping }
 
-  private func startReading(_ source: EvdevSource) {
-    // EvdevSource is owned by the loop alone from here on; the box carries it across the queue hop.
+  private func startReading(_ source: EvdevSource) throws(CaptureError) {
+    // EvdevSource is owned by the loop alone from here on; the box carries it across the thread hop.
     nonisolated(unsafe) let owned = source
-    reader.start { [self] in readLoop(owned) }
+    do throws(Errno) { try reader.start { [self] in readLoop(owned) } } catch {
+      source.close()
+      throw CaptureError(error, "cannot start the reader thread of \(path)", other: .unableCreateThread)
+    }
   }
 
   /// Reopens the device once its node is back; hid:auto looks for any scanner again, since a

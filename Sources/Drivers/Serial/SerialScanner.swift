@@ -58,7 +58,7 @@ public final class SerialScanner: Device, Sendable {
       selector: request.selector.description, path: path, settings: settings, framing: framing,
       reconnects: request.reconnects)
     if request.wantsEvents {
-      scanner.startReading(port)
+      try scanner.startReading(port)
     } else {
       port.close()
     }
@@ -74,7 +74,7 @@ public final class SerialScanner: Device, Sendable {
     // the model what the host knows of the line (the USB adapter's product, else the tty's name).
     self.info = DeviceInfo(
       id: selector, name: "Serial scanner (\(path))", type: .none, model: TTYModel.describe(path: path))
-    self.reader = ReaderThread(label: "capture.serial.\(path)")
+    self.reader = ReaderThread(name: "serial")
     channel = EventChannel(device: info)
   }
 
@@ -114,10 +114,13 @@ public final class SerialScanner: Device, Sendable {
 
   private var isStopping: Bool { reader.isStopping }
 
-  private func startReading(_ port: SerialPort) {
-    // SerialPort is owned by the loop alone from here on; the box carries it across the queue hop.
+  private func startReading(_ port: SerialPort) throws(CaptureError) {
+    // SerialPort is owned by the loop alone from here on; the box carries it across the thread hop.
     nonisolated(unsafe) let owned = port
-    reader.start { [self] in readLoop(owned) }
+    do throws(Errno) { try reader.start { [self] in readLoop(owned) } } catch {
+      port.close()
+      throw CaptureError(error, "cannot start the reader thread of \(path)", other: .unableCreateThread)
+    }
   }
 
   private func readLoop(_ first: SerialPort) {

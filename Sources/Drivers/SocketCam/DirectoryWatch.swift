@@ -214,12 +214,17 @@ extension FramePass {
     let stop = Cancellation()
     let gate = EmitGate()
     let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    let thread = ReaderThread(label: "capture.socketcam.watch")
+    let thread = ReaderThread(name: "watch")
     await withTaskCancellationHandler {
       await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         waiter.withLock { $0 = done }
-        thread.start {
-          self.watchLoop(watch, stop: stop, gate: gate)
+        do throws(Errno) {
+          try thread.start {
+            self.watchLoop(watch, stop: stop, gate: gate)
+            waiter.withLock { $0.take() }?.resume()
+          }
+        } catch {
+          emitNoThread(error, for: "the watch")
           waiter.withLock { $0.take() }?.resume()
         }
         // Cancelled before the continuation was stored: the handler found nothing to resume.

@@ -152,8 +152,9 @@ final class FramePass: Sendable {
     // otherwise idle: fewer inputs than cores. A batch keeps every core busy with workers already, and
     // a thread per image would only add its start and compete with them. Same results either way.
     let reader = BarcodeReader(formats: formats, concurrentEngines: workers < cores, addOns: addOns)
-    for worker in 0..<workers {
-      DispatchQueue(label: "capture.socketcam.decode.\(worker)").async {
+    // Each worker ends with the pass: one-shot work for the BlockingExecutor, off the cooperative pool.
+    for _ in 0..<workers {
+      BlockingExecutor.shared.execute {
         while !stop.isCancelled {
           let i = next.take()
           guard i < inputs.count else { break }
@@ -313,17 +314,26 @@ final class FramePass: Sendable {
   /// (up to its frame timeout), which must not hold a thread of the cooperative pool. Cancelling the
   /// calling task asks the loop to stop; it returns after the frame it is waiting for.
   func runCamera(_ path: FilePath) async {
-    let thread = ReaderThread(label: "capture.socketcam.camera")
+    let thread = ReaderThread(name: "camera")
     await withTaskCancellationHandler {
-      await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        thread.start {
-          self.cameraLoop(path, stopping: { thread.isStopping })
-          done.resume()
-        }
+      do throws(Errno) {
+        try thread.start { self.cameraLoop(path, stopping: { thread.isStopping }) }
+      } catch {
+        emitNoThread(error, for: "camera \(path)")
       }
+      await thread.join()
     } onCancel: {
-      Task { await thread.stop() }
+      thread.requestStop()
     }
+  }
+
+  /// A loop that found no thread to run on (EAGAIN): an error event, as any other failure of a source.
+  func emitNoThread(_ error: Errno, for what: String) {
+    emit(
+      Event(
+        time: .now(), device: device,
+        payload: .error(CaptureError(error, "cannot start the thread of \(what)", other: .unableCreateThread))
+      ))
   }
 
   private func cameraLoop(_ path: FilePath, stopping: () -> Bool) {

@@ -1,18 +1,39 @@
 import CaptureCore
 
-/// Reads one JSON text (RFC 8259) from a request body or a WebSocket message into `JSON`. The input is
-/// already bounded by the transport (1 MiB); nesting is bounded here, so a hostile `[[[[…` cannot
-/// exhaust the stack. An integer that fits Int64 is `.number`; any other number keeps its exact text
-/// (`.literal`), so an id such as `1.5` or `1e3` is echoed as it was sent (docs/capturejs.md §2).
-enum JSONParser {
-  struct Failure: Error, Equatable {
-    var message: String
+/// The one reader of JSON from outside the process (RFC 8259): a `capture serve` request body or
+/// WebSocket message, a remote command on `PREFIX/HOST/commands`. Both bounds are checked before or
+/// while reading, never after: the size before the first byte is read, so an over-size text costs
+/// nothing to refuse, and the nesting at each level, so a hostile `[[[[…` cannot exhaust the stack.
+/// An integer that fits Int64 is `.number`; any other number keeps its exact text (`.literal`), so an
+/// id such as `1.5` or `1e3` is echoed as it was sent (docs/capturejs.md §2).
+public enum JSONParser {
+  public struct Failure: Error, Equatable {
+    public enum Kind: Sendable, Equatable {
+      /// Longer than the caller's bound: refused before it was read.
+      case tooLarge
+      /// Nested deeper than `maximumDepth`.
+      case tooDeep
+      /// Not one JSON text.
+      case malformed
+    }
+    public var kind: Kind
+    public var message: String
+
+    public init(kind: Kind, message: String) {
+      self.kind = kind
+      self.message = message
+    }
   }
 
-  /// Deeper than any request of the protocol (a property value is at most three levels down).
-  static let maximumDepth = 64
+  /// Deeper than any request of either front end (a property value or a profile setting is at most
+  /// three levels down).
+  public static let maximumDepth = 64
 
-  static func parse(_ bytes: [UInt8]) throws(Failure) -> JSON {
+  /// The one JSON value `bytes` holds. `maximumSize`: the most bytes the caller takes, checked first.
+  public static func parse(_ bytes: [UInt8], maximumSize: Int) throws(Failure) -> JSON {
+    guard bytes.count <= maximumSize else {
+      throw Failure(kind: .tooLarge, message: "larger than \(maximumSize) bytes")
+    }
     var reader = Reader(bytes: bytes)
     reader.skipSpace()
     let value = try reader.value(depth: 0)
@@ -21,11 +42,31 @@ enum JSONParser {
     return value
   }
 
+  /// The members of the object `bytes` opens with, read in order from its first `maximumSize` bytes
+  /// only, up to the first that cannot be read whole there (or the object's end): for a text refused
+  /// as too large, what is needed to answer it (a remote command's id) without reading the rest.
+  public static func leadingMembers(of bytes: [UInt8], maximumSize: Int) -> [String: JSON] {
+    var reader = Reader(bytes: Array(bytes.prefix(max(0, maximumSize))))
+    var members: [String: JSON] = [:]
+    reader.skipSpace()
+    guard reader.peek == UInt8(ascii: "{") else { return members }
+    reader.at += 1
+    while true {
+      guard let member = try? reader.member(depth: 0) else { return members }
+      members[member.key] = member.value
+      reader.skipSpace()
+      guard reader.peek == UInt8(ascii: ",") else { return members }
+      reader.at += 1
+    }
+  }
+
   private struct Reader {
     let bytes: [UInt8]
     var at = 0
 
-    func fail(_ message: String) -> Failure { Failure(message: "\(message) at byte \(at)") }
+    func fail(_ message: String, _ kind: Failure.Kind = .malformed) -> Failure {
+      Failure(kind: kind, message: "\(message) at byte \(at)")
+    }
 
     var peek: UInt8? { at < bytes.count ? bytes[at] : nil }
 
@@ -42,7 +83,7 @@ enum JSONParser {
 
     mutating func value(depth: Int) throws(Failure) -> JSON {
       guard depth < JSONParser.maximumDepth else {
-        throw fail("nested deeper than \(JSONParser.maximumDepth)")
+        throw fail("nested deeper than \(JSONParser.maximumDepth)", .tooDeep)
       }
       guard let b = peek else { throw fail("unexpected end of input") }
       switch b {
@@ -72,15 +113,9 @@ enum JSONParser {
         return .object(members)
       }
       while true {
-        skipSpace()
-        guard peek == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-        let key = try string()
-        skipSpace()
-        guard peek == UInt8(ascii: ":") else { throw fail("expected ':'") }
-        at += 1
-        skipSpace()
+        let member = try member(depth: depth)
         // A repeated name keeps its last value, as JavaScript's JSON.parse does.
-        members[key] = try value(depth: depth + 1)
+        members[member.key] = member.value
         skipSpace()
         switch peek {
         case UInt8(ascii: ","): at += 1
@@ -90,6 +125,18 @@ enum JSONParser {
         default: throw fail("expected ',' or '}'")
         }
       }
+    }
+
+    /// One `"name": value` of an object at `depth`, from the space before its name.
+    mutating func member(depth: Int) throws(Failure) -> (key: String, value: JSON) {
+      skipSpace()
+      guard peek == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+      let key = try string()
+      skipSpace()
+      guard peek == UInt8(ascii: ":") else { throw fail("expected ':'") }
+      at += 1
+      skipSpace()
+      return (key, try value(depth: depth + 1))
     }
 
     mutating func array(depth: Int) throws(Failure) -> JSON {
@@ -220,29 +267,4 @@ enum JSONParser {
       return .literal(text)
     }
   }
-}
-
-extension JSON {
-  subscript(key: String) -> JSON? {
-    if case .object(let members) = self { return members[key] }
-    return nil
-  }
-
-  /// An integer value: `.number`, or a literal with an integral value in Int64 (`5.0`, `1e2`).
-  var integer: Int64? {
-    switch self {
-    case .number(let n): return n
-    case .literal(let text):
-      guard let d = Double(text), d.rounded() == d, abs(d) < 9.2e18 else { return nil }
-      return Int64(d)
-    default: return nil
-    }
-  }
-
-  var string: String? {
-    if case .string(let s) = self { return s }
-    return nil
-  }
-
-  var isNull: Bool { self == .null }
 }
