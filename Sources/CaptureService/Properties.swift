@@ -119,12 +119,24 @@ extension CaptureService {
   }
 
   /// Drops a device from the state file and re-reads it: its supervisor stops and its removal reaches
-  /// every client.
+  /// every client. The device leaves both lists the engine connects from (docs/engine.md): the
+  /// remembered devices and the Favorite list (`capture set manager favorite`), so RemoveDevice and
+  /// DisconnectDiscoveredDevice undo what ConnectDiscoveredDevice or a Favorite did, and
+  /// `capture get manager favorite` agrees. A Favorite of `*` stays: it asks for every Socket Mobile
+  /// device in range, a removed one too. Neither remembered nor listed: ESKT_NOTFOUND.
   func forget(_ id: String) throws(CaptureError) {
     let found = try engine.store.update { (state: inout StateFile) throws(CaptureError) -> Bool in
       let before = state.devices.count
       state.devices.removeAll { $0.id == id }
-      return state.devices.count != before
+      var listed = false
+      if case .devices(var ids)? = try? Favorites(parsing: state.favorite), let index = ids.firstIndex(of: id)
+      {
+        ids.remove(at: index)
+        // The last one gone is "" (no favourites), the string of `.off`.
+        state.favorite = Favorites.devices(ids).value
+        listed = true
+      }
+      return state.devices.count != before || listed
     }
     guard found else { throw CaptureError(.notFound, "\(id) is not a remembered device") }
     engine.reload()
@@ -218,8 +230,27 @@ extension CaptureService {
     let connected = try await engine.system.connect(
       address: address, adapter: engine.configuration.adapter, pair: false,
       timeout: engine.configuration.openTimeout)
-    try engine.store.remember(RememberedDevice(bluetooth: connected, alias: nil), keepingAlias: true)
+    let remembered = RememberedDevice(bluetooth: connected, alias: nil)
+    try engine.store.remember(remembered, keepingAlias: true)
+    try Self.addFavorite(remembered.id, engine.store)
     engine.reload()
+  }
+
+  /// A device connected through the device manager joins the Favorite list, the SDK 1.x form of "the
+  /// devices this manager connects" (docs/capture-sdk.md §7.16), so `capture get manager favorite`
+  /// and the deprecated Favorite property name what ConnectDiscoveredDevice added (Companion 2.0
+  /// replaced Favorite with AddDevice / ConnectDiscoveredDevice / RemoveDevice; both ways share this
+  /// state). `*` already names it; a setting the engine cannot parse is left as it is.
+  static func addFavorite(_ address: String, _ store: StateStore) throws(CaptureError) {
+    try store.update { (state: inout StateFile) throws(CaptureError) in
+      guard let favorites = try? Favorites(parsing: state.favorite) else { return }
+      switch favorites {
+      case .anySocketMobile: return
+      case .off: state.favorite = Favorites.devices([address]).value
+      case .devices(let ids):
+        if !ids.contains(address) { state.favorite = Favorites.devices(ids + [address]).value }
+      }
+    }
   }
 
   /// The identifierUuid of a ConnectDiscoveredDevice value: Flutter sends `identifierUuid;serviceUuid`

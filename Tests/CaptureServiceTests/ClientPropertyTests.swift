@@ -170,3 +170,97 @@ struct ClientPropertyTests {
     #expect(h.system.calls.withLock { $0 }.first == "connect 00:11:22:7E:F6:19")
   }
 }
+
+/// Favorite (SDK 1.x) and AddDevice / ConnectDiscoveredDevice / RemoveDevice (SDK 2.0) on one state:
+/// the state file's remembered devices and Favorite list, which `capture get manager favorite` reads.
+@Suite("capture serve: Favorite and ConnectDiscoveredDevice / RemoveDevice work on the same state")
+struct DeviceManagerStateTests {
+  private func manager() async throws -> (Harness, client: Int, manager: Int) {
+    let h = Harness(bluetooth: true)
+    let client = try await h.openClient()
+    let socket = try await h.socket(for: client, id: 1)
+    let frames = try await h.output.frames(socket, count: 1)
+    let m = try await h.openDevice(client: client, guid: try #require(Harness.guid(frames[0])))
+    return (h, client, m)
+  }
+
+  private func favorite(_ h: Harness, _ m: Int) async throws -> String? {
+    let reply = try await h.rpc(
+      "getproperty", #"{"handle":\#(m),"property":{"id":328193,"type":0,"value":{}}}"#)
+    guard let range = reply.firstRange(of: #""type":5,"value":""#) else { return nil }
+    return String(reply[range.upperBound...].prefix { $0 != "\"" })
+  }
+
+  @Test(
+    "ConnectDiscoveredDevice adds the device to the Favorite list; RemoveDevice by GUID or address takes it off both lists"
+  )
+  func connectThenRemove() async throws {
+    let (h, client, m) = try await manager()
+    _ = try await h.rpc(
+      "setproperty", #"{"handle":\#(m),"property":{"id":328193,"type":5,"value":"AA:BB:CC:DD:EE:01"}}"#)
+    _ = try await h.rpc(
+      "setproperty", #"{"handle":\#(m),"property":{"id":1376771,"type":5,"value":"00:11:22:7E:F6:19"}}"#)
+    #expect(try await favorite(h, m) == "AA:BB:CC:DD:EE:01;00:11:22:7E:F6:19")
+    #expect(try h.store.load().devices.map(\.id) == ["00:11:22:7E:F6:19"])
+
+    let removed = try await h.rpc(
+      "setproperty",
+      #"{"handle":\#(client),"property":{"id":-2146107372,"type":5,"value":"00:11:22:7E:F6:19"}}"#)
+    #expect(removed.hasPrefix(#"{"id":1,"jsonrpc":"2.0","result":"#), "\(removed)")
+    #expect(try await favorite(h, m) == "AA:BB:CC:DD:EE:01")
+    #expect(try h.store.load().devices.isEmpty)
+    #expect(h.system.calls.withLock { $0 }.contains("remove 00:11:22:7E:F6:19"))
+
+    // A device only the Favorite list names (the engine connects it from there) is removed from it.
+    _ = try await h.rpc(
+      "setproperty",
+      #"{"handle":\#(client),"property":{"id":-2146107372,"type":5,"value":"AA:BB:CC:DD:EE:01"}}"#)
+    #expect(try await favorite(h, m) == "")
+    let again = try await h.rpc(
+      "setproperty",
+      #"{"handle":\#(client),"property":{"id":-2146107372,"type":5,"value":"AA:BB:CC:DD:EE:01"}}"#)
+    #expect(again.hasPrefix(#"{"error":{"code":-17,"#))
+  }
+
+  @Test(
+    "a Favorite of * stays * through ConnectDiscoveredDevice and RemoveDevice; off becomes the one device")
+  func starAndOff() async throws {
+    let (h, client, m) = try await manager()
+    _ = try await h.rpc(
+      "setproperty", #"{"handle":\#(m),"property":{"id":1376771,"type":5,"value":"00:11:22:7E:F6:19"}}"#)
+    #expect(try await favorite(h, m) == "00:11:22:7E:F6:19")
+    _ = try await h.rpc("setproperty", #"{"handle":\#(m),"property":{"id":328193,"type":5,"value":"*"}}"#)
+    _ = try await h.rpc(
+      "setproperty", #"{"handle":\#(m),"property":{"id":1376771,"type":5,"value":"00:11:22:7E:F6:20"}}"#)
+    #expect(try await favorite(h, m) == "*")
+    _ = try await h.rpc(
+      "setproperty",
+      #"{"handle":\#(client),"property":{"id":-2146107372,"type":5,"value":"00:11:22:7E:F6:20"}}"#)
+    #expect(try await favorite(h, m) == "*")
+    #expect(try h.store.load().devices.map(\.id) == ["00:11:22:7E:F6:19"])
+  }
+
+  @Test("the Lasso properties are device properties no device has: -15 on a device, -15 on the client handle")
+  func lasso() async throws {
+    let h = Harness(bluetooth: false)
+    let device = FakeDevice(id: "AA:BB:CC:DD:EE:FF")
+    h.engine.attach([device])
+    try await eventually("the arrival recorded") {
+      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
+    }
+    let client = try await h.openClient()
+    let socket = try await h.socket(for: client, id: 1)
+    let frames = try await h.output.frames(socket, count: 1)
+    let d = try await h.openDevice(client: client, guid: try #require(Harness.guid(frames[0])))
+    for (handle, request) in [
+      (d, #"{"id":131359,"type":0,"value":{}}"#), (d, #"{"id":131359,"type":2,"value":1}"#),
+      (d, #"{"id":1311008,"type":4,"value":[1,2,3,4]}"#), (d, #"{"id":196897,"type":3,"value":60}"#),
+      (client, #"{"id":131359,"type":2,"value":1}"#),
+    ] {
+      let method = request.contains(#""type":0"#) ? "getproperty" : "setproperty"
+      let reply = try await h.rpc(method, #"{"handle":\#(handle),"property":\#(request)}"#)
+      #expect(reply.hasPrefix(#"{"error":{"code":-15,"#), "\(request): \(reply)")
+    }
+    #expect(device.calls.withLock { $0 }.count == 4)
+  }
+}
