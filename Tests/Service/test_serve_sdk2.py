@@ -6,6 +6,7 @@ sent the way its HTTP transport sends every call (docs/capturejs.md §2: a decim
 carry `property`). Our own code; no client code is copied. Run: CAPTURE_BIN=.build/debug/capture
 python3 -m unittest discover -s Tests/Service -p test_serve_sdk2.py -v"""
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -189,6 +190,78 @@ class BluetoothLEClientTests(AsyncTestCase):
         removal = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=20,
                                     what="DeviceRemoval after the reset")
         self.assertEqual(removal["event"]["value"]["guid"], arrival["event"]["value"]["guid"])
+
+
+PROP_FAVORITE = 328193
+PROP_UNIQUE_DEVICE_IDENTIFIER = 5308930
+PROP_CONNECT_DISCOVERED = 1376771
+PROP_ADD_DEVICE = -2146303981
+PROP_REMOVE_DEVICE = -2146107372
+EV_DEVICE_DISCOVERED, EV_DISCOVERY_END = 13, 14
+BLUETOOTH_LE = 1  # BluetoothDiscoveryMode (docs/capture-sdk.md §7.15)
+D600_NEW = "00:11:22:7E:F6:20"
+
+
+class DeviceManagerClientTests(AsyncTestCase):
+    """CaptureHelper's SDK 2.0 device calls and the deprecated Favorite on one state (docs/capturejs.md
+    §3.2), against a D600 in range that this host does not know yet."""
+
+    async def test_add_connect_and_remove_a_device_and_favorite_agrees(self):
+        try:
+            rig = BlueZRig()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        rig.ctl("AddLEDevice", D600_NEW, "Socket D600 [7EF620]", "d600", -50, "false")
+        service = Service([D600], env=rig.env)
+        self.addCleanup(service.stop)
+        flutter = Flutter(service)
+        client = await EventClient(service, path="/").open(wait_id="1")
+        self.addAsyncCleanup(client.close)
+        manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
+        dm = await client.opendevice(manager["event"]["value"]["guid"])
+
+        def favorite():
+            got = subprocess.run([capture_bin(), "get", "manager", "favorite"], env=service.env, capture_output=True,
+                                 text=True, timeout=20)
+            self.assertEqual(got.returncode, 0, got)
+            return got.stdout.strip()
+
+        # addBluetoothDevice(mode: 1): AddDevice, a Byte on the root client (lib/capture_helper.dart:247-253).
+        mark = len(client.events())
+        self.assertNotIn("error", flutter.set(client.handle, PROP_ADD_DEVICE, T_BYTE, BLUETOOTH_LE))
+        found = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_DISCOVERED and "7EF620" in json.dumps(r["event"]),
+                                  start=mark, timeout=20, what="DeviceDiscovered of the new D600")
+        self.assertEqual(found["handle"], client.handle)
+        discovered = found["event"]["value"]
+        await client.wait(lambda r: r["event"]["id"] == EV_DISCOVERY_END, start=mark, timeout=30, what="DiscoveryEnd")
+
+        # connectDiscoveredDevice off Android: "identifierUuid;serviceUuid" to the device manager
+        # (lib/capture_helper.dart:263-272).
+        mark = len(client.events())
+        value = f"{discovered['identifierUuid']};{discovered['serviceUuid']}"
+        self.assertNotIn("error", flutter.set(dm, PROP_CONNECT_DISCOVERED, T_STRING, value))
+        arrival = await client.arrival("7EF620", timeout=20, start=mark)
+        self.assertEqual(favorite(), D600_NEW)
+        got = flutter.get(dm, PROP_FAVORITE)["result"]["property"]
+        self.assertEqual(got, {"id": PROP_FAVORITE, "type": T_STRING, "value": D600_NEW})
+
+        # removeBleDevice on Android: getDeviceUniqueIdentifier(guid), a get with a String on the device
+        # manager (lib/capture_helper.dart:310-315), then RemoveDevice with it on the root client
+        # (lib/capture_helper.dart:292-298).
+        guid = arrival["event"]["value"]["guid"]
+        identifier = flutter.get(dm, PROP_UNIQUE_DEVICE_IDENTIFIER, T_STRING, guid)["result"]["property"]["value"]
+        self.assertEqual(identifier, D600_NEW)
+        mark = len(client.events())
+        self.assertNotIn("error", flutter.set(client.handle, PROP_REMOVE_DEVICE, T_STRING, identifier))
+        removal = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=20,
+                                    what="DeviceRemoval of the removed D600")
+        self.assertEqual(removal["event"]["value"]["guid"], guid)
+        self.assertEqual(favorite(), "")
+        # The SDK 1.x way on the same state: Favorite "*" (setFavoriteDevices, docs/capture-sdk.md §7.16).
+        self.assertNotIn("error", flutter.set(dm, PROP_FAVORITE, T_STRING, "*"))
+        self.assertEqual(favorite(), "*")
 
 
 if __name__ == "__main__":
