@@ -63,6 +63,12 @@ struct ClientPropertyTests {
       #"{"handle":\#(client),"property":{"id":-2141913085,"type":5,"value":"SocketCamSymbologySelector=off"}}"#
     )
     #expect(badValue.hasPrefix(#"{"error":{"code":-24,"#))
+    // A hostile key is named in the error at most 200 characters long, without control characters.
+    let long = try await h.rpc(
+      "setproperty",
+      #"{"handle":\#(client),"property":{"id":-2141913085,"type":5,"value":"\#(String(repeating: "k", count: 100_000))\u0007=1"}}"#
+    )
+    #expect(long.hasPrefix(#"{"error":{"code":-23,"#) && long.utf8.count < 400, "\(long.prefix(300))")
     let noEquals = try await h.rpc(
       "setproperty", #"{"handle":\#(client),"property":{"id":-2141913085,"type":5,"value":"disabled"}}"#)
     #expect(noEquals.hasPrefix(#"{"error":{"code":-24,"#))
