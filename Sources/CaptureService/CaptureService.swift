@@ -108,6 +108,12 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     /// Refused origins already told on stderr: one line each, so a page retrying cannot flood it.
     var toldOrigins: Set<String> = []
     var isStopping = false
+    /// The Configuration strings set on client handles (`Properties.swift`), by key: the service's,
+    /// as the SDK's Configuration is its Capture object's; only known keys with known values.
+    var configuration: [String: String] = [:]
+    /// SocketCam reads a trigger started and no code has ended yet, by connection key: a stop that
+    /// finds its read here sends the SDK's cancel (`SocketCamReads.swift`).
+    var pendingReads: Set<String> = []
   }
 
   public let engine: CaptureEngine
@@ -127,7 +133,16 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     let lane = engine.subscribe("capture serve connections") { [weak self] event in
       guard let self else { return }
       switch event.payload {
-      case .deviceArrival, .deviceRemoval: self.state.withLock { $0.connections.observe(event) }
+      case .deviceArrival, .deviceRemoval:
+        self.state.withLock { s in
+          s.connections.observe(event)
+          // A read ends with its device's connection: the app closes the device on its removal.
+          s.pendingReads.remove(Connections.key(event.device))
+        }
+      case .decodedData:
+        // A code ended the read: a stop after it cancels nothing. This lane runs after every client's
+        // queue was offered the code, in the device's own order.
+        _ = self.state.withLock { $0.pendingReads.remove(Connections.key(event.device)) }
       default: break
       }
     }

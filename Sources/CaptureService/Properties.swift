@@ -39,7 +39,7 @@ extension CaptureService {
     let argument = try PropertyWire.decode(request.type, request.value)
     let value: PropertyValue
     switch target {
-    case .client: value = try getCapture(id)
+    case .client: value = try getCapture(id, argument)
     case .device(_, let key, let guid):
       value = try await device(key: key, guid: guid).get(id, argument: argument)
     case .deviceManager: value = try getManager(id, argument)
@@ -53,7 +53,7 @@ extension CaptureService {
 
   // MARK: Capture (the client handle)
 
-  func getCapture(_ id: PropertyID) throws(CaptureError) -> PropertyValue {
+  func getCapture(_ id: PropertyID, _ argument: PropertyValue = .none) throws(CaptureError) -> PropertyValue {
     switch id {
     case .version:
       return .version(
@@ -66,6 +66,10 @@ extension CaptureService {
       // The persisted setting `capture set socketcam socket-cam-status` writes; NotSupported when
       // serve has no SOURCE for SocketCam.
       return .byte(try engine.socketCamStatus().rawValue)
+    case .configuration:
+      return .string(try configurationItem(argument))
+    case .singlePartnership, .singlePartnershipStamp:
+      throw .notSupported(Self.singlePartnershipWhy(id))
     default:
       throw .notSupported("the Capture service has no \(Self.describe(id)) on the client handle")
     }
@@ -94,6 +98,10 @@ extension CaptureService {
         transport: transport, window: configuration.discoveryWindow, handle: client, client: client)
     case (.removeDevice, .string(let text)):
       try await removeDevice(text)
+    case (.configuration, .string(let text)):
+      try setConfiguration(text)
+    case (.singlePartnership, _):
+      throw .notSupported(Self.singlePartnershipWhy(id))
     default:
       throw .notSupported("the Capture service has no settable \(Self.describe(id)) on the client handle")
     }
@@ -111,9 +119,10 @@ extension CaptureService {
   }
 
   /// Drops a device from the state file and re-reads it: its supervisor stops and its removal reaches
-  /// every client.
+  /// every client. The device leaves both lists the engine connects from (DeviceManager.forgetAndUnlist):
+  /// the remembered devices and the Favorite list. Neither remembered nor listed: ESKT_NOTFOUND.
   func forget(_ id: String) async throws(CaptureError) {
-    guard try await engine.devices.forget(id) != nil else {
+    guard try await engine.devices.forgetAndUnlist(id) else {
       throw CaptureError(.notFound, "\(id) is not a remembered device")
     }
     engine.reload()
@@ -140,9 +149,18 @@ extension CaptureService {
     async throws(CaptureError)
   {
     let device = try device(key: key, guid: guid)
-    // A trigger is the device's trigger action, as `capture trigger` sends it.
+    // A trigger is the device's trigger action, as `capture trigger` sends it; SocketCam's reads are
+    // followed so that a stop before a code sends the SDK's cancel (`SocketCamReads.swift`).
     if id == .triggerDevice, case .byte(let raw) = value, let action = Trigger(rawValue: raw) {
-      try await device.trigger(action)
+      if device.info.type.isSocketCam {
+        try await triggerSocketCam(device, action, key: key)
+      } else {
+        try await device.trigger(action)
+      }
+      return
+    }
+    if id == .resetSinglePartnershipDevice {
+      try await resetPartnership(device)
       return
     }
     try await device.set(id, value)
@@ -182,7 +200,7 @@ extension CaptureService {
     case (.connectDiscoveredDevice, .string(let identifier)):
       try await connect(identifier)
     case (.disconnectDiscoveredDevice, .string(let identifier)):
-      let selector = try DeviceSelector.parse(identifier)
+      let selector = try DeviceSelector.parse(Self.identifierUUID(identifier))
       try await forget(selector.description)
     default:
       throw .notSupported("the device manager has no settable \(Self.describe(id))")
@@ -192,11 +210,19 @@ extension CaptureService {
   /// ConnectDiscoveredDevice: connected the way `capture connect` does, remembered, then supervised
   /// by the engine like every remembered device (its arrival follows).
   func connect(_ identifier: String) async throws(CaptureError) {
-    guard case .bluetooth(let address) = try DeviceSelector.parse(identifier) else {
+    guard case .bluetooth(let address) = try DeviceSelector.parse(Self.identifierUUID(identifier)) else {
       throw .invalidParameter("ConnectDiscoveredDevice takes the identifierUuid of a DeviceDiscovered event")
     }
-    _ = try await engine.devices.connectAndRemember(address: address, keepingAlias: true)
+    let connected = try await engine.devices.connectAndRemember(address: address, keepingAlias: true)
+    try await engine.devices.addFavorite(RememberedDevice(bluetooth: connected, alias: nil).id)
     engine.reload()
+  }
+
+  /// The identifierUuid of a ConnectDiscoveredDevice value: Flutter sends `identifierUuid;serviceUuid`
+  /// off Android and the identifier alone on it (capturesdk_flutter lib/capture_helper.dart
+  /// `connectDiscoveredDevice`); both name the same device.
+  static func identifierUUID(_ value: String) -> String {
+    value.firstIndex(of: ";").map { String(value[..<$0]) } ?? value
   }
 
   /// A discovery through the engine's device management; DeviceDiscovered for each device found and

@@ -57,6 +57,43 @@ public struct DeviceManager: Sendable {
     }
   }
 
+  /// Forgets `id` and takes it off the Favorite list (`capture set manager favorite`): the device
+  /// leaves both lists the engine connects from (docs/engine.md), so the service's RemoveDevice and
+  /// DisconnectDiscoveredDevice undo what ConnectDiscoveredDevice or a Favorite did and `capture get
+  /// manager favorite` agrees. A Favorite of `*` stays: it asks for every Socket Mobile device in
+  /// range, a removed one too. True when it was remembered or listed.
+  public func forgetAndUnlist(_ id: String) async throws(CaptureError) -> Bool {
+    try await store.asyncUpdate { (state: inout StateFile) throws(CaptureError) -> Bool in
+      let before = state.devices.count
+      state.devices.removeAll { $0.id == id }
+      var listed = false
+      if case .devices(var ids)? = try? Favorites(parsing: state.favorite), let index = ids.firstIndex(of: id)
+      {
+        ids.remove(at: index)
+        // The last one gone is "" (no favourites), the string of `.off`.
+        state.favorite = Favorites.devices(ids).value
+        listed = true
+      }
+      return state.devices.count != before || listed
+    }
+  }
+
+  /// Adds `address` to the Favorite list, the SDK 1.x form of "the devices this manager connects"
+  /// (docs/capture-sdk.md §7.16): Companion 2.0 replaced Favorite with AddDevice /
+  /// ConnectDiscoveredDevice / RemoveDevice, and both ways share this state. `*` already names it; a
+  /// setting the engine cannot parse is left as it is.
+  public func addFavorite(_ address: String) async throws(CaptureError) {
+    try await store.asyncUpdate { (state: inout StateFile) throws(CaptureError) in
+      guard let favorites = try? Favorites(parsing: state.favorite) else { return }
+      switch favorites {
+      case .anySocketMobile: return
+      case .off: state.favorite = Favorites.devices([address]).value
+      case .devices(let ids):
+        if !ids.contains(address) { state.favorite = Favorites.devices(ids + [address]).value }
+      }
+    }
+  }
+
   /// Disconnects a Bluetooth device and makes bluetoothd forget it; nil when bluetoothd did not know it.
   public func unpair(address: String) async throws(CaptureError) -> BluetoothDeviceInfo? {
     try await system.remove(address: address, adapter: adapter)
@@ -118,17 +155,33 @@ public struct DeviceManager: Sendable {
   public func resetPartnership(address: String) async throws(CaptureError) {
     let device = try await open(.bluetooth(address))
     do throws(CaptureError) {
-      guard device.capabilities.canWrite(PropertyID.deletePairingBondingDevice) else {
-        throw CaptureError.notSupported(
-          "no public command resets the partnership of a \(device.info.type.typeName); remove it instead")
-      }
-      try await device.set(PropertyID.deletePairingBondingDevice, .byte(DeletePairing.all.rawValue))
+      try await deleteBonds(device)
     } catch {
       await device.close()
       throw error
     }
     await device.close()
     _ = try await unpair(address: address)
+  }
+
+  /// The same reset on a device someone already holds open (the service's
+  /// ResetSinglePartnershipDevice on a device handle): the bonds deleted, then the host's side
+  /// forgotten; the device stays open to its holder until its link drops.
+  public func resetPartnership(of device: any Device) async throws(CaptureError) {
+    guard case .bluetooth(let address)? = try? DeviceSelector.parse(device.info.id) else {
+      throw CaptureError.notSupported(
+        "\(device.info.name) is not a Bluetooth device: it has no partnership to reset")
+    }
+    try await deleteBonds(device)
+    _ = try await unpair(address: address)
+  }
+
+  private func deleteBonds(_ device: any Device) async throws(CaptureError) {
+    guard device.capabilities.canWrite(PropertyID.deletePairingBondingDevice) else {
+      throw CaptureError.notSupported(
+        "no public command resets the partnership of a \(device.info.type.typeName); remove it instead")
+    }
+    try await device.set(PropertyID.deletePairingBondingDevice, .byte(DeletePairing.all.rawValue))
   }
 
   /// Opens one device with this manager's adapter, timeout and diagnostics.

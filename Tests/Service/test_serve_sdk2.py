@@ -1,0 +1,268 @@
+"""`capture serve` against the request shapes of the SDK 2.0 clients (docs/capturejs.md §3.1): each
+request is transliterated from Socket Mobile's Flutter CaptureSDK, capturesdk_flutter @ 2708b9e
+(`lib/capture_helper.dart`, `lib/capture_helper_device.dart`), with the file:line it comes from, and
+sent the way its HTTP transport sends every call (docs/capturejs.md §2: a decimal-string id, params
+`{"handle":H,"guid":null,"property":{...}}`; the reply's `result.handle` must be H and a set's reply must
+carry `property`). Our own code; no client code is copied. Run: CAPTURE_BIN=.build/debug/capture
+python3 -m unittest discover -s Tests/Service -p test_serve_sdk2.py -v"""
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_harness import *  # noqa: E402,F401,F403
+import serve_harness as h  # noqa: E402
+
+
+def setUpModule():
+    if not os.access(h.capture_bin(), os.X_OK):
+        raise unittest.SkipTest(f"*** SKIPPED: no capture binary at {h.capture_bin()} (set CAPTURE_BIN)")
+
+
+# Ids and values from the SDK's generated tables (docs/capture-sdk.md §1, §2.2, §3, §4).
+PROP_CONFIGURATION = -2141913085
+PROP_SINGLE_PARTNERSHIP = -2147221214
+PROP_RESET_SINGLE_PARTNERSHIP = 292
+PROP_RESET_DEVICE = 1048832
+ESKT_UNKNOWNCONFIGURATION, ESKT_INVALIDCONFIGURATION, ESKT_CANCEL = -23, -24, -91
+TRIGGER_START, TRIGGER_STOP = 1, 2
+EV_DEVICE_MANAGER_ARRIVAL = 11
+D600 = "00:11:22:7E:F6:19"
+D600_PATH = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
+
+
+def wait_for_line(path, text, seconds=20):
+    """True once the file at `path` has a line containing `text`; False after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(path, errors="replace") as f:
+                if any(text in line for line in f):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+class Flutter:
+    """The calls of Flutter's CaptureHelper as its HttpTransport puts them on the wire: ids "2", "3", …
+    (its counter starts at 1 and the WebSocket's waitforcaptureevent is "1"), `guid` null beside the
+    property (docs/capturejs.md §1.4, §2)."""
+
+    def __init__(self, service):
+        self.service = service
+        self.ids = itertools.count(2)
+
+    def call(self, method, handle, prop):
+        reply = self.service.call(method, {"handle": handle, "guid": None, "property": prop}, id=str(next(self.ids)))
+        if "result" in reply:
+            # What Flutter's transport checks before it hands the property to the helper.
+            assert reply["result"].get("handle") == handle, reply
+            assert isinstance(reply["result"].get("property"), dict), reply
+        return reply
+
+    def get(self, handle, prop_id, type=T_NONE, value=None):
+        # _get's defaults: type None and {} (lib/capture_helper.dart:586, lib/capture_helper_device.dart:45-49).
+        return self.call("getproperty", handle, {"id": prop_id, "type": type, "value": {} if value is None else value})
+
+    def set(self, handle, prop_id, type, value):
+        return self.call("setproperty", handle, {"id": prop_id, "type": type, "value": value})
+
+
+class SocketCamClientTests(AsyncTestCase):
+    """A service with SocketCam reading a watched directory (`serve --dir`)."""
+
+    def setUp(self):
+        self.images = tempfile.mkdtemp(prefix="capture-serve-sdk2.")
+        self.addCleanup(shutil.rmtree, self.images, True)
+        self.service = Service(extra=["--dir", self.images])
+        self.addCleanup(self.service.stop)
+        self.flutter = Flutter(self.service)
+
+    async def client(self):
+        c = await EventClient(self.service, path="/").open(wait_id="1")
+        self.addAsyncCleanup(c.close)
+        return c
+
+    async def socketcam(self, client):
+        # setSocketCamEnabled(enabled: SocketCam.enable): a Byte set on the root client
+        # (lib/capture_helper.dart:214-220).
+        self.assertNotIn("error", self.flutter.set(client.handle, PROP_SOCKETCAM_STATUS, T_BYTE, 0))
+        arrival = await client.arrival("SocketCam", timeout=15)
+        return await client.opendevice(arrival["event"]["value"]["guid"])
+
+    async def test_configuration_symbology_selector_is_accepted_and_read_back(self):
+        client = await self.client()
+        # setSocketCamSymbologySelectorDisabled(disabled: true) (lib/capture_helper.dart:230-238).
+        reply = self.flutter.set(client.handle, PROP_CONFIGURATION, T_STRING, "SocketCamSymbologySelector=disabled")
+        self.assertEqual(reply["result"]["property"],
+                         {"id": PROP_CONFIGURATION, "type": T_STRING, "value": "SocketCamSymbologySelector=disabled"})
+        got = self.flutter.get(client.handle, PROP_CONFIGURATION, T_STRING, "SocketCamSymbologySelector")
+        self.assertEqual(got["result"]["property"]["value"], "SocketCamSymbologySelector=disabled")
+        # ... and disabled: false (lib/capture_helper.dart:231-233).
+        self.assertNotIn("error", self.flutter.set(client.handle, PROP_CONFIGURATION, T_STRING,
+                                                   "SocketCamSymbologySelector=enabled"))
+        got = self.flutter.get(client.handle, PROP_CONFIGURATION, T_STRING, "SocketCamSymbologySelector")
+        self.assertEqual(got["result"]["property"]["value"], "SocketCamSymbologySelector=enabled")
+        self.assertEqual(error_code(self.flutter.set(client.handle, PROP_CONFIGURATION, T_STRING, "Nope=1")),
+                         ESKT_UNKNOWNCONFIGURATION)
+        self.assertEqual(error_code(self.flutter.set(client.handle, PROP_CONFIGURATION, T_STRING,
+                                                     "SocketCamSymbologySelector=maybe")), ESKT_INVALIDCONFIGURATION)
+
+    async def test_a_stopped_read_without_a_code_sends_decoded_data_with_result_cancel(self):
+        client = await self.client()
+        device = await self.socketcam(client)
+
+        def is_cancel(r):
+            e = r["event"]
+            return r["handle"] == device and e["id"] == EV_DECODED_DATA and e.get("result") == ESKT_CANCEL
+
+        # setTrigger(Trigger.start) then setTrigger(Trigger.stop): Byte sets on the device
+        # (lib/capture_helper_device.dart:136-138).
+        mark = len(client.events())
+        self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START))
+        self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
+        cancel = await client.wait(is_cancel, start=mark, timeout=15, what="DecodedData with result -91")
+        # The helper takes it as SocketCam canceled by its result (lib/capture_helper.dart:484-493);
+        # CaptureJS by id 0 and empty name and data as well (docs/capturejs.md §4).
+        self.assertEqual(cancel["event"]["type"], EVT_DECODED_DATA)
+        self.assertEqual(cancel["event"]["value"], {"id": 0, "name": "", "data": []})
+
+        # A read a code ended: its stop sends no cancel; the next empty read's stop does, after the code.
+        mark = len(client.events())
+        self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START))
+        tmp = os.path.join(self.images, ".tmp-a.png")
+        subprocess.run(["zint", "-b", "58", "-d", "SDK2-QR", "-o", tmp], check=True, capture_output=True)
+        os.rename(tmp, os.path.join(self.images, "a.png"))
+        await client.decoded(device, "SDK2-QR", timeout=15, start=mark)
+        self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
+        self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START))
+        self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
+        await client.wait(is_cancel, start=mark, timeout=15, what="the second cancel")
+        kinds = [("cancel" if is_cancel(r) else "code") for r in client.events()[mark:]
+                 if r["handle"] == device and r["event"]["id"] == EV_DECODED_DATA]
+        self.assertEqual(kinds, ["code", "cancel"])
+
+
+class BluetoothLEClientTests(AsyncTestCase):
+    """A D600 on the BlueZ model (Tests/Rigs): the device-lifecycle calls of CaptureHelperDevice."""
+
+    async def test_reset_single_partnership_deletes_the_bonds_reset_device_and_single_partnership_are_not_supported(self):
+        try:
+            rig = BlueZRig()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        service = Service([D600], env=rig.env)
+        self.addCleanup(service.stop)
+        flutter = Flutter(service)
+        client = await EventClient(service, path="/").open(wait_id="1")
+        self.addAsyncCleanup(client.close)
+        arrival = await client.arrival("D600", timeout=20)
+        device = await client.opendevice(arrival["event"]["value"]["guid"])
+        self.assertTrue(rig.ctl("GetState", D600_PATH)["Bonded"])
+
+        # setReset(): ResetDevice, type None with {} (lib/capture_helper_device.dart:258-263). The D600 has
+        # no public command for it: the SDK's "not supported by this device".
+        self.assertEqual(error_code(flutter.set(device, PROP_RESET_DEVICE, T_NONE, {})), ESKT_NOTSUPPORTED)
+        # SinglePartnership on the root client: get type None with {} (its value layout is not public).
+        self.assertEqual(error_code(flutter.get(client.handle, PROP_SINGLE_PARTNERSHIP)), ESKT_NOTSUPPORTED)
+
+        # ResetSinglePartnershipDevice (292, set None, docs/capture-sdk.md §2.2), sent as setReset sends
+        # its None: the D600 deletes its bonds and bluetoothd forgets it, as capture partnership reset.
+        mark = len(client.events())
+        reply = flutter.set(device, PROP_RESET_SINGLE_PARTNERSHIP, T_NONE, {})
+        self.assertEqual(reply["result"]["property"], {"id": PROP_RESET_SINGLE_PARTNERSHIP, "type": T_NONE})
+        # The D600 got its delete-bonds command (config 0F, magic FE DA FA ED, docs/device-protocols.md
+        # §2.6) and answered success, as the rig logs it; bluetoothd's side is the removal below (the
+        # engine then connects the remembered D600 again and bonds anew, so the rig's bond state cannot
+        # be caught in between).
+        line = f"{D600} config 0F fedafaed -> status 00"
+        self.assertTrue(wait_for_line(os.path.join(rig.dir, "mock.log"), line), f"no '{line}' in the rig's log")
+        removal = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=20,
+                                    what="DeviceRemoval after the reset")
+        self.assertEqual(removal["event"]["value"]["guid"], arrival["event"]["value"]["guid"])
+
+
+PROP_FAVORITE = 328193
+PROP_UNIQUE_DEVICE_IDENTIFIER = 5308930
+PROP_CONNECT_DISCOVERED = 1376771
+PROP_ADD_DEVICE = -2146303981
+PROP_REMOVE_DEVICE = -2146107372
+EV_DEVICE_DISCOVERED, EV_DISCOVERY_END = 13, 14
+BLUETOOTH_LE = 1  # BluetoothDiscoveryMode (docs/capture-sdk.md §7.15)
+D600_NEW = "00:11:22:7E:F6:20"
+
+
+class DeviceManagerClientTests(AsyncTestCase):
+    """CaptureHelper's SDK 2.0 device calls and the deprecated Favorite on one state (docs/capturejs.md
+    §3.2), against a D600 in range that this host does not know yet."""
+
+    async def test_add_connect_and_remove_a_device_and_favorite_agrees(self):
+        try:
+            rig = BlueZRig()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        rig.ctl("AddLEDevice", D600_NEW, "Socket D600 [7EF620]", "d600", -50, "false")
+        service = Service([D600], env=rig.env)
+        self.addCleanup(service.stop)
+        flutter = Flutter(service)
+        client = await EventClient(service, path="/").open(wait_id="1")
+        self.addAsyncCleanup(client.close)
+        manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
+        dm = await client.opendevice(manager["event"]["value"]["guid"])
+
+        def favorite():
+            got = subprocess.run([capture_bin(), "get", "manager", "favorite"], env=service.env, capture_output=True,
+                                 text=True, timeout=20)
+            self.assertEqual(got.returncode, 0, got)
+            return got.stdout.strip()
+
+        # addBluetoothDevice(mode: 1): AddDevice, a Byte on the root client (lib/capture_helper.dart:247-253).
+        mark = len(client.events())
+        self.assertNotIn("error", flutter.set(client.handle, PROP_ADD_DEVICE, T_BYTE, BLUETOOTH_LE))
+        found = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_DISCOVERED and "7EF620" in json.dumps(r["event"]),
+                                  start=mark, timeout=20, what="DeviceDiscovered of the new D600")
+        self.assertEqual(found["handle"], client.handle)
+        discovered = found["event"]["value"]
+        await client.wait(lambda r: r["event"]["id"] == EV_DISCOVERY_END, start=mark, timeout=30, what="DiscoveryEnd")
+
+        # connectDiscoveredDevice off Android: "identifierUuid;serviceUuid" to the device manager
+        # (lib/capture_helper.dart:263-272).
+        mark = len(client.events())
+        value = f"{discovered['identifierUuid']};{discovered['serviceUuid']}"
+        self.assertNotIn("error", flutter.set(dm, PROP_CONNECT_DISCOVERED, T_STRING, value))
+        arrival = await client.arrival("7EF620", timeout=20, start=mark)
+        self.assertEqual(favorite(), D600_NEW)
+        got = flutter.get(dm, PROP_FAVORITE)["result"]["property"]
+        self.assertEqual(got, {"id": PROP_FAVORITE, "type": T_STRING, "value": D600_NEW})
+
+        # removeBleDevice on Android: getDeviceUniqueIdentifier(guid), a get with a String on the device
+        # manager (lib/capture_helper.dart:310-315), then RemoveDevice with it on the root client
+        # (lib/capture_helper.dart:292-298).
+        guid = arrival["event"]["value"]["guid"]
+        identifier = flutter.get(dm, PROP_UNIQUE_DEVICE_IDENTIFIER, T_STRING, guid)["result"]["property"]["value"]
+        self.assertEqual(identifier, D600_NEW)
+        mark = len(client.events())
+        self.assertNotIn("error", flutter.set(client.handle, PROP_REMOVE_DEVICE, T_STRING, identifier))
+        removal = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=20,
+                                    what="DeviceRemoval of the removed D600")
+        self.assertEqual(removal["event"]["value"]["guid"], guid)
+        self.assertEqual(favorite(), "")
+        # The SDK 1.x way on the same state: Favorite "*" (setFavoriteDevices, docs/capture-sdk.md §7.16).
+        self.assertNotIn("error", flutter.set(dm, PROP_FAVORITE, T_STRING, "*"))
+        self.assertEqual(favorite(), "*")
+
+
+if __name__ == "__main__":
+    unittest.main()
