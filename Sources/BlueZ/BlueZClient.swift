@@ -136,9 +136,25 @@ public final class BlueZClient: Sendable {
   }
 
   // Device1
-  public func connect(_ devicePath: String, timeout: Duration) async throws(CaptureError) {
-    _ = try await call(
-      devicePath, BlueZName.device, BlueZName.Method.connect, timeout: timeout, context: "connecting")
+  /// Device1.Connect. Returns false when a connection of the device was already under way, so the
+  /// caller waits for that one instead of failing: another client's Connect (InProgress,
+  /// doc/org.bluez.Device.rst) or the kernel's own, where bluetoothd connects a bonded LE device in
+  /// the background and a Connect then fails with `alreadyInProgressMessage` (EALREADY).
+  @discardableResult
+  public func connect(_ devicePath: String, timeout: Duration) async throws(CaptureError) -> Bool {
+    do {
+      _ = try await bus.call(
+        destination: BlueZName.service, path: devicePath, interface: BlueZName.device,
+        member: BlueZName.Method.connect, [], timeout: timeout)
+      return true
+    } catch
+      where error.name == BlueZName.Error.inProgress
+      || (error.name == BlueZName.Error.failed && error.message == BlueZName.Error.alreadyInProgressMessage)
+    {
+      return false
+    } catch {
+      throw BlueZErrorMap.captureError(error, "connecting")
+    }
   }
   public func disconnect(_ devicePath: String) async throws(CaptureError) {
     _ = try await call(devicePath, BlueZName.device, BlueZName.Method.disconnect, context: "disconnecting")

@@ -136,6 +136,10 @@ public enum BlueZName {
     public static let notConnectedMessage = "Not connected"
     /// The prefix of the Failed message of an LE connection attempt the device did not answer.
     public static let leConnectionAbortPrefix = "le-connection-abort"
+    /// The Failed message of a Connect while the kernel is already connecting the device:
+    /// strerror(EALREADY), which bluetoothd passes on (seen from bluetoothd 5.66 when its own
+    /// background connection of a bonded LE device was under way).
+    public static let alreadyInProgressMessage = "Operation already in progress"
   }
 
   /// D-Bus daemon errors the client maps (D-Bus specification, "Message Bus Messages").

@@ -190,6 +190,33 @@ struct BLEDeviceTests {
     }
   }
 
+  @Test(
+    "connect while another connection of the device is under way waits for that one and succeeds, not ESKT_PENDINGOPERATIONNOTCOMPLETED"
+  )
+  func connectJoinsAConnectionUnderWay() async throws {
+    try await withRig { rig, sandbox in
+      try await rig.ctl("AddLEDevice", s370, "Socket S370 [373700]", "s370", "--", "-55", "false")
+      // The first Connect stays pending for 3 s, as a real link takes time to come up; a second
+      // Connect meanwhile is refused by bluetoothd (InProgress; the kernel's own background connect of
+      // a bonded device gives Failed "Operation already in progress", met in the VM tier).
+      try await rig.ctl("Configure", #"{"ConnectDelay": 3.0}"#)
+      let dev = BlueZRig.devicePath(s370)
+      let first = Task { try await sandbox.capture(["--json", "connect", s370]) }
+      await waitUntil("the first Connect is pending", seconds: 60, every: .milliseconds(20)) {
+        let calls = try? parseJSON(try await rig.ctl("GetConnectCalls", dev)).array
+        return (calls?.count ?? 0) >= 1
+      }
+      let second = try await sandbox.capture(["--json", "connect", s370])
+      #expect(second.status == 0, "\(second)")
+      #expect(events(second).compactMap { $0["device"]?["type"]?.int } == [0x5011B, 0x5061B])
+      let calls = try parseJSON(try await rig.ctl("GetConnectCalls", dev)).array ?? []
+      // The second did call Connect and was refused as in progress: it went the waiting way.
+      #expect(calls.count == 2, "\(calls)")
+      let earlier = try await first.value
+      #expect(earlier.status == 0, "\(earlier)")
+    }
+  }
+
   @Test("an S370 arrives twice: its barcode half 0x5011B and its NFC half 0x5061B")
   func s370TwoArrivals() async throws {
     try await withRig { rig, sandbox in

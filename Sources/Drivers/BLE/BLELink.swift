@@ -84,7 +84,9 @@ final class BLELink: Sendable {
       return false
     }
     defer { resolved.cancel() }
-    try await client.connect(path, timeout: timeout)
+    // False: a connection was already under way (bluetoothd's own for a bonded device, or another
+    // program's); it ends in ServicesResolved as ours would, so it is waited for the same way.
+    let ours = try await client.connect(path, timeout: timeout)
     let objects = try await client.objects()
     if objects.devices().first(where: { $0.path == path })?.servicesResolved == true { return }
     let done = await withTaskGroup(of: Bool.self) { group in
@@ -99,7 +101,11 @@ final class BLELink: Sendable {
     }
     guard done else {
       throw CaptureError(
-        .requestTimedOut, "connected, but the device's GATT services were not resolved in time")
+        .requestTimedOut,
+        ours
+          ? "connected, but the device's GATT services were not resolved in time"
+          : "another connection of the device was under way (bluetoothd's or another program's) and did not complete in time"
+      )
     }
   }
 
