@@ -76,29 +76,34 @@ let package = Package(
     ),
     // VIDIOC_* and V4L2_PIX_FMT_* are function-like macros Swift cannot import; a fixed-signature ioctl.
     .target(name: "CV4L2"),
-    .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore"]),
+    // The fakes (a Device, a DeviceSystem) and the temporary directory the test targets share; a
+    // library of the tests only: no product target depends on it.
+    .target(name: "TestSupport", dependencies: ["CaptureCore"], path: "Tests/TestSupport"),
+    .testTarget(name: "CaptureCoreTests", dependencies: ["CaptureCore", "TestSupport"]),
     .testTarget(
-      name: "CaptureCLITests", dependencies: ["CaptureCLI", "CaptureCore", "CaptureContract", "CaptureMQTT"]),
-    .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore"]),
+      name: "CaptureCLITests",
+      dependencies: ["CaptureCLI", "CaptureCore", "CaptureContract", "CaptureMQTT", "TestSupport"]),
+    .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore", "TestSupport"]),
     .testTarget(name: "BlackBoxTests", dependencies: ["capture", "Simulators"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),
     .testTarget(name: "BLETests", dependencies: ["BlueZ", "Drivers", "CaptureCore", "DBus"]),
     // Device simulators shared by the driver tests and the black-box tests.
     .target(name: "Simulators", path: "Tests/Simulators"),
     .testTarget(name: "DataManTests", dependencies: ["Drivers", "CaptureCore", "Simulators"]),
-    .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore", "Simulators"]),
+    .testTarget(name: "SerialTests", dependencies: ["Drivers", "CaptureCore", "Simulators", "TestSupport"]),
     .testTarget(name: "ClassicTests", dependencies: ["Bluetooth", "Drivers", "CaptureCore"]),
     .testTarget(name: "HIDTests", dependencies: ["Drivers", "CaptureCore"]),
     // capture doctor's checks: the rules over the probes' facts, and the probes over a fake /sys, /proc.
-    .testTarget(name: "HostTests", dependencies: ["Drivers", "BlueZ", "Bluetooth", "CaptureCore"]),
+    .testTarget(
+      name: "HostTests", dependencies: ["Drivers", "BlueZ", "Bluetooth", "CaptureCore", "TestSupport"]),
     .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport", "CaptureCore"]),
-    .testTarget(name: "MosquittoClientTests", dependencies: ["MosquittoClient"]),
+    .testTarget(name: "MosquittoClientTests", dependencies: ["MosquittoClient", "TestSupport"]),
     .testTarget(
       name: "CaptureMQTTTests",
-      dependencies: ["CaptureMQTT", "CaptureCore", "CaptureContract", "MosquittoClient"]),
+      dependencies: ["CaptureMQTT", "CaptureCore", "CaptureContract", "MosquittoClient", "TestSupport"]),
     .testTarget(
       name: "CaptureServiceTests",
-      dependencies: ["CaptureService", "CaptureCore", "CaptureContract", "HTTPTransport"]),
+      dependencies: ["CaptureService", "CaptureCore", "CaptureContract", "HTTPTransport", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx20

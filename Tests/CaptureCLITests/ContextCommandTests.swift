@@ -1,6 +1,7 @@
 import CaptureContract
 import CaptureCore
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureCLI
@@ -9,146 +10,60 @@ import Testing
   import Glibc
 #endif
 
-/// A scanner the fake system opens: arrival, the codes it was given, removal on close.
-private final class FakeScanner: Device, Sendable {
-  let info: DeviceInfo
-  let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
-  var capabilities: Capabilities {
-    Capabilities(readable: [.friendlyNameDevice], writable: [], triggers: [], events: [.decodedData])
-  }
-
-  init(id: String, codes: [String]) {
-    info = DeviceInfo(id: id, name: "Fake scanner", type: .none)
-    (events, continuation) = AsyncStream.makeStream(of: Event.self)
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
-    for code in codes {
-      continuation.yield(
-        Event(
-          time: .now(), device: info,
-          payload: .decodedData(DecodedData(dataSource: .notSpecified, bytes: Array(code.utf8)))))
-    }
-  }
-
-  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
-    throw CaptureError(.communicationError, "the fake scanner did not answer")
-  }
-  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
-    throw unsupported(property)
-  }
-  func trigger(_ action: Trigger) async throws(CaptureError) { throw .notSupported("fake") }
-  func close() async {
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
-    continuation.finish()
-  }
+/// A scanner the fake system opens: arrival, the codes it was given, removal on close; every property
+/// read fails as a scanner that does not answer.
+private func fakeScanner(id: String, codes: [String]) -> FakeDevice {
+  var behaviour = FakeDevice.Behaviour()
+  behaviour.getFailure = CaptureError(.communicationError, "the fake scanner did not answer")
+  behaviour.triggerFailure = .notSupported("fake")
+  let scanner = FakeDevice(
+    DeviceInfo(id: id, name: "Fake scanner", type: .none),
+    capabilities: Capabilities(
+      readable: [.friendlyNameDevice], writable: [], triggers: [], events: [.decodedData]),
+    behaviour: behaviour)
+  scanner.feed(codes)
+  return scanner
 }
 
 /// A scanner that takes every trigger and never reads a code: `trigger --wait` waits on it until its
 /// own timeout, a signal or, run remotely, the cut at its deadline.
-private final class SilentScanner: Device, Sendable {
-  let info: DeviceInfo
-  let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
-  private let closedFlag = Mutex(false)
-  var closed: Bool { closedFlag.withLock { $0 } }
-  var capabilities: Capabilities {
-    Capabilities(readable: [], writable: [], triggers: [.start], events: [.decodedData])
-  }
-
-  init(id: String) {
-    info = DeviceInfo(id: id, name: "Silent scanner", type: .none)
-    (events, continuation) = AsyncStream.makeStream(of: Event.self)
-  }
-
-  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
-    throw unsupported(property)
-  }
-  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
-    throw unsupported(property)
-  }
-  func trigger(_ action: Trigger) async throws(CaptureError) {}
-  func close() async {
-    closedFlag.withLock { $0 = true }
-    continuation.finish()
-  }
+private func silentScanner(id: String) -> FakeDevice {
+  var behaviour = FakeDevice.Behaviour()
+  behaviour.removalOnClose = false
+  return FakeDevice(
+    DeviceInfo(id: id, name: "Silent scanner", type: .none),
+    capabilities: Capabilities(readable: [], writable: [], triggers: [.start], events: [.decodedData]),
+    start: .silent, behaviour: behaviour)
 }
 
 /// Device management without Bluetooth: `connect` of a D600 succeeds, and every call is recorded.
-private final class FakeSystem: DeviceSystem, Sendable {
-  let calls = Mutex<[String]>([])
-  let codes: [String]
-  /// Opens `SilentScanner`s instead: they take a trigger and never read a code.
-  let silent: Bool
-  let opened = Mutex<[SilentScanner]>([])
-  init(codes: [String] = [], silent: Bool = false) {
-    self.codes = codes
-    self.silent = silent
+/// `silent`: it opens `silentScanner`s instead, which take a trigger and never read a code.
+private func fakeSystem(codes: [String] = [], silent: Bool = false) -> FakeDeviceSystem {
+  var answers = FakeDeviceSystem.Answers()
+  answers.bluetoothd = true
+  answers.discovered = [
+    DiscoveredDeviceInfo(
+      address: "00:11:22:7E:F6:19", addressType: "public", name: "Socket D600", rssi: -40, uuids: [],
+      isSocketMobile: true, type: .scannerD600)
+  ]
+  answers.connectsAnyAs = "Socket D600"
+  answers.unknown = { CaptureError(.notFound, "\($0) is not known to bluetoothd on hci0") }
+  answers.pairingBarcodes = PairingBarcodes(
+    host: "00:1A:7D:DA:71:13", linear: "#FNI001A7DDA7113#", twoDimensional: "#FNC SPP Initiator 001A7DDA7113#"
+  )
+  answers.opens = { request in
+    silent
+      ? silentScanner(id: request.selector.description)
+      : fakeScanner(id: request.selector.description, codes: codes)
   }
-
-  func record(_ call: String) { calls.withLock { $0.append(call) } }
-
-  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
-    record("open \(request.selector)")
-    if silent {
-      let scanner = SilentScanner(id: request.selector.description)
-      opened.withLock { $0.append(scanner) }
-      return scanner
-    }
-    return FakeScanner(id: request.selector.description, codes: codes)
-  }
-  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
-    async throws(CaptureError) -> Int
-  {
-    record("discover \(request.transport)")
-    found(
-      DiscoveredDeviceInfo(
-        address: "00:11:22:7E:F6:19", addressType: "public", name: "Socket D600", rssi: -40, uuids: [],
-        isSocketMobile: true, type: .scannerD600))
-    return 1
-  }
-  func bluetoothdReachable(adapter: String?) async -> Bool { true }
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
-    async throws(CaptureError)
-    -> [DiscoveredDeviceInfo]
-  { [] }
-  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
-    async throws(CaptureError) -> BluetoothDeviceInfo
-  {
-    record("connect \(address) pair=\(pair)")
-    return BluetoothDeviceInfo(
-      address: address, name: "Socket D600", deviceTypes: [.scannerD600], isPaired: true)
-  }
-  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
-  {
-    throw CaptureError(.notAvailable, "no bluetoothd here")
-  }
-  func probeClassic(address: String, request: OpenRequest, name: String?)
-    async throws(CaptureError) -> ClassicProbe
-  { throw CaptureError(.notAvailable, "no adapter") }
-  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? { nil }
-  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
-    throw CaptureError(.notFound, "\(address) is not known to bluetoothd on hci0")
-  }
-  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { [] }
-  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
-    throw CaptureError(.notAvailable, "no adapter")
-  }
-  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
-    PairingBarcodes(
-      host: "00:1A:7D:DA:71:13", linear: "#FNI001A7DDA7113#",
-      twoDimensional: "#FNC SPP Initiator 001A7DDA7113#")
-  }
-  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
-  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { [] }
+  return FakeDeviceSystem(answers)
 }
 
 /// Runs `arguments` through CaptureCLI.run with `system`, stdout and stderr captured in files.
-private func run(_ arguments: [String], system: FakeSystem, state: StateStore) async throws -> CommandRun {
+private func run(_ arguments: [String], system: FakeDeviceSystem, state: StateStore) async throws
+  -> CommandRun
+{
   try await runCommand(arguments, system: system, state: state)
-}
-
-private func sandbox() -> StateStore {
-  StateStore(directory: "/tmp/capture-context-tests-\(UInt64.random(in: 0...UInt64.max))")
 }
 
 @Suite("commands end to end through a Context with fake device management")
@@ -157,14 +72,15 @@ struct ContextCommandTests {
     "connect ADDR: the device management connects (no --pair asked), the device is remembered, its arrival printed"
   )
   func connectRemembers() async throws {
-    let system = FakeSystem()
-    let state = sandbox()
+    let temporary = TemporaryDirectory()
+    let system = fakeSystem()
+    let state = temporary.stateStore()
     let result = try await run(
       ["connect", "00:11:22:7e:f6:19", "--alias", "dock"], system: system, state: state)
     #expect(result.status == 0)
     #expect(result.stdout == "00:11:22:7E:F6:19\tSocket D600\tScannerD600\n")
     #expect(result.stderr == "")
-    #expect(system.calls.withLock { $0 } == ["connect 00:11:22:7E:F6:19 pair=false"])
+    #expect(system.calls == ["connect 00:11:22:7E:F6:19 pair=false adapter=-"])
     let remembered = try state.load().devices
     #expect(remembered.map(\.id) == ["00:11:22:7E:F6:19"])
     #expect(remembered.first?.alias == "dock")
@@ -176,20 +92,22 @@ struct ContextCommandTests {
     "listen DEVICE --count 2: the listen subscriber prints exactly two codes and the removal stops it, exit 0"
   )
   func listenCount() async throws {
-    let system = FakeSystem(codes: ["first", "second", "third"])
+    let temporary = TemporaryDirectory()
+    let system = fakeSystem(codes: ["first", "second", "third"])
     let result = try await run(
-      ["listen", "serial:/dev/ttyFAKE", "--count", "2"], system: system, state: sandbox())
+      ["listen", "serial:/dev/ttyFAKE", "--count", "2"], system: system, state: temporary.stateStore())
     #expect(result.status == 0)
     #expect(result.stdout == "first\nsecond\n")
-    #expect(system.calls.withLock { $0 } == ["open serial:/dev/ttyFAKE"])
+    #expect(system.calls == ["open serial:/dev/ttyFAKE"])
   }
 
   @Test("listen DEVICE --timeout: the codes, then exit 42 with one error line rendered by CaptureCLI.run")
   func listenTimeout() async throws {
-    let system = FakeSystem(codes: ["only"])
+    let temporary = TemporaryDirectory()
+    let system = fakeSystem(codes: ["only"])
     let result = try await run(
       ["--json", "listen", "serial:/dev/ttyFAKE", "--count", "5", "--timeout", "300ms"], system: system,
-      state: sandbox())
+      state: temporary.stateStore())
     #expect(result.status == 42)
     #expect(
       result.stderr == "capture: ESKT_REQUESTTIMEDOUT (-42): --timeout ran out after 1 decoded code(s)\n")
@@ -207,8 +125,10 @@ struct ContextCommandTests {
   @Test(
     "get of a property the device fails: one stderr line and, with --json, the bare error object; exit 38")
   func getFailure() async throws {
+    let temporary = TemporaryDirectory()
     let result = try await run(
-      ["--json", "get", "serial:/dev/ttyFAKE", "friendly-name"], system: FakeSystem(), state: sandbox())
+      ["--json", "get", "serial:/dev/ttyFAKE", "friendly-name"], system: fakeSystem(),
+      state: temporary.stateStore())
     #expect(result.status == 38)
     #expect(result.stderr == "capture: ESKT_COMMUNICATIONERROR (-38): the fake scanner did not answer\n")
     #expect(
@@ -219,8 +139,9 @@ struct ContextCommandTests {
 
   @Test("partnership status: the device management's NOTFOUND is the command's error, rendered once")
   func partnershipNotFound() async throws {
+    let temporary = TemporaryDirectory()
     let result = try await run(
-      ["partnership", "status", "00:11:22:33:44:55"], system: FakeSystem(), state: sandbox())
+      ["partnership", "status", "00:11:22:33:44:55"], system: fakeSystem(), state: temporary.stateStore())
     #expect(result.status == 17)
     #expect(
       result.stderr == "capture: ESKT_NOTFOUND (-17): 00:11:22:33:44:55 is not known to bluetoothd on hci0\n")
@@ -229,11 +150,13 @@ struct ContextCommandTests {
 
   @Test("discover goes through the device management: one line per device found")
   func discoverFake() async throws {
-    let system = FakeSystem()
-    let result = try await run(["discover", "--le", "--timeout", "1s"], system: system, state: sandbox())
+    let temporary = TemporaryDirectory()
+    let system = fakeSystem()
+    let result = try await run(
+      ["discover", "--le", "--timeout", "1s"], system: system, state: temporary.stateStore())
     #expect(result.status == 0)
     #expect(result.stdout == "00:11:22:7E:F6:19\tSocket D600\tScannerD600\t-40\n")
-    #expect(system.calls.withLock { $0 } == ["discover le"])
+    #expect(system.calls == ["discover le 1.0 seconds"])
   }
 }
 
@@ -243,8 +166,9 @@ struct ContextCommandTests {
 struct RemoteCutRunTests {
   @Test("a remote trigger --wait --timeout 1h, cut: ends at once with ESKT_CANCEL, its device closed")
   func triggerWaitCut() async throws {
-    let system = FakeSystem(silent: true)
-    let state = sandbox()
+    let temporary = TemporaryDirectory()
+    let system = fakeSystem(silent: true)
+    let state = temporary.stateStore()
     let output = Output(mode: .json, quiet: true, verbose: false, noColor: true)
     let context = Context(globals: GlobalOptions(), output: output, state: state, system: system)
     let runner = RemoteRunner(context: context, engine: CaptureEngine(system: system, store: state))
@@ -252,10 +176,10 @@ struct RemoteCutRunTests {
       await runner.run(["trigger", "tcp://10.0.0.9", "start", "--wait", "--timeout", "1h"], nil)
     }
     let opened = ContinuousClock.now.advanced(by: .seconds(120))
-    while system.opened.withLock({ $0.isEmpty }) && ContinuousClock.now < opened {
+    while system.opened.isEmpty && ContinuousClock.now < opened {
       try await Task.sleep(for: .milliseconds(5))
     }
-    let scanner = try #require(system.opened.withLock { $0.first })
+    let scanner = try #require(system.opened.first as? FakeDevice)
     let cut = ContinuousClock.now
     run.cancel()
     let (exit, _) = await run.value
@@ -267,10 +191,11 @@ struct RemoteCutRunTests {
 
   @Test("an engine device lent to a command and closed before its events are asked for: they end at once")
   func lentDeviceClosedFirst() async {
-    let system = FakeSystem(silent: true)
-    let state = sandbox()
+    let temporary = TemporaryDirectory()
+    let system = fakeSystem(silent: true)
+    let state = temporary.stateStore()
     let engine = CaptureEngine(system: system, store: state)
-    let lent = LentDevice(SilentScanner(id: "tcp://10.0.0.9"), engine: engine)
+    let lent = LentDevice(silentScanner(id: "tcp://10.0.0.9"), engine: engine)
     await lent.close()
     var count = 0
     for await _ in lent.events { count += 1 }
@@ -282,8 +207,7 @@ struct RemoteCutRunTests {
 /// (Output(collecting:)): no temporary file, nothing parsed back from text, no stderr line in it.
 @Suite("Remote commands: the reply takes the command's documents as values", .timeLimit(.minutes(5)))
 struct RemoteDocumentTests {
-  fileprivate static func runner(_ system: FakeSystem) -> RemoteRunner {
-    let state = sandbox()
+  fileprivate static func runner(_ system: FakeDeviceSystem, state: StateStore) -> RemoteRunner {
     let output = Output(mode: .json, quiet: true, verbose: false, noColor: true)
     let context = Context(globals: GlobalOptions(), output: output, state: state, system: system)
     return RemoteRunner(context: context, engine: CaptureEngine(system: system, store: state))
@@ -291,7 +215,8 @@ struct RemoteDocumentTests {
 
   @Test("a remote list answers with its one document, the value list made")
   func listIsOneDocument() async {
-    let (exit, documents) = await Self.runner(FakeSystem()).run(["list"], nil)
+    let temporary = TemporaryDirectory()
+    let (exit, documents) = await Self.runner(fakeSystem(), state: temporary.stateStore()).run(["list"], nil)
     #expect(exit == 0)
     // SocketCam is always listed (docs/architecture.md); nothing is remembered in the sandbox.
     let socketCam: JSON = .object([
@@ -303,7 +228,8 @@ struct RemoteDocumentTests {
 
   @Test("a remote get that read nothing answers with the contract's error object alone, not its stderr line")
   func failedGetIsTheErrorDocument() async {
-    let (exit, documents) = await Self.runner(FakeSystem()).run(
+    let temporary = TemporaryDirectory()
+    let (exit, documents) = await Self.runner(fakeSystem(), state: temporary.stateStore()).run(
       ["get", "tcp://10.0.0.9", "friendly-name"], nil)
     let error = CaptureError(.communicationError, "the fake scanner did not answer")
     #expect(exit == ExitStatus.of(error.code))
@@ -312,7 +238,8 @@ struct RemoteDocumentTests {
 
   @Test("a remote usage error answers with the error object; the usage text (stderr) is not a document")
   func usageErrorIsTheErrorDocument() async throws {
-    let (exit, documents) = await Self.runner(FakeSystem()).run(["get"], nil)
+    let temporary = TemporaryDirectory()
+    let (exit, documents) = await Self.runner(fakeSystem(), state: temporary.stateStore()).run(["get"], nil)
     #expect(exit == 18)
     #expect(documents.count == 1)
     guard case .object(let members) = try #require(documents.first),
@@ -412,9 +339,10 @@ struct EngineRunTests {
 
   @Test("prepared, devices opened, started and told the engine runs in order; stopped in reverse")
   func order() async throws {
+    let temporary = TemporaryDirectory()
     let log = StepLog()
-    let engine = CaptureEngine(system: FakeSystem(silent: true), store: sandbox())
-    let device = SilentScanner(id: "tcp://10.0.0.9")
+    let engine = CaptureEngine(system: fakeSystem(silent: true), store: temporary.stateStore())
+    let device = silentScanner(id: "tcp://10.0.0.9")
     let result = await Self.run(
       [RecordingFrontEnd("A", log: log), RecordingFrontEnd("B", log: log)], log: log, engine: engine,
       device: device)
@@ -431,8 +359,9 @@ struct EngineRunTests {
 
   @Test("a front end that cannot be prepared fails the run: no device is opened, those before it are stopped")
   func failedPrepare() async {
+    let temporary = TemporaryDirectory()
     let log = StepLog()
-    let engine = CaptureEngine(system: FakeSystem(silent: true), store: sandbox())
+    let engine = CaptureEngine(system: fakeSystem(silent: true), store: temporary.stateStore())
     let inUse = CaptureError(.alreadyExisting, "port 18481 is in use")
     let result = await Self.run(
       [
@@ -445,10 +374,11 @@ struct EngineRunTests {
 
   @Test("a front end's failure ends the run and is its error, before the command's own outcome")
   func frontEndFailure() async throws {
+    let temporary = TemporaryDirectory()
     let log = StepLog()
-    let engine = CaptureEngine(system: FakeSystem(silent: true), store: sandbox())
+    let engine = CaptureEngine(system: fakeSystem(silent: true), store: temporary.stateStore())
     let refused = CaptureError(.commandDenied, "the broker refused the password")
-    let device = SilentScanner(id: "tcp://10.0.0.9")
+    let device = silentScanner(id: "tcp://10.0.0.9")
     let result = await Self.run(
       [RecordingFrontEnd("A", log: log, startFailure: refused), RecordingFrontEnd("B", log: log)], log: log,
       engine: engine, device: device, stopWhileRunning: false)

@@ -1,5 +1,5 @@
 import CaptureCore
-import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureCLI
@@ -9,47 +9,10 @@ import Testing
 #endif
 
 /// Drivers whose only answer is the doctor's rows it was given; it records the request.
-private final class DoctorSystem: DeviceSystem, Sendable {
-  let rows: [HostCheck]
-  let requests = Mutex<[DiagnosisRequest]>([])
-  init(_ rows: [HostCheck]) { self.rows = rows }
-
-  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] {
-    requests.withLock { $0.append(request) }
-    return rows
-  }
-
-  static let none = CaptureError(.notSupported, "not in this test")
-  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
-    throw Self.none
-  }
-  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
-    async throws(CaptureError) -> Int
-  { throw Self.none }
-  func bluetoothdReachable(adapter: String?) async -> Bool { false }
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
-    async throws(CaptureError) -> [DiscoveredDeviceInfo]
-  { throw Self.none }
-  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
-    async throws(CaptureError) -> BluetoothDeviceInfo
-  { throw Self.none }
-  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
-  {
-    throw Self.none
-  }
-  func probeClassic(address: String, request: OpenRequest, name: String?)
-    async throws(CaptureError) -> ClassicProbe
-  { throw Self.none }
-  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? {
-    throw Self.none
-  }
-  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
-    throw Self.none
-  }
-  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { throw Self.none }
-  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device { throw Self.none }
-  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes { throw Self.none }
-  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+private func doctorSystem(_ rows: [HostCheck]) -> FakeDeviceSystem {
+  var answers = FakeDeviceSystem.Answers()
+  answers.checks = rows
+  return FakeDeviceSystem(answers)
 }
 
 private struct DoctorRun {
@@ -58,7 +21,7 @@ private struct DoctorRun {
   var stderr: [String]
 }
 
-private func doctor(_ arguments: [String], _ system: DoctorSystem, state: StateStore? = nil) async throws
+private func doctor(_ arguments: [String], _ system: FakeDeviceSystem, state: StateStore? = nil) async throws
   -> DoctorRun
 {
   let run = try await runCommand(
@@ -90,7 +53,7 @@ struct DoctorCommandTests {
   func plain() async throws {
     let run = try await doctor(
       ["doctor"],
-      DoctorSystem([Self.busFailure, Self.notChecked, Self.adapterWarning, Self.serialDenied, Self.zbar]))
+      doctorSystem([Self.busFailure, Self.notChecked, Self.adapterWarning, Self.serialDenied, Self.zbar]))
     #expect(run.status == 32)
     #expect(
       run.stdout == [
@@ -109,7 +72,7 @@ struct DoctorCommandTests {
   @Test("-q prints only the warnings and failures")
   func quiet() async throws {
     let run = try await doctor(
-      ["-q", "doctor"], DoctorSystem([Self.zbar, Self.adapterWarning, Self.serialDenied]))
+      ["-q", "doctor"], doctorSystem([Self.zbar, Self.adapterWarning, Self.serialDenied]))
     #expect(run.stdout.count == 2)
     #expect(run.stdout[0].hasPrefix("warning adapter hci1: "))
     #expect(run.stdout[1].hasPrefix("failure serial /dev/ttyUSB0: "))
@@ -122,7 +85,7 @@ struct DoctorCommandTests {
 
   @Test("warnings alone do not fail: exit 0, nothing on stderr")
   func warningsOnly() async throws {
-    let run = try await doctor(["doctor"], DoctorSystem([Self.adapterWarning, Self.zbar]))
+    let run = try await doctor(["doctor"], doctorSystem([Self.adapterWarning, Self.zbar]))
     #expect(run.status == 0)
     #expect(run.stderr.isEmpty)
   }
@@ -131,7 +94,7 @@ struct DoctorCommandTests {
     "--json: one document, every key present, null where there is none, the error object beside the checks")
   func json() async throws {
     let run = try await doctor(
-      ["--json", "doctor"], DoctorSystem([Self.busFailure, Self.adapterWarning, Self.zbar]))
+      ["--json", "doctor"], doctorSystem([Self.busFailure, Self.adapterWarning, Self.zbar]))
     #expect(run.status == 32)
     #expect(
       run.stdout == [
@@ -142,7 +105,7 @@ struct DoctorCommandTests {
 
   @Test("--json with nothing failed: error is null, exit 0")
   func jsonClean() async throws {
-    let run = try await doctor(["--json", "doctor"], DoctorSystem([Self.zbar]))
+    let run = try await doctor(["--json", "doctor"], doctorSystem([Self.zbar]))
     #expect(run.status == 0)
     #expect(
       run.stdout == [
@@ -152,27 +115,24 @@ struct DoctorCommandTests {
 
   @Test("--adapter and the state file (whose serial: and hid: nodes doctor checks) reach the drivers")
   func request() async throws {
-    var template = Array("/tmp/capture-doctor-state.XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    let directory = try #require(made.map { String(cString: $0) })
-    defer { _ = system("rm -rf '\(directory)'") }
-    let store = StateStore(directory: directory)
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     try store.remember(
       RememberedDevice(
         id: "serial:/dev/ttyACM3", alias: nil, name: "S", type: 0, transport: "serial", lastSeen: nil))
     try store.remember(
       RememberedDevice(
         id: "hid:/dev/input/event7", alias: nil, name: "H", type: 0, transport: "hid", lastSeen: nil))
-    let fake = DoctorSystem([Self.zbar])
+    let fake = doctorSystem([Self.zbar])
     _ = try await doctor(["--adapter", "hci1", "doctor"], fake, state: store)
-    let seen = try #require(fake.requests.withLock { $0.first })
+    let seen = try #require(fake.diagnosisRequests.first)
     #expect(seen.adapter == "hci1")
     #expect(seen.state.path == store.path)
   }
 
   @Test("doctor takes no operands")
   func operands() async throws {
-    let run = try await doctor(["doctor", "extra"], DoctorSystem([]))
+    let run = try await doctor(["doctor", "extra"], doctorSystem([]))
     #expect(run.status == 18)
   }
 }

@@ -1,6 +1,7 @@
 // AppendFile: listen --output's log file — appends with O_APPEND, follows its path across rotation,
 // reports every failure with the SKT code the errno maps to.
 
+import TestSupport
 import Testing
 
 @testable import CaptureCore
@@ -19,7 +20,8 @@ private func line(_ text: String) -> [UInt8] { Array((text + "\n").utf8) }
 struct AppendFileTests {
   @Test("creates the file 0600, appends to what is there, never truncates")
   func createsAndAppends() throws {
-    let path = tempDir() + "/events.log"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/events.log"
     try AppendFile(path: FilePath(path)).append(line("one"))
     var info = stat()
     #expect(stat(path, &info) == 0)
@@ -32,7 +34,8 @@ struct AppendFileTests {
 
   @Test("an existing file keeps its own mode")
   func keepsExistingMode() throws {
-    let path = tempDir() + "/events.log"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/events.log"
     let fd = open(path, O_WRONLY | O_CREAT, 0o644)
     fchmod(fd, 0o644)
     close(fd)
@@ -43,7 +46,8 @@ struct AppendFileTests {
 
   @Test("renamed away (logrotate nocreate): the next line creates a new file at the path")
   func followsRename() throws {
-    let dir = tempDir()
+    let temporary = TemporaryDirectory()
+    let dir = temporary.path
     let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))
     try file.append(line("2"))
@@ -55,7 +59,8 @@ struct AppendFileTests {
 
   @Test("renamed and replaced (logrotate create): the next line goes to the new file")
   func followsReplacement() throws {
-    let dir = tempDir()
+    let temporary = TemporaryDirectory()
+    let dir = temporary.path
     let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))
     #expect(rename(dir + "/events.log", dir + "/events.log.1") == 0)
@@ -69,7 +74,8 @@ struct AppendFileTests {
 
   @Test("removed: the next line creates the file again")
   func followsRemoval() throws {
-    let dir = tempDir()
+    let temporary = TemporaryDirectory()
+    let dir = temporary.path
     let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))
     #expect(unlink(dir + "/events.log") == 0)
@@ -79,7 +85,8 @@ struct AppendFileTests {
 
   @Test("copytruncate: after the file is cut to 0 the next line starts at offset 0, no NUL hole")
   func copyTruncate() throws {
-    let path = tempDir() + "/events.log"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/events.log"
     let file = try AppendFile(path: FilePath(path))
     try file.append(line("before one"))
     try file.append(line("before two"))
@@ -90,7 +97,8 @@ struct AppendFileTests {
 
   @Test("a missing directory is FILENOTFOUND (-63), with the path and the reason")
   func missingDirectory() throws {
-    let path = tempDir() + "/no/such/dir/events.log"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/no/such/dir/events.log"
     #expect(throws: CaptureError(.fileNotFound, "cannot open \(path): No such file or directory")) {
       try AppendFile(path: FilePath(path))
     }
@@ -116,7 +124,8 @@ struct AppendFileTests {
 
   @Test("the directory itself removed after the start: the reopen fails with FILENOTFOUND")
   func directoryGone() throws {
-    let dir = tempDir() + "/logs"
+    let temporary = TemporaryDirectory()
+    let dir = temporary.path + "/logs"
     #expect(mkdir(dir, 0o700) == 0)
     let file = try AppendFile(path: FilePath(dir + "/events.log"))
     try file.append(line("1"))

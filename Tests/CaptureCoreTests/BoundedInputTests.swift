@@ -2,6 +2,7 @@
 // a FIFO's open, ending a silent writer at its deadline or its cancellation.
 
 import Dispatch
+import TestSupport
 import Testing
 
 @testable import CaptureCore
@@ -12,11 +13,6 @@ import Testing
 
 @Suite("BoundedInput")
 struct BoundedInputTests {
-  static func temporaryDirectory() -> String {
-    var template = Array("/tmp/bounded-input.XXXXXX".utf8CString)
-    return String(cString: mkdtemp(&template)!)
-  }
-
   static func write(_ path: String, _ bytes: [UInt8]) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -25,7 +21,8 @@ struct BoundedInputTests {
 
   @Test("a regular file: read(upTo:) gives a header, readToEnd the rest; exactly the bound is accepted")
   func regularFile() throws {
-    let path = Self.temporaryDirectory() + "/f"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/f"
     Self.write(path, Array(0..<100))
     let input = try BoundedInput(path: FilePath(path), accepting: .regularFiles)
     #expect(input.regularFileSize == 100)
@@ -36,7 +33,8 @@ struct BoundedInputTests {
 
   @Test("a regular file over the bound is refused from its size; /dev/zero after the bound plus one byte")
   func bounds() throws {
-    let path = Self.temporaryDirectory() + "/f"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/f"
     Self.write(path, [UInt8](repeating: 7, count: 101))
     #expect(throws: InputError.tooLarge(limit: 100)) {
       try BoundedInput.contents(of: FilePath(path), accepting: .regularFiles, limit: 100)
@@ -48,7 +46,8 @@ struct BoundedInputTests {
 
   @Test("kinds: a FIFO or device where a regular file is wanted is refused, a directory always")
   func kinds() throws {
-    let directory = Self.temporaryDirectory()
+    let temporary = TemporaryDirectory()
+    let directory = temporary.path
     #expect(mkfifo(directory + "/p", 0o600) == 0)
     #expect(throws: InputError.notRegular(kind: "a FIFO or pipe")) {
       try BoundedInput(path: FilePath(directory + "/p"), accepting: .regularFiles)
@@ -66,7 +65,8 @@ struct BoundedInputTests {
 
   @Test("a FIFO without a writer opens at once and ends at its deadline")
   func fifoDeadline() throws {
-    let path = Self.temporaryDirectory() + "/p"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/p"
     #expect(mkfifo(path, 0o600) == 0)
     let start = ContinuousClock.now
     #expect(throws: InputError.timedOut) {
@@ -79,7 +79,8 @@ struct BoundedInputTests {
 
   @Test("a silent writer's FIFO ends when the Cancellation fires from another thread")
   func fifoCancellation() throws {
-    let path = Self.temporaryDirectory() + "/p"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/p"
     #expect(mkfifo(path, 0o600) == 0)
     let writer = open(path, O_RDWR | O_NONBLOCK)
     defer { close(writer) }
@@ -94,7 +95,8 @@ struct BoundedInputTests {
 
   @Test("the async form: data written later arrives; task cancellation ends a silent wait")
   func asyncContents() async throws {
-    let path = Self.temporaryDirectory() + "/p"
+    let temporary = TemporaryDirectory()
+    let path = temporary.path + "/p"
     #expect(mkfifo(path, 0o600) == 0)
     // open(O_WRONLY) waits for the reader to open the FIFO: on a thread of its own, which needs no
     // pool thread to start either.

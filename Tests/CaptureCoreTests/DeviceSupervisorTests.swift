@@ -1,57 +1,24 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureCore
 
 /// A device whose stream opens with its arrival and ends with a removal on close(), as drivers do;
 /// it counts the events its consumer has taken.
-private final class ScriptedDevice: Device, Sendable {
-  let info: DeviceInfo
-  let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
-  private let counted: CountedEvents
-  var capabilities: Capabilities { Capabilities(readable: [], writable: [], triggers: [], events: []) }
-
-  init(_ info: DeviceInfo) {
-    self.info = info
-    let source: AsyncStream<Event>
-    (source, continuation) = AsyncStream.makeStream(of: Event.self)
-    counted = CountedEvents(source)
-    events = counted.stream
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
-  }
-
-  /// Events the consumer has taken from the stream so far.
-  var taken: Int { counted.taken }
-
-  func send(_ text: String) {
-    continuation.yield(
-      Event(
-        time: .now(), device: info,
-        payload: .decodedData(DecodedData(dataSource: .notSpecified, bytes: Array(text.utf8)))))
-  }
-
-  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
-    throw .notSupported("scripted")
-  }
-  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
-    throw .notSupported("scripted")
-  }
-  func trigger(_ action: Trigger) async throws(CaptureError) { throw .notSupported("scripted") }
-
-  func close() async {
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
-    continuation.finish()
-  }
+private func scriptedDevice(_ info: DeviceInfo) -> FakeDevice {
+  var behaviour = FakeDevice.Behaviour()
+  behaviour.triggerFailure = .notSupported("scripted")
+  return FakeDevice(info, behaviour: behaviour, counted: true)
 }
 
 /// Answers each open with the next scripted error, then with the device.
 private final class ScriptedOpener: DeviceOpener, Sendable {
   private let failures: Mutex<[CaptureError]>
   let attempts = Mutex(0)
-  let device: ScriptedDevice
+  let device: FakeDevice
 
-  init(failures: [CaptureError], device: ScriptedDevice) {
+  init(failures: [CaptureError], device: FakeDevice) {
     self.failures = Mutex(failures)
     self.device = device
   }
@@ -86,7 +53,7 @@ private func kind(_ event: Event) -> String { event.kind.rawValue }
 struct DeviceSupervisorTests {
   @Test("an absent device is tried again until it opens: one warning for the whole outage, then its events")
   func retriesUntilOpen() async throws {
-    let device = ScriptedDevice(info)
+    let device = scriptedDevice(info)
     let absent = CaptureError(.fileNotFound, "serial device /dev/ttyTEST not found")
     let opener = ScriptedOpener(failures: Array(repeating: absent, count: 6), device: device)
     let warnings = Warnings()
@@ -101,7 +68,7 @@ struct DeviceSupervisorTests {
         "serial:/dev/ttyTEST: serial device /dev/ttyTEST not found; trying again in the background"
       ])
     #expect(watched.isOpen)
-    device.send("after the outage")
+    device.feed(["after the outage"])
     let decoded = await iterator.next()
     if case .decodedData(let data)? = decoded?.payload {
       #expect(data.text == "after the outage")
@@ -117,7 +84,7 @@ struct DeviceSupervisorTests {
     "errors retrying cannot fix are reported once as an error event and the device is skipped",
     arguments: [ResultCode.invalidParameter, .notSupported, .fileAccessDenied, .bluetoothPermissionMissing])
   func permanentError(_ code: ResultCode) async throws {
-    let opener = ScriptedOpener(failures: [CaptureError(code, "no way")], device: ScriptedDevice(info))
+    let opener = ScriptedOpener(failures: [CaptureError(code, "no way")], device: scriptedDevice(info))
     let warnings = Warnings()
     let watched = supervisor(opener, warnings: warnings)
     watched.start()
@@ -141,7 +108,7 @@ struct DeviceSupervisorTests {
   func stopWhileAbsent() async throws {
     let opener = ScriptedOpener(
       failures: Array(repeating: CaptureError(.notFound, "not there"), count: 1000),
-      device: ScriptedDevice(info))
+      device: scriptedDevice(info))
     let warnings = Warnings()
     let watched = supervisor(opener, warnings: warnings)
     watched.start()
@@ -179,12 +146,12 @@ struct DeviceSupervisorTests {
   /// every event arrives once, in order.
   @Test("forwarding stops at the queue's bound while the consumer is behind; nothing is lost")
   func forwardingIsBounded() async throws {
-    let device = ScriptedDevice(info)
+    let device = scriptedDevice(info)
     let opener = ScriptedOpener(failures: [], device: device)
     let watched = supervisor(opener, warnings: Warnings())
     let limit = watched.backlog.limit
     let total = limit * 2 + 10
-    for i in 0..<total { device.send("C\(i)") }
+    for i in 0..<total { device.feed(["C\(i)"]) }
     watched.start()
     let full = await eventually(until: .now + .seconds(120)) { watched.backlog.count >= limit }
     #expect(full, "the supervisor's queue never filled")

@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureCore
@@ -6,90 +7,10 @@ import Testing
 /// A device whose stream opens with its arrival, carries what it is fed, and ends with a removal on
 /// close() (or when the script says it is done, as a finite source does); it counts the events the
 /// engine has taken.
-private final class FedDevice: Device, Sendable {
-  let info: DeviceInfo
-  let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
-  private let counted: CountedEvents
-  var capabilities: Capabilities { Capabilities(readable: [], writable: [], triggers: [], events: []) }
-
-  init(_ id: String) {
-    info = DeviceInfo(id: id, name: "Fed \(id)", type: .none)
-    let source: AsyncStream<Event>
-    (source, continuation) = AsyncStream.makeStream(of: Event.self)
-    counted = CountedEvents(source)
-    events = counted.stream
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceArrival))
-  }
-
-  /// Events the engine has taken from the stream so far.
-  var taken: Int { counted.taken }
-
-  func feed(_ texts: [String]) {
-    for text in texts {
-      continuation.yield(
-        Event(
-          time: .now(), device: info,
-          payload: .decodedData(DecodedData(dataSource: .notSpecified, bytes: Array(text.utf8)))))
-    }
-  }
-
-  func close() async {
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
-    continuation.finish()
-  }
-
-  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
-    throw unsupported(property)
-  }
-  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
-    throw unsupported(property)
-  }
-  func trigger(_ action: Trigger) async throws(CaptureError) { throw .notSupported("fed") }
-}
-
-/// A device system with no Bluetooth: opening answers from a table, management is not supported.
-private final class TableSystem: DeviceSystem, Sendable {
-  let devices: Mutex<[String: FedDevice]>
-  init(_ devices: [String: FedDevice] = [:]) { self.devices = Mutex(devices) }
-
-  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
-    guard let device = devices.withLock({ $0[request.selector.description] }) else {
-      throw CaptureError(.fileNotFound, "\(request.selector) is not here")
-    }
-    return device
-  }
-  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
-    async throws(CaptureError) -> Int
-  { throw CaptureError(.notAvailable, "no bluetoothd here") }
-  func bluetoothdReachable(adapter: String?) async -> Bool { false }
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
-    async throws(CaptureError)
-    -> [DiscoveredDeviceInfo]
-  { throw CaptureError(.notAvailable, "no adapter") }
-  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
-    async throws(CaptureError) -> BluetoothDeviceInfo
-  { throw CaptureError(.notAvailable, "no bluetoothd here") }
-  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
-  {
-    throw CaptureError(.notAvailable, "no bluetoothd here")
-  }
-  func probeClassic(address: String, request: OpenRequest, name: String?)
-    async throws(CaptureError) -> ClassicProbe
-  { throw CaptureError(.notAvailable, "no adapter") }
-  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? { nil }
-  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
-    throw CaptureError(.notAvailable, "no bluetoothd here")
-  }
-  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { [] }
-  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
-    throw CaptureError(.notAvailable, "no adapter")
-  }
-  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
-    throw CaptureError(.notAvailable, "no adapter")
-  }
-  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
-  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { [] }
+private func fedDevice(_ id: String) -> FakeDevice {
+  var behaviour = FakeDevice.Behaviour()
+  behaviour.triggerFailure = .notSupported("fed")
+  return FakeDevice(DeviceInfo(id: id, name: "Fed \(id)", type: .none), behaviour: behaviour, counted: true)
 }
 
 /// Everything one subscriber was given, as "device-id text" (decoded) or "device-id kind" lines.
@@ -120,9 +41,9 @@ struct EngineFanOutTests {
   )
   func slowDroppedOthersExactlyOnce() async throws {
     let texts = (0..<5_000).map { "code-\($0)" }
-    let first = FedDevice("serial:/dev/ttyA")
-    let second = FedDevice("serial:/dev/ttyB")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let first = fedDevice("serial:/dev/ttyA")
+    let second = fedDevice("serial:/dev/ttyB")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let stdout = engine.subscribe("stdout", policy: .backPressure)
     let quick = engine.subscribe("client 1", policy: .dropWhenBehind(limit: 20_000))
     let quicker = engine.subscribe("client 3", policy: .dropWhenBehind(limit: 20_000))
@@ -165,8 +86,8 @@ struct EngineFanOutTests {
   @Test("a client that never reads does not hold the devices back: the one that keeps up gets all 20,000")
   func droppedNeverStalls() async throws {
     let texts = (0..<20_000).map { "\($0)" }
-    let device = FedDevice("tcp://reader:23")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let device = fedDevice("tcp://reader:23")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let stalled = engine.subscribe("client 7", policy: .dropWhenBehind(limit: 100))
     let reader = engine.subscribe("client 8", policy: .dropWhenBehind(limit: 100_000))
     let seen = collect(reader)
@@ -181,8 +102,8 @@ struct EngineFanOutTests {
 
   @Test("back-pressure bounds the stream subscriber's queue at its limit while it does not read")
   func backPressureBounded() async throws {
-    let device = FedDevice("serial:/dev/ttyC")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let device = fedDevice("serial:/dev/ttyC")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let stdout = engine.subscribe("stdout", policy: .backPressure)
     device.feed((0..<(3 * EventQueue.defaultLimit)).map { "\($0)" })
     engine.attach([device])
@@ -203,9 +124,9 @@ struct EngineFanOutTests {
     "outside service mode the engine finishes when its last device's stream ends; a late subscriber ends at once"
   )
   func finishesWithLastDevice() async throws {
-    let a = FedDevice("serial:/dev/ttyD")
-    let b = FedDevice("serial:/dev/ttyE")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let a = fedDevice("serial:/dev/ttyD")
+    let b = fedDevice("serial:/dev/ttyE")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let stdout = engine.subscribe("stdout", policy: .backPressure)
     let seen = collect(stdout)
     a.feed(["one"])
@@ -228,8 +149,8 @@ struct EngineFanOutTests {
 
   @Test("stop() closes every device (their removals still reach the subscribers), then the streams end")
   func stopClosesAll() async throws {
-    let device = FedDevice("serial:/dev/ttyF")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let device = fedDevice("serial:/dev/ttyF")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let stdout = engine.subscribe("stdout", policy: .backPressure)
     let seen = collect(stdout)
     engine.attach([device])
@@ -242,8 +163,8 @@ struct EngineFanOutTests {
 
   @Test("a cancelled subscriber stops receiving; the others go on")
   func cancelledSubscriber() async throws {
-    let device = FedDevice("serial:/dev/ttyG")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let device = fedDevice("serial:/dev/ttyG")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let leaving = engine.subscribe("client 1", policy: .dropWhenBehind(limit: 1_000))
     let staying = engine.subscribe("client 2", policy: .dropWhenBehind(limit: 1_000))
     let seen = collect(staying)
@@ -264,14 +185,14 @@ struct EngineFanOutTests {
     "service mode: a remembered device is supervised and its events fan out; reload stops one no longer remembered"
   )
   func serviceAndReload() async throws {
-    let directory = "/tmp/capture-engine-tests-\(UInt64.random(in: 0...UInt64.max))"
-    let store = StateStore(directory: directory)
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     let id = "serial:/dev/ttyH"
     try store.remember(
       RememberedDevice(id: id, alias: nil, name: "Till", type: 0, transport: "serial", lastSeen: nil))
-    let device = FedDevice(id)
+    let device = fedDevice(id)
     let engine = CaptureEngine(
-      system: TableSystem([id: device]), store: store,
+      system: FakeDeviceSystem(devices: [id: device]), store: store,
       configuration: .init(backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(20))))
     let stdout = engine.subscribe("stdout", policy: .backPressure)
     let client = engine.subscribe("client 1", policy: .dropWhenBehind(limit: 100))
@@ -300,9 +221,9 @@ struct EngineLaneTests {
     "a lane handler waiting on device A's code does not hold device B: B's codes all arrive meanwhile, A's follow in order once it returns"
   )
   func laneHoldsOnlyItsDevice() async throws {
-    let a = FedDevice("serial:/dev/ttyLA")
-    let b = FedDevice("serial:/dev/ttyLB")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let a = fedDevice("serial:/dev/ttyLA")
+    let b = fedDevice("serial:/dev/ttyLB")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let gate = Latch()
     let seen = Mutex<[String]>([])
     _ = engine.subscribe("stdout") { event in
@@ -332,8 +253,8 @@ struct EngineLaneTests {
     "with a lane subscriber that never returns, a network client that keeps up gets every event and one that never reads is dropped with its reason"
   )
   func laneStallsDevicesNotClients() async throws {
-    let device = FedDevice("tcp://reader:24")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let device = fedDevice("tcp://reader:24")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let gate = Latch()
     let lane = Mutex(0)
     _ = engine.subscribe("stdout") { event in
@@ -366,8 +287,8 @@ struct EngineLaneTests {
 
   @Test("a cancelled lane subscriber is not called again; the engine's own events reach a lane subscriber")
   func laneCancelAndEngineEvents() async throws {
-    let device = FedDevice("serial:/dev/ttyLC")
-    let engine = CaptureEngine(system: TableSystem(), store: noState)
+    let device = fedDevice("serial:/dev/ttyLC")
+    let engine = CaptureEngine(system: FakeDeviceSystem(), store: noState)
     let calls = Mutex(0)
     let leaving = engine.subscribe("gone") { _ in calls.withLock { $0 += 1 } }
     leaving.cancel()

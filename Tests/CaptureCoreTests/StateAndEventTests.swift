@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import CaptureCore
@@ -5,12 +6,6 @@ import Testing
 #if canImport(Glibc)
   import Glibc
 #endif
-
-func tempDir() -> String {
-  var template = Array("/tmp/capture-core-XXXXXX".utf8CString)
-  let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-  return path
-}
 
 private func writeFile(_ path: String, _ text: String) {
   let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -47,7 +42,8 @@ private func corruptCopies(_ store: StateStore) -> [String] {
 struct StateStoreTests {
   @Test("a missing state file is the empty state")
   func missingFileIsEmpty() throws {
-    let store = StateStore(directory: tempDir() + "/capture")
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore("capture")
     let state = try store.load()
     #expect(state == StateFile())
     #expect(state.schemaVersion == 1)
@@ -55,7 +51,8 @@ struct StateStoreTests {
 
   @Test("update writes atomically with mode 0600 and a second load sees it")
   func updateRoundTrip() throws {
-    let store = StateStore(directory: tempDir() + "/nested/capture")
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore("nested/capture")
     try store.update { (s: inout StateFile) throws(CaptureError) in
       s.socketCam.dataSources["38"] = 0
       s.socketCam.friendlyName = "Dock 4"
@@ -76,7 +73,8 @@ struct StateStoreTests {
       #"{"schemaVersion":1,"devices":[{"id":"A","name":"n","type":"x","transport":"t"}]}"#,
     ])
   func corruptFileMovedAside(text: String) throws {
-    let store = StateStore(directory: tempDir())
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     writeFile(store.path, text)
     do {
       _ = try store.load()
@@ -98,7 +96,8 @@ struct StateStoreTests {
 
   @Test("update on a corrupt file moves it aside, throws 85 and writes nothing in its place")
   func corruptFileUpdate() throws {
-    let store = StateStore(directory: tempDir())
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     writeFile(store.path, "{not json")
     let error = #expect(throws: CaptureError.self) {
       try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "*" }
@@ -112,7 +111,8 @@ struct StateStoreTests {
 
   @Test("a corrupt copy never overwrites another: the same second gets .1, then .2")
   func quarantineNamesAreUnique() throws {
-    let store = StateStore(directory: tempDir())
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     let time = Timestamp(milliseconds: 1_796_046_634_007)
     let base = store.path + ".corrupt-20261130T135034.007Z"
     #expect(StateStore.fileStamp(time) == "20261130T135034.007Z")
@@ -129,7 +129,8 @@ struct StateStoreTests {
 
   @Test("a newer schema is never replaced by an update and nothing is moved aside")
   func futureVersionUntouched() throws {
-    let store = StateStore(directory: tempDir())
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     let newer = #"{"schemaVersion": 2, "favorite": "*"}"#
     writeFile(store.path, newer)
     do {
@@ -144,7 +145,8 @@ struct StateStoreTests {
 
   @Test("a temp file a killed writer left is never read as the state, and the next update removes it")
   func staleTemporary() throws {
-    let store = StateStore(directory: tempDir())
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     try store.update { (s: inout StateFile) throws(CaptureError) in s.favorite = "*" }
     writeFile(store.path + ".tmp.999999", #"{"schemaVersion":1,"favorite":"AA:BB"#)
     #expect(try store.load().favorite == "*")
@@ -154,7 +156,8 @@ struct StateStoreTests {
   }
   @Test("a state file from a newer capture is ESKT_INVALIDVERSION")
   func futureVersion() throws {
-    let store = StateStore(directory: tempDir())
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore()
     writeFile(store.path, #"{"schemaVersion": 9, "devices": []}"#)
     do {
       _ = try store.load()
@@ -251,7 +254,8 @@ struct FavoritesTests {
 
   @Test("the device manager keeps Favorite in the state file; anything else is NOTSUPPORTED")
   func deviceManagerHandle() async throws {
-    let store = StateStore(directory: tempDir() + "/capture")
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore("capture")
     let manager = DeviceManagerHandle(store: store)
     #expect(manager.info == DeviceInfo(id: "manager", name: "Device Manager", type: .deviceManagerBle))
     #expect(try await manager.get(.favorite, argument: .none) == .string(""))

@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureCore
@@ -28,7 +29,8 @@ private func mode(_ path: String) -> mode_t {
 
 @Suite struct StateDirectoryTests {
   @Test func aStateFileThatIsASymbolicLinkIsRefusedNotRead() throws {
-    let root = tempDir()
+    let temporary = TemporaryDirectory()
+    let root = temporary.path
     let store = StateStore(directory: root + "/capture")
     try store.remember(
       RememberedDevice(
@@ -46,7 +48,8 @@ private func mode(_ path: String) -> mode_t {
   }
 
   @Test func theLockFileAsASymbolicLinkIsNotFollowed() throws {
-    let root = tempDir()
+    let temporary = TemporaryDirectory()
+    let root = temporary.path
     let store = StateStore(directory: root + "/capture")
     #expect(mkdir(root + "/capture", 0o700) == 0)
     // A link to a file that does not exist yet: following it would create the file.
@@ -57,7 +60,8 @@ private func mode(_ path: String) -> mode_t {
   }
 
   @Test func aStateDirectoryOthersCanWriteIsMadePrivateAndSaid() throws {
-    let root = tempDir()
+    let temporary = TemporaryDirectory()
+    let root = temporary.path
     let said = Mutex<[String]>([])
     let store = StateStore(directory: root + "/capture", warn: { line in said.withLock { $0.append(line) } })
     try store.update { $0.favorite = "*" }
@@ -71,7 +75,8 @@ private func mode(_ path: String) -> mode_t {
 
   @Test(.enabled(if: geteuid() == 0, "chown(2) to another user needs root"))
   func aStateDirectoryAnotherUserOwnsIsRefused() throws {
-    let root = tempDir()
+    let temporary = TemporaryDirectory()
+    let root = temporary.path
     let store = StateStore(directory: root + "/capture")
     try store.update { $0.favorite = "*" }
     #expect(chown(root + "/capture", 65534, 65534) == 0)
@@ -91,7 +96,8 @@ private func mode(_ path: String) -> mode_t {
   }
 
   @Test func theStateDirectoryAsASymbolicLinkIsRefused() throws {
-    let root = tempDir()
+    let temporary = TemporaryDirectory()
+    let root = temporary.path
     #expect(mkdir(root + "/real", 0o700) == 0)
     #expect(symlink(root + "/real", root + "/capture") == 0)
     let store = StateStore(directory: root + "/capture")

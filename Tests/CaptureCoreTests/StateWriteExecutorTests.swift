@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureCore
@@ -30,7 +31,8 @@ struct StateWriteExecutorTests {
     "state writes waiting on a flock held elsewhere run on the blocking executor: more of them than the pool has threads, and other async work still completes; each lands once the lock is released"
   )
   func heldLockDoesNotStallThePool() async throws {
-    let store = StateStore(directory: tempDir() + "/capture")
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore("capture")
     try store.update { (_: inout StateFile) throws(CaptureError) in }
     // Another open file description holds the lock, as another capture process would (flock(2)).
     let holder = open(store.lockPath, O_RDWR)
@@ -91,7 +93,8 @@ struct StateWriteExecutorTests {
 
   @Test("asyncRemember remembers as remember does, on the blocking executor")
   func asyncRemember() async throws {
-    let store = StateStore(directory: tempDir() + "/capture")
+    let temporary = TemporaryDirectory()
+    let store = temporary.stateStore("capture")
     try await store.asyncRemember(
       RememberedDevice(
         id: "tcp://10.0.0.9:23", alias: "dock", name: "DataMan", type: 7, transport: "tcp", lastSeen: nil))

@@ -24,24 +24,3 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
   precondition(rc == 0, "pthread_create: \(rc)")
   pthread_detach(thread)
 }
-
-/// A device's events as its consumer takes them, counted (one consumer at a time): a test sees that
-/// the consumer has moved on to an event, and so is past the one before, without waiting for a time.
-final class CountedEvents: @unchecked Sendable {
-  private var source: AsyncStream<Event>.Iterator
-  private let count = Mutex(0)
-
-  init(_ source: AsyncStream<Event>) { self.source = source.makeAsyncIterator() }
-
-  /// Events the consumer has taken so far.
-  var taken: Int { count.withLock { $0 } }
-
-  /// The stream to hand to the consumer.
-  var stream: AsyncStream<Event> {
-    AsyncStream(unfolding: { [self] in
-      let event = await source.next()
-      if event != nil { count.withLock { $0 += 1 } }
-      return event
-    })
-  }
-}

@@ -1,5 +1,6 @@
 import CaptureCore
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureMQTT

@@ -2,6 +2,7 @@ import CaptureCore
 import Glibc
 import MosquittoClient
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureMQTT

@@ -1,5 +1,6 @@
 import CaptureCore
 import Glibc
+import TestSupport
 import Testing
 
 @testable import CaptureMQTT
@@ -103,11 +104,11 @@ import Testing
   }
 
   @Test func machineIDIsTrimmed() throws {
-    let path = "/tmp/capture-mqtt-machine-id-\(getpid())"
+    let temporary = TemporaryDirectory()
+    let path = temporary.file("machine-id")
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     _ = "0123456789abcdef0123456789abcdef\n".withCString { write(fd, $0, 33) }
     close(fd)
-    defer { unlink(path) }
     #expect(
       try HostIdentity.resolve(nil, machineIDPath: FilePath(path)) == "0123456789abcdef0123456789abcdef")
   }
@@ -125,11 +126,11 @@ import Testing
 
 @Suite struct PasswordFileTests {
   @Test func firstLineIsThePasswordAndAReadableFileWarns() throws {
-    let path = "/tmp/capture-mqtt-password-\(getpid())"
+    let temporary = TemporaryDirectory()
+    let path = temporary.file("password")
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     _ = "s3cret\r\nsecond line\n".withCString { write(fd, $0, 20) }
     close(fd)
-    defer { unlink(path) }
     let private_ = try PasswordFile.read(path)
     #expect(private_.password == "s3cret" && private_.warning == nil)
     chmod(path, 0o644)

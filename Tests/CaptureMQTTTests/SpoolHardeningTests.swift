@@ -2,6 +2,7 @@ import CaptureCore
 import Foundation
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureMQTT

@@ -1,36 +1,11 @@
 import CaptureCore
 import Glibc
+import TestSupport
 import Testing
 
 @testable import CaptureMQTT
 
-/// A fresh directory under /tmp for one test, removed afterwards.
-final class TemporaryDirectory {
-  let path: String
-  init() {
-    var template = Array("/tmp/capture-mqtt-XXXXXX".utf8CString)
-    path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-  }
-  var filePath: FilePath { FilePath(path) }
-  // Removed without system(3): a fork while another test holds a spool's flock would hold the lock
-  // for the child's lifetime and fail that test's reopen.
-  deinit { Self.remove(path) }
-
-  static func remove(_ path: String) {
-    if let dir = opendir(path) {
-      while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) {
-          String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name == "." || name == ".." { continue }
-        let child = path + "/" + name
-        if entry.pointee.d_type == UInt8(DT_DIR) { remove(child) } else { unlink(child) }
-      }
-      closedir(dir)
-    }
-    rmdir(path)
-  }
-
+extension TemporaryDirectory {
   func files(_ sub: String) -> [String] {
     guard let dir = opendir(path + "/" + sub) else { return [] }
     defer { closedir(dir) }

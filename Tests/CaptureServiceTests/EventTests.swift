@@ -1,5 +1,6 @@
 import CaptureCore
 import HTTPTransport
+import TestSupport
 import Testing
 
 @testable import CaptureService

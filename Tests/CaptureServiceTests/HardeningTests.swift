@@ -3,6 +3,7 @@
 
 import CaptureCore
 import HTTPTransport
+import TestSupport
 import Testing
 
 @testable import CaptureService

@@ -1,6 +1,7 @@
 import CaptureCore
 import HTTPTransport
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CaptureService
@@ -71,141 +72,47 @@ func eventually<T: Sendable>(_ what: String, _ probe: @Sendable () -> T?) async 
   }
 }
 
-/// A device whose events the test sends, with a property table it answers from and every call it
-/// was given recorded (the calls `capture get`/`set`/`trigger` make on a driver).
-final class FakeDevice: Device, Sendable {
-  let info: DeviceInfo
-  let events: AsyncStream<Event>
-  private let continuation: AsyncStream<Event>.Continuation
-  let values = Mutex<[PropertyID: PropertyValue]>([:])
-  let calls = Mutex<[String]>([])
-
-  var capabilities: Capabilities {
-    let ids = Array(values.withLock { $0.keys })
-    return Capabilities(
-      readable: ids, writable: ids + [.triggerDevice, .dataConfirmationDevice], triggers: [.start, .stop],
-      events: [.decodedData])
-  }
-
-  init(
+extension FakeDevice {
+  /// An S740 whose events the test sends, with a property table it answers from and every call it
+  /// was given recorded (`lines`: the calls `capture get`/`set`/`trigger` make on a driver); it takes
+  /// DataConfirmationDevice and DataSourceDevice writes, and answers a data source as enabled.
+  convenience init(
     id: String, name: String = "Socket S740 [E537BA]", type: DeviceType = .scannerS740, arrive: Bool = true
   ) {
-    info = DeviceInfo(id: id, name: name, type: type)
-    (events, continuation) = AsyncStream.makeStream(of: Event.self)
-    values.withLock {
-      $0 = [
+    var behaviour = FakeDevice.Behaviour()
+    behaviour.acceptsWithoutStoring = [.dataConfirmationDevice, .dataSourceDevice]
+    behaviour.echoesDataSources = true
+    self.init(
+      DeviceInfo(id: id, name: name, type: type),
+      capabilities: .fromValues(
+        alsoWritable: [.triggerDevice, .dataConfirmationDevice], triggers: [.start, .stop],
+        events: [.decodedData]),
+      values: [
         .friendlyNameDevice: .string(name), .batteryLevelDevice: .ulong(BatteryLevel(current: 90).packed),
         .versionDevice: .version(
           VersionValue(
             major: 1, middle: 2, minor: 3, build: 4, year: 2024, month: 5, day: 6, hour: 7, minute: 8)),
         .localDecodeActionDevice: .byte(1), .notificationsDevice: .ulong(0),
         .timersDevice: .array([0, 1, 0, 30, 0, 60, 0, 120]),
-      ]
-    }
-    if arrive { send(.deviceArrival) }
-  }
-
-  func send(_ payload: Event.Payload) {
-    continuation.yield(Event(time: .now(), device: info, payload: payload))
-  }
-
-  func code(_ text: String, source: DataSource = DataSource(19), tag: [UInt8]? = nil) {
-    send(.decodedData(DecodedData(dataSource: source, bytes: Array(text.utf8), tagID: tag)))
-  }
-
-  func get(_ property: PropertyID, argument: PropertyValue) async throws(CaptureError) -> PropertyValue {
-    calls.withLock { $0.append("get \(property.cliName) \(argument)") }
-    if property == .dataSourceDevice, case .dataSource(let asked) = argument {
-      return .dataSource(DataSourceValue(id: asked.id, status: .enable))
-    }
-    guard let value = values.withLock({ $0[property] }) else { throw unsupported(property) }
-    return value
-  }
-
-  func set(_ property: PropertyID, _ value: PropertyValue) async throws(CaptureError) {
-    calls.withLock { $0.append("set \(property.cliName) \(value)") }
-    if property == .dataConfirmationDevice || property == .dataSourceDevice { return }
-    let known = values.withLock { values -> Bool in
-      guard values[property] != nil else { return false }
-      values[property] = value
-      return true
-    }
-    if !known { throw unsupported(property) }
-  }
-
-  func trigger(_ action: Trigger) async throws(CaptureError) {
-    calls.withLock { $0.append("trigger \(action.cliName)") }
-  }
-
-  /// The link dropped: its removal, and the stream stays open (a supervised device comes back).
-  func leave() { send(.deviceRemoval) }
-
-  /// Back under a new connection.
-  func comeBack() { send(.deviceArrival) }
-
-  func close() async {
-    send(.deviceRemoval)
-    continuation.finish()
+      ],
+      start: arrive ? .arrival : .silent, behaviour: behaviour)
   }
 }
 
 /// Device management without Bluetooth hardware: bluetoothd "reachable" as the test says, one D600
-/// found by discovery, connect succeeds; every call recorded.
-final class FakeSystem: DeviceSystem, Sendable {
-  let calls = Mutex<[String]>([])
-  let bluetooth: Bool
-  init(bluetooth: Bool = true) { self.bluetooth = bluetooth }
-
-  func record(_ call: String) { calls.withLock { $0.append(call) } }
-
-  func open(_ request: OpenRequest, state: StateStore) async throws(CaptureError) -> any Device {
-    record("open \(request.selector)")
-    throw CaptureError(.notAvailable, "the fake system opens nothing by itself")
-  }
-  func discover(_ request: DiscoveryRequest, found: @escaping @Sendable (DiscoveredDeviceInfo) -> Void)
-    async throws(CaptureError) -> Int
-  {
-    record("discover \(request.transport) \(request.timeout)")
-    found(
-      DiscoveredDeviceInfo(
-        address: "00:11:22:7E:F6:19", addressType: "public", name: "Socket D600 [7EF619]", rssi: -40,
-        uuids: ["6CB501B7-96F6-4EEF-ACB1-D7535F153CF0"], isSocketMobile: true, type: .scannerD600))
-    return 1
-  }
-  func bluetoothdReachable(adapter: String?) async -> Bool { bluetooth }
-  func inquire(adapter: String?, seconds: Double, all: Bool, note: (String) -> Void)
-    async throws(CaptureError) -> [DiscoveredDeviceInfo]
-  { [] }
-  func connect(address: String, adapter: String?, pair: Bool, timeout: Duration?)
-    async throws(CaptureError) -> BluetoothDeviceInfo
-  {
-    record("connect \(address)")
-    return BluetoothDeviceInfo(
-      address: address, name: "Socket D600 [7EF619]", deviceTypes: [.scannerD600], isPaired: true)
-  }
-  func pairClassic(address: String, adapter: String?, timeout: Duration?) async throws(CaptureError) -> String
-  {
-    throw CaptureError(.notAvailable, "no bluetoothd here")
-  }
-  func probeClassic(address: String, request: OpenRequest, name: String?)
-    async throws(CaptureError) -> ClassicProbe
-  { throw CaptureError(.notAvailable, "no adapter") }
-  func remove(address: String, adapter: String?) async throws(CaptureError) -> BluetoothDeviceInfo? {
-    record("remove \(address)")
-    return nil
-  }
-  func partnership(address: String, adapter: String?) async throws(CaptureError) -> PartnershipInfo {
-    throw CaptureError(.notFound, "not known")
-  }
-  func connected(adapter: String?) async throws(CaptureError) -> [BluetoothDeviceInfo] { [] }
-  func accept(channel: Int, request: OpenRequest) async throws(CaptureError) -> any Device {
-    throw CaptureError(.notAvailable, "no adapter")
-  }
-  func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes {
-    throw CaptureError(.notAvailable, "no adapter")
-  }
-  func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
-  func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { [] }
+/// found by discovery, connect succeeds; every call recorded; it opens nothing by itself.
+func serviceSystem(bluetooth: Bool) -> FakeDeviceSystem {
+  var answers = FakeDeviceSystem.Answers()
+  answers.bluetoothd = bluetooth
+  answers.discovered = [
+    DiscoveredDeviceInfo(
+      address: "00:11:22:7E:F6:19", addressType: "public", name: "Socket D600 [7EF619]", rssi: -40,
+      uuids: ["6CB501B7-96F6-4EEF-ACB1-D7535F153CF0"], isSocketMobile: true, type: .scannerD600)
+  ]
+  answers.connectsAnyAs = "Socket D600 [7EF619]"
+  answers.unknown = { _ in CaptureError(.notFound, "not known") }
+  answers.openFailure = { _ in CaptureError(.notAvailable, "the fake system opens nothing by itself") }
+  return FakeDeviceSystem(answers)
 }
 
 /// What a callback was given, in order.
@@ -217,7 +124,8 @@ final class Log<T: Sendable>: Sendable {
 
 /// A service over an engine with the fake system, driven the way the transport drives it.
 final class Harness: Sendable {
-  let system: FakeSystem
+  let system: FakeDeviceSystem
+  let temporary = TemporaryDirectory()
   let store: StateStore
   let engine: CaptureEngine
   let service: CaptureService
@@ -229,8 +137,8 @@ final class Harness: Sendable {
     bluetooth: Bool = true, allowedOrigins: [String] = [],
     configure: (inout CaptureService.Configuration) -> Void = { _ in }
   ) {
-    system = FakeSystem(bluetooth: bluetooth)
-    store = StateStore(directory: "/tmp/capture-service-tests-\(UInt64.random(in: 0...UInt64.max))")
+    system = serviceSystem(bluetooth: bluetooth)
+    store = temporary.stateStore()
     engine = CaptureEngine(system: system, store: store)
     let warnings = self.warnings
     var configuration = CaptureService.Configuration(

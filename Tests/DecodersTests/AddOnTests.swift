@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Decoders
@@ -14,7 +15,7 @@ import Testing
   func addOnIsReportedWithItsSymbol(
     _ symbology: String, _ data: String, _ format: BarcodeFormat, _ main: String, _ addOn: String
   ) throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = try zint(dir, "code", symbology, data)
     let found = everything.decode(image)
     try #require(found.count == 1, "\(found)")
@@ -27,7 +28,7 @@ import Testing
   func addOnsOffReportTheMainSymbolAlone(_ data: String) throws {
     // BarcodeReader(addOns: false), what SocketCam runs while its ean-add-on data source is off: neither
     // decoder looks for the add-on, and the main symbol is reported without it.
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = try zint(dir, "code", "EANX", data)
     let found = BarcodeReader(addOns: false).decode(image)
     #expect(found.map(\.bytes) == [bytes("9781234567897")])
@@ -36,7 +37,7 @@ import Testing
   }
 
   @Test func addOnFollowsItsSymbolTurnedAQuarterAndUpsideDown() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = try zint(dir, "code", "EANX", "9781234567897+12345")
     for turned in [rotated(image), rotated(rotated(image)), rotated(rotated(rotated(image)))] {
       let found = everything.decode(turned)
@@ -45,7 +46,7 @@ import Testing
   }
 
   @Test func twoBooksSideBySideKeepTheirOwnAddOns() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let left = try zint(dir, "a", "EANX", "9781234567897+12345")
     let right = try zint(dir, "b", "EANX", "9780306406157+99")
     let found = everything.decode(hstack([left, right], gap: 80))
@@ -54,7 +55,7 @@ import Testing
   }
 
   @Test func symbolWithoutAddOnHasNone() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     #expect(everything.decode(try zint(dir, "c", "EANX", "978123456789")).map(\.addOn) == [nil])
   }
 

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Decoders
@@ -9,7 +10,7 @@ import Testing
   func sjis(_ text: String) -> [UInt8] { TextGuessTests.shiftJIS(text) }
 
   @Test func qrWithECI3IsLatin1TextAndLatin1Bytes() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let found = everything.decode(try zint(dir, "eci3", "QRCODE", "Grüße", ["--eci=3"]))
     try #require(found.count == 1)
     #expect(found[0].text == "Grüße")
@@ -21,7 +22,7 @@ import Testing
   }
 
   @Test func qrWithECI20IsShiftJISConverted() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let found = everything.decode(try zint(dir, "eci20", "QRCODE", "漢字", ["--eci=20"]))
     try #require(found.count == 1)
     #expect(found[0].text == "漢字")
@@ -29,7 +30,7 @@ import Testing
   }
 
   @Test func qrKanjiModeIsShiftJISConverted() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let input = try dir.write("kanji.sjis", sjis("漢字テスト"))
     // qrencode -k: Kanji mode for the Shift_JIS double-byte characters of its input.
     try run(["qrencode", "-k", "-s", "4", "-o", dir.file("kanji.png"), "-r", input])
@@ -44,7 +45,7 @@ import Testing
   }
 
   @Test func microQRKanji() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let found = everything.decode(try zint(dir, "mqr", "MICROQR", "漢字", ["--scale=4"]))
     try #require(found.count == 1)
     #expect(found[0].format == .microQRCode)
@@ -52,7 +53,7 @@ import Testing
   }
 
   @Test func aztecPDF417AndDataMatrixWithECI() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let aztec = everything.decode(try zint(dir, "az", "AZTEC", "Ünïcödé ok", ["--eci=26", "--scale=3"]))
     #expect(aztec.map(\.text) == ["Ünïcödé ok"])
     let pdf = everything.decode(try zint(dir, "pdf", "PDF417", "Ελληνικά", ["--eci=9"]))
@@ -64,7 +65,7 @@ import Testing
   }
 
   @Test func maxiCodeWithLatin1CodeSetCharacters() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     // MaxiCode's code sets hold ISO-8859-1's accented letters without any ECI (ISO/IEC 16023 Table 1).
     let found = everything.decode(try zint(dir, "maxi", "MAXICODE", "Café ÀÉ", ["--scale=3"]))
     try #require(found.count == 1)
@@ -73,7 +74,7 @@ import Testing
   }
 
   @Test func binaryPayloadHasNoText() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let payload: [UInt8] = [0x00, 0xFF, 0x41, 0x00, 0x80, 0xFE, 0x0A]
     let input = try dir.write("payload.bin", payload)
     try run(["qrencode", "-8", "-s", "4", "-o", dir.file("binary.png"), "-r", input])

@@ -1,11 +1,12 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Decoders
 
 @Suite struct ImageLoaderTests {
   @Test func pngFromZint() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     try run(["zint", "-b", "QRCODE", "--scale=3", "-o", dir.file("qr.png"), "-d", "png"])
     let image = try ImageLoader.load(path: dir.file("qr.png"))
     // A version 1 QR is 21 modules; zint's raster X-dimension is 2 px per unit of --scale (so 6 px here)
@@ -19,7 +20,7 @@ import Testing
   @Test func paletteWithTransparencyIsCompositedOnWhite() throws {
     // zint writes a palette PNG with a tRNS chunk for a transparent background. Transparent-black pixels
     // must become white, or the symbol would vanish into a black page.
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     try run([
       "zint", "-b", "QRCODE", "--scale=4", "--bg=00000000", "-o", dir.file("t.png"), "-d", "transparent",
     ])
@@ -29,7 +30,7 @@ import Testing
   }
 
   @Test func rgbaPNG() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     try run([
       "qrencode", "-t", "PNG32", "--background=FFFF0000", "-s", "4", "-o", dir.file("rgba.png"), "rgba",
     ])
@@ -39,7 +40,7 @@ import Testing
   }
 
   @Test func colourPNGBecomesLuma() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     try run([
       "zint", "-b", "QRCODE", "--scale=4", "--fg=0000A0", "--bg=FFFF80", "-o", dir.file("c.png"), "-d",
       "colour",
@@ -57,7 +58,7 @@ import Testing
   }
 
   @Test func truncatedPNGIsCorrupt() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     try run(["zint", "-b", "QRCODE", "--scale=4", "-o", dir.file("qr.png"), "-d", "cut short"])
     let whole = try ImageLoader.readFile(path: dir.file("qr.png"))
     let path = try dir.write("cut.png", Array(whole.prefix(whole.count / 2)))
@@ -77,7 +78,7 @@ import Testing
   }
 
   @Test func emptyFileIsCorrupt() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let path = try dir.write("empty.png", [])
     #expect(throws: ImageError.corrupt("empty file")) { try ImageLoader.load(path: path) }
     #expect(ImageLoader.isImageFile(path: path) == false)
@@ -91,7 +92,7 @@ import Testing
   }
 
   @Test func directoryIsUnreadable() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     #expect(throws: ImageError.unreadable("\(dir.path): Is a directory")) {
       try ImageLoader.load(path: dir.path)
     }
@@ -99,7 +100,7 @@ import Testing
 
   // Root ignores file permissions, so the check only means something for other users.
   @Test(.enabled(if: geteuid() != 0)) func unreadableFileIsAccessDenied() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let path = try dir.write("secret.png", [0x89, 0x50])
     chmod(path, 0)
     #expect(throws: ImageError.accessDenied("\(path): Permission denied")) {
@@ -108,7 +109,7 @@ import Testing
   }
 
   @Test func textFileIsNotAnImage() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let path = try dir.write("notes.txt", bytes("Plain text, not a picture.\n"))
     #expect(ImageLoader.isImageFile(path: path) == false)
     #expect(
@@ -120,7 +121,7 @@ import Testing
   }
 
   @Test func isImageFileSniffsMagicBytes() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     try run(["zint", "-b", "QRCODE", "-o", dir.file("a.png"), "-d", "x"])
     #expect(ImageLoader.isImageFile(path: dir.file("a.png")))
     #expect(ImageLoader.isImageFile(path: try dir.write("b.pgm", bytes("P5 1 1 255 ") + [0])))
@@ -142,7 +143,7 @@ import Testing
   // MARK: JPEG (no cjpeg here: libjpeg-turbo-progs is not installed, so CImageIO's encoder makes them)
 
   @Test func jpegRoundTripDecodesBarcode() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let qr = try zint(dir, "qr", "QRCODE", "via JPEG", ["--scale=4"])
     let path = try dir.write("qr.jpg", try qr.jpegData(quality: 90))
     #expect(ImageLoader.isImageFile(path: path))
@@ -211,7 +212,7 @@ import Testing
   }
 
   @Test func pgmAndPpmWrittenByTestDecode() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let qr = try zint(dir, "qr", "QRCODE", "netpbm")
     let pgmPath = try dir.write("qr.pgm", pgm(qr))
     #expect(everything.decode(try ImageLoader.load(path: pgmPath)).map(\.text) == ["netpbm"])

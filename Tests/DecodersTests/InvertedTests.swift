@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Decoders
@@ -10,7 +11,7 @@ import Testing
   }
 
   @Test func invertedQRIsReadByBothWithItsECIText() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = inverted(try zint(dir, "qr", "QRCODE", "Grüße", ["--eci=3", "--scale=4"]))
     let found = everything.decode(image)
     try #require(found.count == 1)
@@ -21,7 +22,7 @@ import Testing
   }
 
   @Test func invertedCode128IsRead() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let found = everything.decode(inverted(try zint(dir, "c", "CODE128", "INVERSE-128")))
     #expect(found.map(\.text) == ["INVERSE-128"])
     #expect(found.map(\.decoders) == [["zbar"]])
@@ -29,7 +30,7 @@ import Testing
 
   @Test func invertedDataBarIsNotMisread() throws {
     // An inverted DataBar decodes in ZBar as a different DataBar with a valid check digit; it is left out.
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = try zint(dir, "dbar", "DBAR_OMN", "0678513690420")
     #expect(everything.decode(image).map(\.text) == ["0106785136904203"])
     #expect(everything.decode(inverted(image)).filter { $0.format == .dataBar }.isEmpty)

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Decoders
@@ -10,7 +11,7 @@ import Testing
   }
 
   @Test func severalDifferentCodesInOneImageInReadingOrder() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let qr = try zint(dir, "qr", "QRCODE", "first row, left")
     let pdf = try zint(dir, "pdf", "PDF417", "first row, right")
     let ean = try zint(dir, "ean", "EANX", "590123412345")
@@ -34,7 +35,7 @@ import Testing
     // ZBar's scan of every row and column costs as much as zxing-cpp's whole search; where zxing-cpp
     // read the image, ZBar's reading of the same symbol would only be merged into zxing-cpp's. Before
     // the steps, both decoders read every image (decoders == both here).
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let code = try zint(dir, "c128", "CODE128", "C128-04320-Ab/H4")
     let found = everything.decode(code)
     #expect(found.map(\.text) == ["C128-04320-Ab/H4"])
@@ -47,7 +48,7 @@ import Testing
   func zbarReadsWhatZXingLeavesUnread() throws {
     // bench/corpus.py's "small" Code 128: 3 px per module shrunk by half with a triangle filter. zxing-cpp
     // 3.1.1 reads nothing in it, ZBar reads it: ZBar is asked because zxing-cpp read nothing.
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     try run([
       "zint", "-b", "CODE128", "--quietzones", "--scale=1.5", "-d", "C128-04320-Ab/H4", "-o",
       dir.file("big.png"),
@@ -68,7 +69,7 @@ import Testing
   @Test func dataMatrixNextToALinearCodeIsRead() throws {
     // zxing-cpp 1.4.0 (Debian's ZXingReader too) missed the DataMatrix beside the Code 128; zxing-cpp 3
     // reads both.
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let matrix = try zint(dir, "dm", "DATAMATRIX", "first row, right", ["--scale=4"])
     let code128 = try zint(dir, "c128", "CODE128", "Code128-Test")
     #expect(everything.decode(matrix).map(\.format) == [.dataMatrix])
@@ -76,7 +77,7 @@ import Testing
   }
 
   @Test func identicalQRCodesSideBySideStayTwo() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let qr = try zint(dir, "qr", "QRCODE", "same payload")
     let found = everything.decode(hstack([qr, qr], gap: 20))
     try #require(found.count == 2)
@@ -91,7 +92,7 @@ import Testing
     // Two equal linear codes made zxing-cpp 1.4.0 fail an assertion (abort(); zxing-cpp issue #516),
     // which the shim used to trap; zxing-cpp 3, built with NDEBUG, reads them plainly, both twins.
     // ZBar, asked alone, merges equal linear codes into one symbol by itself.
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let code = try zint(dir, "c128", "CODE128", "TWIN-42")
     let page = hstack([code, code], gap: 60)
     let found = BarcodeReader().decode(page)
@@ -103,7 +104,7 @@ import Testing
   @Test func largeImageWithLinearCodeIsRead() throws {
     // zxing-cpp 1.4.0 asserted on any linear code found in both full-size and downscaled layers (images
     // >= 500 px both ways); zxing-cpp 3 reads it with downscaling on.
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let ean = scaled(try zint(dir, "ean", "EANX", "400638133393"), by: 4)
     #expect(ean.width >= 500 && ean.height >= 500)
     let found = BarcodeReader().decode(ean)
@@ -114,7 +115,7 @@ import Testing
   }
 
   @Test func formatFilterQROnlyIgnoresEAN13() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let ean = try zint(dir, "ean", "EANX", "400638133393")
     #expect(BarcodeReader(formats: [.qrCode]).decode(ean).isEmpty)
     let qr = try zint(dir, "qr", "QRCODE", "only QR")
@@ -122,7 +123,7 @@ import Testing
   }
 
   @Test func upcAIsEAN13WithLeadingZeroWhenUPCAIsNotEnabled() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let upc = try zint(dir, "upc", "UPCA", "03600029145")
     let asEAN = BarcodeReader(formats: [.ean13]).decode(upc)
     #expect(asEAN.map(\.format) == [.ean13])
@@ -137,14 +138,14 @@ import Testing
   }
 
   @Test func upcEOnlyWhenEnabled() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let upcE = try zint(dir, "upce", "UPCE", "0123456")
     #expect(BarcodeReader(formats: [.ean13, .upcA]).decode(upcE).isEmpty)
     #expect(BarcodeReader(formats: [.upcE]).decode(upcE).map(\.text) == ["01234565"])
   }
 
   @Test func isbnVariants() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let book = try zint(dir, "isbn", "ISBNX", "9780306406157")
     #expect(BarcodeReader(formats: [.ean13]).decode(book).map(\.text) == ["9780306406157"])
     #expect(BarcodeReader(formats: [.ean13]).decode(book).map(\.format) == [.ean13])
@@ -156,7 +157,7 @@ import Testing
   }
 
   @Test func singleEngine() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let qr = try zint(dir, "qr", "QRCODE", "engine test")
     let matrix = try zint(dir, "dm", "DATAMATRIX", "zxing only")
     let page = hstack([qr, matrix])
@@ -171,7 +172,7 @@ import Testing
   }
 
   @Test func concurrentDecodesShareOneReader() async throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = hstack([
       try zint(dir, "qr", "QRCODE", "concurrent"), try zint(dir, "ean", "EANX", "400638133393"),
     ])
@@ -189,7 +190,7 @@ import Testing
   }
 
   @Test func rotatedQRCornersAreClockwiseFromSymbolTopLeft() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let qr = try zint(dir, "qr", "QRCODE", "rotated")
     // Rotate by 90° clockwise: the symbol's top-left corner ends up at the image's top-right.
     var pixels = [UInt8](repeating: 255, count: qr.width * qr.height)

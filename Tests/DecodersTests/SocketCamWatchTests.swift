@@ -5,6 +5,7 @@
 import CaptureCore
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Drivers
@@ -332,15 +333,12 @@ struct SocketCamWatchTests {
 
 // MARK: rigs
 
-/// TempDir holds only its path (`let`) and removes the directory when released: safe to share.
-extension TempDir: @unchecked Sendable {}
-
 /// Two private directories: the watched one, and one where images are made before they are renamed in
 /// (the same file system, /tmp), plus a state directory.
 private final class Dirs: Sendable {
-  let watched = TempDir()
-  let stash = TempDir()
-  let state = TempDir()
+  let watched = TemporaryDirectory()
+  let stash = TemporaryDirectory()
+  let state = TemporaryDirectory()
   var store: StateStore { StateStore(directory: state.path + "/capture") }
 
   /// A QR code image (qrencode) holding `text`, as PNG bytes.
@@ -378,7 +376,7 @@ private final class Rig {
   private(set) var errors: [CaptureError] = []
   private(set) var removals = 0
 
-  var watched: TempDir { dirs.watched }
+  var watched: TemporaryDirectory { dirs.watched }
   var store: StateStore { dirs.store }
   var warnings: [String] { said.lines }
   var origins: [String?] { decoded.map(\.origin) }

@@ -1,35 +1,11 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Decoders
 
-/// A private temporary directory, removed (with the files the tests put in it) when released.
-final class TempDir {
-  let path: String
-
-  init() {
-    var template = Array("/tmp/decoders-tests.XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    precondition(made != nil, "mkdtemp failed: \(String(cString: strerror(errno)))")
-    path = String(cString: made!)
-  }
-
-  deinit {
-    // Flat directory: unlink every entry, then the directory itself.
-    if let directory = opendir(path) {
-      while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-          String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name != "." && name != ".." { unlink(path + "/" + name) }
-      }
-      closedir(directory)
-    }
-    rmdir(path)
-  }
-
-  func file(_ name: String) -> String { path + "/" + name }
-
+extension TemporaryDirectory {
+  /// Writes `bytes` to `name` in the directory; the file's path.
   @discardableResult
   func write(_ name: String, _ bytes: [UInt8]) throws -> String {
     let target = file(name)
@@ -99,7 +75,9 @@ func which(_ name: String) -> String? {
 
 /// zint output, loaded. `--quietzones` gives matrix symbols the light margin their detectors need (zint adds
 /// none by default; zxing-cpp 1.4.0 does not find a DataMatrix without it).
-func zint(_ dir: TempDir, _ name: String, _ symbology: String, _ data: String, _ extra: [String] = [])
+func zint(
+  _ dir: TemporaryDirectory, _ name: String, _ symbology: String, _ data: String, _ extra: [String] = []
+)
   throws -> GrayImage
 {
   let path = dir.file(name + ".png")

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Decoders
@@ -110,7 +111,7 @@ let symbolCases: [SymbolCase] = [
 @Suite struct SymbologyTests {
   @Test(arguments: symbolCases)
   func decodesZintSymbol(_ symbol: SymbolCase) throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = try zint(dir, "symbol", symbol.zintType, symbol.data, symbol.extra)
     let found = everything.decode(image)
     try #require(found.count == 1, "found \(found.map { "\($0.format):\($0.text ?? "?")" })")
@@ -128,7 +129,7 @@ let symbolCases: [SymbolCase] = [
   }
 
   @Test func maxiCodeIsReadByZXing() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = try zint(dir, "maxi", "MAXICODE", "MaxiCode test")
     let found = everything.decode(image)
     #expect(found.map(\.format) == [.maxiCode])
@@ -137,7 +138,7 @@ let symbolCases: [SymbolCase] = [
   }
 
   @Test func qrencodeUTF8Payload() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let text = "Grüße 東京"
     let input = try dir.write("utf8.txt", bytes(text))
     try run(["qrencode", "-s", "4", "-o", dir.file("utf8.png"), "-r", input])
@@ -155,7 +156,7 @@ let symbolCases: [SymbolCase] = [
   @Test func zintUTF8PayloadWithECI() throws {
     // ECI 26 declares UTF-8; both decoders return the encoded bytes unchanged (ZBar thanks to
     // ZBAR_CFG_BINARY, zxing-cpp through Result::bytes()).
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let image = try zint(dir, "eci", "QRCODE", "Grüße 東京", ["--eci=26"])
     let found = everything.decode(image)
     #expect(found.map(\.bytes) == [bytes("Grüße 東京")])
@@ -164,7 +165,7 @@ let symbolCases: [SymbolCase] = [
   }
 
   @Test func binaryPayloadIsByteExact() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let payload: [UInt8] = [0x00, 0xFF, 0x41, 0x00, 0x80, 0xFE, 0x0A, 0x0D, 0xFF, 0x00, 0xC3, 0x28]
     let input = try dir.write("payload.bin", payload)
     // -8: 8-bit mode; -r reads the data from a file, NULs included.

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Decoders
@@ -18,7 +19,7 @@ import Testing
   }
 
   @Test func regularFileIsNotAVideoDevice() throws {
-    let dir = TempDir()
+    let dir = TemporaryDirectory()
     let path = try dir.write("fake-video0", [0, 1, 2])
     #expect(throws: ImageError.unsupportedFormat("\(path): not a video device")) {
       _ = try V4L2Camera(path: path)

@@ -1,4 +1,5 @@
 import CaptureCore
+import TestSupport
 import Testing
 
 @testable import Drivers
@@ -7,19 +8,8 @@ import Testing
   import Glibc
 #endif
 
-/// A directory of its own under /tmp, removed with everything in it.
-final class ScratchDirectory {
-  let path: String
-
-  init() throws {
-    var template = Array("/tmp/capture-host-tests.XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    try #require(made != nil)
-    path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-  }
-
-  deinit { _ = system("rm -rf '\(path)'") }
-
+extension TemporaryDirectory {
+  /// Writes `text` to `relative` (its directories made) with `mode`.
   func write(_ relative: String, _ text: String, mode: mode_t = 0o644) throws {
     let full = path + "/" + relative
     let directory = String(full[..<full.lastIndex(of: "/")!])
@@ -36,7 +26,7 @@ final class ScratchDirectory {
 struct HostProbesTests {
   @Test("rfkill switches are read from /sys/class/bluetooth/hciN/rfkillM/{soft,hard}")
   func rfkill() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write("class/bluetooth/hci0/rfkill3/soft", "1\n")
     try root.write("class/bluetooth/hci0/rfkill3/hard", "0\n")
     try root.write("class/bluetooth/hci1/rfkill4/soft", "0\n")
@@ -50,7 +40,7 @@ struct HostProbesTests {
 
   @Test("device nodes are found by prefix and number, in numeric order")
   func nodePaths() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     for name in [
       "input/event10", "input/event2", "input/mice", "ttyACM0", "ttyUSB1", "ttyS0", "video0", "video-x",
     ] {
@@ -64,7 +54,7 @@ struct HostProbesTests {
 
   @Test("a node's access, mode and group come from stat and faccessat; a missing node is nil")
   func access() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write("ttyUSB0", "", mode: 0o600)
     let node = try #require(HostProbes().access(root.path + "/ttyUSB0", needsWrite: true))
     #expect(node.mode & 0o777 == 0o600)
@@ -84,7 +74,7 @@ struct HostProbesTests {
 
   @Test("the daemon's executable from /proc/PID/exe; --version is run only for a bluetoothd")
   func daemonIdentity() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write("bin/bluetoothd", "#!/bin/sh\necho 5.66\n", mode: 0o755)
     try root.write("proc/7/cmdline", "")
     #expect(symlink(root.path + "/bin/bluetoothd", root.path + "/proc/7/exe") == 0)
@@ -131,11 +121,11 @@ struct HostProbesTests {
 
 @Suite("doctor: the state file, read only")
 struct StateFileCheckTests {
-  func store(_ root: ScratchDirectory) -> StateStore { StateStore(directory: root.path) }
+  func store(_ root: TemporaryDirectory) -> StateStore { StateStore(directory: root.path) }
 
   @Test("no state file yet is ok, subject the path")
   func missing() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     let row = HostChecks.stateFile(store(root).inspect())
     #expect(
       row
@@ -145,7 +135,7 @@ struct StateFileCheckTests {
 
   @Test("a valid file at 0600 counts the remembered devices")
   func valid() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write(
       "devices.json",
       #"{"schemaVersion":1,"devices":[{"id":"serial:/dev/ttyACM0","name":"S","type":0,"transport":"serial"}]}"#,
@@ -157,7 +147,7 @@ struct StateFileCheckTests {
 
   @Test("mode 0644 is a warning with chmod 600 and the quoted path")
   func tooOpen() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write("devices.json", #"{"schemaVersion":1}"#, mode: 0o644)
     let path = root.path + "/devices.json"
     let row = HostChecks.stateFile(store(root).inspect())
@@ -169,7 +159,7 @@ struct StateFileCheckTests {
 
   @Test("a corrupt file is failure 85 with capture list as the fix, and it stays where it is")
   func corrupt() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write("devices.json", #"{"schemaVersion":1,"dev"#, mode: 0o600)
     let row = HostChecks.stateFile(store(root).inspect())
     #expect(row.status == .failure)
@@ -181,7 +171,7 @@ struct StateFileCheckTests {
 
   @Test("a newer schema is failure 86 without a fix")
   func newer() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write("devices.json", #"{"schemaVersion":99}"#, mode: 0o600)
     let row = HostChecks.stateFile(store(root).inspect())
     #expect(row.code == .invalidVersion)
@@ -192,7 +182,7 @@ struct StateFileCheckTests {
     "this user's own file of mode 000 is failure 64 with chmod 600, not chown",
     .enabled(if: geteuid() != 0, "root reads any file"))
   func unreadable() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     try root.write("devices.json", #"{"schemaVersion":1}"#, mode: 0o000)
     let row = HostChecks.stateFile(store(root).inspect())
     #expect(row.code == .fileAccessDenied)
@@ -201,7 +191,7 @@ struct StateFileCheckTests {
 
   @Test("a directory where the file should be is failure 64 that says so, without a fix")
   func directoryInTheWay() throws {
-    let root = try ScratchDirectory()
+    let root = TemporaryDirectory()
     #expect(mkdir(root.path + "/devices.json", 0o700) == 0)
     let row = HostChecks.stateFile(store(root).inspect())
     #expect(row.status == .failure && row.code == .fileAccessDenied)

@@ -5,6 +5,7 @@
 
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import MosquittoClient
@@ -316,24 +317,13 @@ final class Broker: Sendable {
   var logText: String { Self.text(of: log) }
 }
 
-/// A temp dir for one test, removed by `remove`.
-func makeDirectory() throws -> String {
-  var template = Array((NSTemporaryDirectory() + "mqtt-test-XXXXXX").utf8CString)
-  guard let made = mkdtemp(&template) else {
-    throw TestFailure("mkdtemp: \(String(cString: strerror(errno)))")
-  }
-  return String(cString: made)
-}
-
-func removeDirectory(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
-
 /// A broker for the body, stopped and its directory removed afterwards.
 func withBroker<T>(
   passwords: [String: String] = [:], tls: Bool = false,
   _ body: (Broker, Certificates?, String) async throws -> T
 ) async throws -> T {
-  let directory = try makeDirectory()
-  defer { removeDirectory(directory) }
+  let temporary = TemporaryDirectory("mqtt")
+  let directory = temporary.path
   let certificates = tls ? try await Certificates.make(in: directory) : nil
   let broker = try await Broker(passwords: passwords, certificates: certificates, directory: directory)
   do {

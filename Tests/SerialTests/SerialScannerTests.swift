@@ -2,6 +2,7 @@ import CaptureCore
 import Drivers
 import Simulators
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -202,11 +203,8 @@ func openScanner(_ path: String, _ parameters: [String: String] = [:], reconnect
   /// A pty cannot come back at the same path, so a fixed path is a symlink re-pointed to a new pty, as
   /// udev re-creates /dev/serial/by-id links when an adapter is replugged.
   @Test func reconnectsWhenTheDeviceNodeComesBack() async throws {
-    var template = Array("/tmp/capture-serial.XXXXXX".utf8CString)
-    let directory = String(cString: try #require(mkdtemp(&template)))
-    defer { rmdir(directory) }
-    let link = directory + "/scanner"
-    defer { unlink(link) }
+    let temporary = TemporaryDirectory()
+    let link = temporary.file("scanner")
 
     let first = try PseudoTerminal()
     #expect(symlink(first.slavePath, link) == 0)

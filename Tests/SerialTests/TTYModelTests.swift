@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Drivers
@@ -10,12 +11,8 @@ import Testing
 /// kernel lays it out (class/tty/NAME/device → the interface; the USB device with idVendor above it).
 @Suite struct TTYModelTests {
   final class Tree {
-    let root: String
-    init() throws {
-      var template = Array("/tmp/capture-sysfs-XXXXXX".utf8CString)
-      root = String(cString: try #require(mkdtemp(&template)))
-    }
-    deinit { _ = system("rm -rf '\(root)'") }
+    let scratch = TemporaryDirectory()
+    var root: String { scratch.path }
 
     func directory(_ path: String) { _ = system("mkdir -p '\(root)/\(path)'") }
     func file(_ path: String, _ text: String) {
@@ -28,7 +25,7 @@ import Testing
 
   /// cdc-acm: class/tty/ttyACM0/device is the USB interface 1-1:1.0; the device 1-1 is its parent.
   @Test func acmTTYIsNamedByItsUSBStrings() throws {
-    let tree = try Tree()
+    let tree = Tree()
     tree.directory("devices/usb1/1-1/1-1:1.0/tty/ttyACM0")
     tree.file("devices/usb1/1-1/idVendor", "0c2e\n")
     tree.file("devices/usb1/1-1/idProduct", "0b01\n")
@@ -42,7 +39,7 @@ import Testing
   /// usb-serial: class/tty/ttyUSB0/device is the port ttyUSB0 below the interface, two levels under the
   /// device; without strings the ids name it.
   @Test func usbSerialWithoutStringsIsNamedByItsIDs() throws {
-    let tree = try Tree()
+    let tree = Tree()
     tree.directory("devices/usb1/1-2/1-2:1.0/ttyUSB0")
     tree.file("devices/usb1/1-2/idVendor", "0403\n")
     tree.file("devices/usb1/1-2/idProduct", "6001\n")
@@ -52,7 +49,7 @@ import Testing
   }
 
   @Test func ttyWithoutAUSBDeviceIsSerialScannerAndItsName() throws {
-    let tree = try Tree()
+    let tree = Tree()
     // A platform UART: a device, but no USB ids anywhere above it.
     tree.directory("devices/platform/serial8250/tty/ttyS0")
     tree.directory("class/tty/ttyS0")
