@@ -85,7 +85,7 @@ let package = Package(
       dependencies: ["CaptureCLI", "CaptureCore", "CaptureContract", "CaptureMQTT", "TestSupport"]),
     .testTarget(name: "DecodersTests", dependencies: ["Decoders", "Drivers", "CaptureCore", "TestSupport"]),
     .testTarget(name: "BlackBoxTests", dependencies: ["capture", "Simulators"]),
-    .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+    .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
     .testTarget(name: "BLETests", dependencies: ["BlueZ", "Drivers", "CaptureCore", "DBus"]),
     // Device simulators shared by the driver tests and the black-box tests.
     .target(name: "Simulators", path: "Tests/Simulators"),

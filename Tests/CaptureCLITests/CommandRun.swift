@@ -1,4 +1,5 @@
 import CaptureCore
+import TestSupport
 import Testing
 
 @testable import CaptureCLI
@@ -24,15 +25,10 @@ func runCommand(_ arguments: [String], system: any DeviceSystem, state: StateSto
   let parsed = try ArgumentParser.parse(arguments)
   let command = try #require(parsed.command)
   let globals = try CaptureCLI.globalOptions(parsed)
-  var outTemplate = Array("/tmp/capture-command-out.XXXXXX".utf8CString)
-  var errTemplate = Array("/tmp/capture-command-err.XXXXXX".utf8CString)
-  let out = mkstemp(&outTemplate)
-  let err = mkstemp(&errTemplate)
+  let temporary = TemporaryDirectory("command")
+  let out = open(temporary.file("stdout"), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+  let err = open(temporary.file("stderr"), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
   try #require(out >= 0 && err >= 0)
-  defer {
-    outTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-    errTemplate.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-  }
   let output = Output(
     mode: globals.json ? .json : .plain, quiet: globals.quiet, verbose: false, stdoutFD: out, stderrFD: err)
   let context = Context(globals: globals, output: output, state: state, system: system)

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import DBus
@@ -13,7 +14,9 @@ import Testing
 final class TestBus: Sendable {
   let address: String
   let pid: pid_t
-  let directory: String
+  /// The bus's socket and configuration; removed by `stop()` (and when the bus is released).
+  private let scratch: TemporaryDirectory
+  var directory: String { scratch.path }
   private let stopped = Atomic<Bool>(false)
 
   struct Failure: Error, CustomStringConvertible {
@@ -21,11 +24,8 @@ final class TestBus: Sendable {
   }
 
   init() throws {
-    var template = Array("/tmp/dbus-tests-XXXXXX".utf8CString)
-    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-      throw Failure(description: "mkdtemp failed: errno \(errno)")
-    }
-    directory = String(cString: made)
+    scratch = TemporaryDirectory("dbus")
+    let directory = scratch.path
     let config = """
       <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
        "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -114,22 +114,10 @@ final class TestBus: Sendable {
     kill(pid, SIGKILL)
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    removeDirectory()
+    TemporaryDirectory.remove(directory)
   }
 
   deinit { stop() }
-
-  private func removeDirectory() {
-    guard let dir = opendir(directory) else { return }
-    while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-      }
-      if name != "." && name != ".." { unlink(directory + "/" + name) }
-    }
-    closedir(dir)
-    rmdir(directory)
-  }
 
   private static func write(_ text: String, to path: String) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
