@@ -315,6 +315,21 @@ class DeviceEventClientTests(AsyncTestCase):
         # No BLE characteristic for power state or buttons is public: neither event is invented.
         self.assertFalse([r for r in client.events() if r["event"]["id"] in (EV_POWER, EV_BUTTONS)])
 
+        # Out of range and back: a new arrival, a new GUID, the helper opens it again; the level reaches
+        # the new handle (the battery source is armed again on the new link).
+        mark = len(client.events())
+        rig.ctl("SetInRange", D600_PATH, "false")
+        await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=20,
+                          what="DeviceRemoval out of range")
+        rig.ctl("SetInRange", D600_PATH, "true")
+        arrival = await client.arrival("D600", timeout=40, start=mark)
+        again = await client.opendevice(arrival["event"]["value"]["guid"])
+        mark = len(client.events())
+        rig.ctl("SetBattery", D600_PATH, 64)
+        event = await client.wait(lambda r: r["event"]["id"] == EV_BATTERY_LEVEL, start=mark, timeout=20,
+                                  what="BatteryLevel after the device came back")
+        self.assertEqual((event["handle"], event["event"]["value"]), (again, packed_battery(64)))
+
     async def test_battery_level_from_bluetoothd_battery_plugin_reaches_the_opened_device_handle(self):
         # Debian's bluetoothd: its battery plugin keeps Battery1.Percentage current.
         await self.battery_event_reaches_the_opened_handle({})
