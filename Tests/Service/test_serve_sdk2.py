@@ -339,5 +339,80 @@ class DeviceEventClientTests(AsyncTestCase):
         await self.battery_event_reaches_the_opened_handle({"BatteryPlugin": "false"})
 
 
+ESKT_NOTAVAILABLE = -32
+
+
+class SocketCamCameraTests(AsyncTestCase):
+    """SocketCam with a camera (`serve --camera DEV`) as the SDKs drive it (docs/capturejs.md §3.1): the
+    options, and a camera that is not there. This machine has no V4L2 device; a camera that streams is
+    the VM tier's (vivid)."""
+
+    def serve_refused(self, *args):
+        """`capture serve ARGS`: refused before it listens, with one error line and the usage line."""
+        got = subprocess.run([capture_bin(), "serve", "--listen", "127.0.0.1:0", *args], capture_output=True,
+                             text=True, timeout=20, stdin=subprocess.DEVNULL,
+                             env=dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1"))
+        lines = got.stderr.splitlines()
+        self.assertEqual(got.returncode, 18, got)  # ESKT_INVALIDPARAMETER, as every usage error
+        self.assertEqual(len(lines), 2, got)
+        self.assertTrue(lines[1].startswith("usage: capture serve "), got)
+        self.assertNotIn("serving", got.stderr)
+        return lines[0]
+
+    def setUp(self):
+        self.state = tempfile.mkdtemp(prefix="capture-serve-camera.")
+        self.addCleanup(shutil.rmtree, self.state, True)
+
+    def test_camera_options_are_refused_with_one_line_and_exit_18(self):
+        self.assertEqual(self.serve_refused("--camera", "video0"),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera needs a device path like /dev/video0")
+        self.assertEqual(self.serve_refused("--camera", "/dev/video0", "--dir", self.state),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera cannot be combined with --image or --dir")
+        self.assertEqual(self.serve_refused("--camera", "/dev/video0", "--camera", "/dev/video1"),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera given more than once")
+        self.assertEqual(self.serve_refused("--camera"),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera needs a value (DEV)")
+
+    async def start_fails(self, camera, reason):
+        """serve starts without its camera (it may be plugged in later); SocketCam is enabled and opened
+        as Flutter's helper does it, and its trigger start fails with the camera's reason."""
+        service = Service(extra=["--camera", camera], state=tempfile.mkdtemp(prefix="capture-serve-camera."))
+        self.addCleanup(service.stop)
+        flutter = Flutter(service)
+        client = await EventClient(service, path="/").open(wait_id="1")
+        self.addAsyncCleanup(client.close)
+        # setSocketCamEnabled(enabled: SocketCam.enable) (lib/capture_helper.dart:214-220), read back.
+        self.assertNotIn("error", flutter.set(client.handle, PROP_SOCKETCAM_STATUS, T_BYTE, 0))
+        got = flutter.get(client.handle, PROP_SOCKETCAM_STATUS)["result"]["property"]
+        self.assertEqual(got, {"id": PROP_SOCKETCAM_STATUS, "type": T_BYTE, "value": 0})
+        arrival = await client.arrival("SocketCam", timeout=15)
+        device = await client.opendevice(arrival["event"]["value"]["guid"])
+        mark = len(client.events())
+        # setTrigger(Trigger.start), a Byte set on the device (lib/capture_helper_device.dart): the reply
+        # is the error, with the camera and why, so the app's call throws with it.
+        reply = flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START)
+        self.assertEqual(error_code(reply), ESKT_NOTAVAILABLE, reply)
+        message = reply["error"]["message"]
+        self.assertIn(f"camera {camera}", message)
+        self.assertIn(reason, message)
+        self.assertNotIn("\n", message)
+        # No read started, so the stop that an app's cancel button sends succeeds and cancels nothing: no
+        # −91 DecodedData. SocketCam disabled next: its removal comes after anything the stop sent.
+        self.assertNotIn("error", flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
+        self.assertNotIn("error", flutter.set(client.handle, PROP_SOCKETCAM_STATUS, T_BYTE, 1))
+        await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=15,
+                          what="SocketCam's removal")
+        self.assertEqual([r["event"] for r in client.events()[mark:]
+                          if r["event"]["id"] in (EV_DECODED_DATA, EV_ERROR)], [])
+        # And the service said nothing on stderr but its serving line: the reason went to the app.
+        self.assertEqual(len([line for line in service.stderr() if line.strip()]), 1, service.stderr())
+
+    async def test_a_missing_camera_fails_trigger_start_with_its_reason(self):
+        await self.start_fails(os.path.join(self.state, "video0"), "is not available")
+
+    async def test_a_device_that_is_not_a_camera_fails_trigger_start_with_its_reason(self):
+        await self.start_fails("/dev/null", "cannot be used")
+
+
 if __name__ == "__main__":
     unittest.main()
