@@ -112,6 +112,51 @@ struct EventTests {
     #expect(frames[5].contains(#""id":5,"type":5"#))
   }
 
+  /// Flutter's helper finds the device of a Power, Buttons or BatteryLevel event by the event's handle
+  /// among the handles `opendevice` gave it and drops the rest (capturesdk_flutter
+  /// lib/capture_helper.dart:402-418, `_handleEvent`); so each must come on every handle opened on the
+  /// device, in every client that opened it, as a plain number (`event.value as int`), and nowhere else.
+  @Test(
+    "BatteryLevel, Power and Buttons reach every handle opened on the device, in each client that opened it, and no other client"
+  )
+  func deviceEventsOnEveryOpenedHandle() async throws {
+    let s = try await Scene.make()
+    let other = try await s.h.openClient()
+    let otherSocket = try await s.h.socket(for: other, id: 2)
+    _ = try await s.h.output.frames(otherSocket, count: 1)
+    let bystander = try await s.h.openClient()
+    let bystanderSocket = try await s.h.socket(for: bystander, id: 3)
+    _ = try await s.h.output.frames(bystanderSocket, count: 1)
+    let first = try await s.h.openDevice(client: s.client, guid: s.guid)
+    let second = try await s.h.openDevice(client: s.client, guid: s.guid)
+    let theirs = try await s.h.openDevice(client: other, guid: s.guid)
+    let level = BatteryLevel(current: 42)
+    s.device.send(.batteryLevel(level))
+    s.device.send(.power(.onBattery))
+    s.device.send(.buttons([.power]))
+    func event(_ body: String, _ handle: Int) -> String {
+      #"{"jsonrpc":"2.0","result":{"event":\#(body),"handle":\#(handle)}}"#
+    }
+    let battery = #"{"id":8,"type":2,"value":\#(level.packed)}"#
+    let power = #"{"id":6,"type":2,"value":\#(PowerState.onBattery.rawValue)}"#
+    let buttons = #"{"id":7,"type":2,"value":\#(ButtonsState.power.rawValue)}"#
+    // The handles in increasing order for each event (the service sends them sorted).
+    let mine = [first, second].sorted()
+    #expect(
+      try await s.h.output.frames(s.socket, count: 7).dropFirst()
+        == ArraySlice(
+          [battery, power, buttons].flatMap { body in mine.map { event(body, $0) } }))
+    #expect(
+      try await s.h.output.frames(otherSocket, count: 4).dropFirst()
+        == [event(battery, theirs), event(power, theirs), event(buttons, theirs)])
+    // A client that opened nothing hears of the device only by its arrival and removal (device events
+    // need an open handle, docs/capturejs.md §4): a client's events keep the device's order, so any of
+    // the three would come before the removal.
+    s.device.leave()
+    let seen = try await s.h.output.frames(bystanderSocket, count: 2)
+    #expect(seen[1].contains(#""event":{"id":2,"#) && seen[1].hasSuffix(#""handle":\#(bystander)}}"#))
+  }
+
   @Test(
     "a device that leaves and comes back: removal with the old GUID, arrival with a new one; the old handle is not open"
   )

@@ -249,9 +249,11 @@ class BlueZRig:
 
     RIG = os.path.join(ROOT, "Tests", "Rigs", "rig.py")
 
-    def __init__(self):
+    def __init__(self, params=None):
+        """`params`: more template parameters (Tests/Rigs/bluez566.py), e.g. {"BatteryPlugin": "false"}."""
+        extra = [arg for key, value in (params or {}).items() for arg in ("--param", f"{key}={value}")]
         out = subprocess.run(["/usr/bin/python3", self.RIG, "start", "--stop-with", str(os.getpid()),
-                              "--param", "TemporaryTimeout=1"], capture_output=True, text=True, timeout=60)
+                              "--param", "TemporaryTimeout=1", *extra], capture_output=True, text=True, timeout=60)
         if out.returncode != 0:
             raise RuntimeError(f"rig.py start failed: {out.stderr}")
         values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)

@@ -264,5 +264,155 @@ class DeviceManagerClientTests(AsyncTestCase):
         self.assertEqual(favorite(), "*")
 
 
+EV_POWER, EV_BUTTONS, EV_BATTERY_LEVEL = 6, 7, 8  # lib/classes/gen/event_ids.dart:32-42, all kUlong
+EVENT_TYPE_ULONG = 2  # CaptureEventTypes.ulong (lib/classes/gen/event_ids.dart)
+
+
+def packed_battery(percent):
+    """The ScanAPI packing of a BLE battery percentage (docs/capture-sdk.md §7.3): maximum 100 in byte 3,
+    minimum 0 in byte 2, the level in byte 1."""
+    return 100 << 24 | percent << 8
+
+
+class DeviceEventClientTests(AsyncTestCase):
+    """Power, Buttons and BatteryLevel reach the handle the app opened (docs/capturejs.md §4): Flutter's
+    `_handleEvent` looks the device up by the event's handle in the map its `_onDeviceArrivalEvent` fills
+    with the handle `opendevice` returned, and hands `event.value as int` to `onBatteryLevel`
+    (lib/capture_helper.dart:402-418 and its `_onDeviceArrivalEvent`); an event on any other handle is
+    dropped there."""
+
+    async def battery_event_reaches_the_opened_handle(self, params):
+        try:
+            rig = BlueZRig(params)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        service = Service([D600], env=rig.env)
+        self.addCleanup(service.stop)
+        client = await EventClient(service, path="/").open(wait_id="1")
+        self.addAsyncCleanup(client.close)
+        # The helper opens every arriving device at once (_onDeviceArrivalEvent: openDevice(info.guid)).
+        arrival = await client.arrival("D600", timeout=20)
+        device = await client.opendevice(arrival["event"]["value"]["guid"])
+        # The level first changes once the device is open; a change to the level it already has would
+        # prove nothing, so two different levels, each waited for.
+        for percent in (42, 17):
+            mark = len(client.events())
+            rig.ctl("SetBattery", D600_PATH, percent)
+            event = await client.wait(
+                lambda r: r["event"]["id"] == EV_BATTERY_LEVEL and r["event"].get("value") == packed_battery(percent),
+                start=mark, timeout=20, what=f"BatteryLevel {percent}% on the device handle")
+            self.assertEqual(event["handle"], device)
+            self.assertEqual(event["event"], {"id": EV_BATTERY_LEVEL, "type": EVENT_TYPE_ULONG,
+                                              "value": packed_battery(percent)})
+            # What an app shows: (value & 0xff00) >> 8 (docs/capturejs.md §3).
+            self.assertEqual((event["event"]["value"] & 0xFF00) >> 8, percent)
+        battery = [r for r in client.events() if r["event"]["id"] == EV_BATTERY_LEVEL]
+        # Only on the opened handle, never on the client's (the helper would drop it, and a client that
+        # opened nothing gets no device events).
+        self.assertEqual({r["handle"] for r in battery}, {device})
+        # No BLE characteristic for power state or buttons is public: neither event is invented.
+        self.assertFalse([r for r in client.events() if r["event"]["id"] in (EV_POWER, EV_BUTTONS)])
+
+        # Out of range and back: a new arrival, a new GUID, the helper opens it again; the level reaches
+        # the new handle (the battery source is armed again on the new link).
+        mark = len(client.events())
+        rig.ctl("SetInRange", D600_PATH, "false")
+        await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=20,
+                          what="DeviceRemoval out of range")
+        rig.ctl("SetInRange", D600_PATH, "true")
+        arrival = await client.arrival("D600", timeout=40, start=mark)
+        again = await client.opendevice(arrival["event"]["value"]["guid"])
+        mark = len(client.events())
+        rig.ctl("SetBattery", D600_PATH, 64)
+        event = await client.wait(lambda r: r["event"]["id"] == EV_BATTERY_LEVEL, start=mark, timeout=20,
+                                  what="BatteryLevel after the device came back")
+        self.assertEqual((event["handle"], event["event"]["value"]), (again, packed_battery(64)))
+
+    async def test_battery_level_from_bluetoothd_battery_plugin_reaches_the_opened_device_handle(self):
+        # Debian's bluetoothd: its battery plugin keeps Battery1.Percentage current.
+        await self.battery_event_reaches_the_opened_handle({})
+
+    async def test_battery_level_from_gatt_notifications_reaches_the_opened_device_handle(self):
+        # bluetoothd -P battery: 0x2A19 is GATT; the service holds a notify session on it.
+        await self.battery_event_reaches_the_opened_handle({"BatteryPlugin": "false"})
+
+
+ESKT_NOTAVAILABLE = -32
+
+
+class SocketCamCameraTests(AsyncTestCase):
+    """SocketCam with a camera (`serve --camera DEV`) as the SDKs drive it (docs/capturejs.md §3.1): the
+    options, and a camera that is not there. This machine has no V4L2 device; a camera that streams is
+    the VM tier's (vivid)."""
+
+    def serve_refused(self, *args):
+        """`capture serve ARGS`: refused before it listens, with one error line and the usage line."""
+        got = subprocess.run([capture_bin(), "serve", "--listen", "127.0.0.1:0", *args], capture_output=True,
+                             text=True, timeout=20, stdin=subprocess.DEVNULL,
+                             env=dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1"))
+        lines = got.stderr.splitlines()
+        self.assertEqual(got.returncode, 18, got)  # ESKT_INVALIDPARAMETER, as every usage error
+        self.assertEqual(len(lines), 2, got)
+        self.assertTrue(lines[1].startswith("usage: capture serve "), got)
+        self.assertNotIn("serving", got.stderr)
+        return lines[0]
+
+    def setUp(self):
+        self.state = tempfile.mkdtemp(prefix="capture-serve-camera.")
+        self.addCleanup(shutil.rmtree, self.state, True)
+
+    def test_camera_options_are_refused_with_one_line_and_exit_18(self):
+        self.assertEqual(self.serve_refused("--camera", "video0"),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera needs a device path like /dev/video0")
+        self.assertEqual(self.serve_refused("--camera", "/dev/video0", "--dir", self.state),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera cannot be combined with --image or --dir")
+        self.assertEqual(self.serve_refused("--camera", "/dev/video0", "--camera", "/dev/video1"),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera given more than once")
+        self.assertEqual(self.serve_refused("--camera"),
+                         "capture: ESKT_INVALIDPARAMETER (-18): --camera needs a value (DEV)")
+
+    async def start_fails(self, camera, reason):
+        """serve starts without its camera (it may be plugged in later); SocketCam is enabled and opened
+        as Flutter's helper does it, and its trigger start fails with the camera's reason."""
+        service = Service(extra=["--camera", camera], state=tempfile.mkdtemp(prefix="capture-serve-camera."))
+        self.addCleanup(service.stop)
+        flutter = Flutter(service)
+        client = await EventClient(service, path="/").open(wait_id="1")
+        self.addAsyncCleanup(client.close)
+        # setSocketCamEnabled(enabled: SocketCam.enable) (lib/capture_helper.dart:214-220), read back.
+        self.assertNotIn("error", flutter.set(client.handle, PROP_SOCKETCAM_STATUS, T_BYTE, 0))
+        got = flutter.get(client.handle, PROP_SOCKETCAM_STATUS)["result"]["property"]
+        self.assertEqual(got, {"id": PROP_SOCKETCAM_STATUS, "type": T_BYTE, "value": 0})
+        arrival = await client.arrival("SocketCam", timeout=15)
+        device = await client.opendevice(arrival["event"]["value"]["guid"])
+        mark = len(client.events())
+        # setTrigger(Trigger.start), a Byte set on the device (lib/capture_helper_device.dart): the reply
+        # is the error, with the camera and why, so the app's call throws with it.
+        reply = flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START)
+        self.assertEqual(error_code(reply), ESKT_NOTAVAILABLE, reply)
+        message = reply["error"]["message"]
+        self.assertIn(f"camera {camera}", message)
+        self.assertIn(reason, message)
+        self.assertNotIn("\n", message)
+        # No read started, so the stop that an app's cancel button sends succeeds and cancels nothing: no
+        # −91 DecodedData. SocketCam disabled next: its removal comes after anything the stop sent.
+        self.assertNotIn("error", flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
+        self.assertNotIn("error", flutter.set(client.handle, PROP_SOCKETCAM_STATUS, T_BYTE, 1))
+        await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=15,
+                          what="SocketCam's removal")
+        self.assertEqual([r["event"] for r in client.events()[mark:]
+                          if r["event"]["id"] in (EV_DECODED_DATA, EV_ERROR)], [])
+        # And the service said nothing on stderr but its serving line: the reason went to the app.
+        self.assertEqual(len([line for line in service.stderr() if line.strip()]), 1, service.stderr())
+
+    async def test_a_missing_camera_fails_trigger_start_with_its_reason(self):
+        await self.start_fails(os.path.join(self.state, "video0"), "is not available")
+
+    async def test_a_device_that_is_not_a_camera_fails_trigger_start_with_its_reason(self):
+        await self.start_fails("/dev/null", "cannot be used")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -62,17 +62,19 @@ final class FramePass: Sendable {
 
   var isFinite: Bool { !sources.contains { $0.isEndless } }
 
-  /// `ready` is called once the pass is reading: at once, or for watched directories once the watch
-  /// is armed (`runWatching`).
-  func run(ready: @escaping @Sendable () -> Void = {}) async {
-    if !watchedDirectories.isEmpty { return await runWatching(ready: ready) }
-    ready()
+  /// `ready` is called once the pass is reading: at once, for watched directories once the watch is
+  /// armed (`runWatching`), for a camera once it is open and streaming. A camera that cannot be opened
+  /// is given to `ready` when there is one (a service's trigger then fails with the reason, as an
+  /// app's call can show it; the pass is over) and is an Error event otherwise (listen, trigger).
+  func run(ready: (@Sendable (CaptureError?) -> Void)? = nil) async {
+    if !watchedDirectories.isEmpty { return await runWatching(ready: { ready?(nil) }) }
     for source in sources {
       if case .camera(let path) = source {
-        await runCamera(path)
+        await runCamera(path, ready: ready)
         return
       }
     }
+    ready?(nil)
     await runFiles(expand())
   }
 
@@ -313,13 +315,17 @@ final class FramePass: Sendable {
   /// The camera loop runs on a `ReaderThread`: V4L2Camera.nextFrame waits in poll(2) for each frame
   /// (up to its frame timeout), which must not hold a thread of the cooperative pool. Cancelling the
   /// calling task asks the loop to stop; it returns after the frame it is waiting for.
-  func runCamera(_ path: FilePath) async {
+  func runCamera(_ path: FilePath, ready: (@Sendable (CaptureError?) -> Void)? = nil) async {
     let thread = ReaderThread(name: "camera")
     await withTaskCancellationHandler {
       do throws(Errno) {
-        try thread.start { self.cameraLoop(path, stopping: { thread.isStopping }) }
+        try thread.start { self.cameraLoop(path, ready: ready, stopping: { thread.isStopping }) }
       } catch {
-        emitNoThread(error, for: "camera \(path)")
+        if let ready {
+          ready(CaptureError(error, "cannot start the thread of camera \(path)", other: .unableCreateThread))
+        } else {
+          emitNoThread(error, for: "camera \(path)")
+        }
       }
       await thread.join()
     } onCancel: {
@@ -336,13 +342,20 @@ final class FramePass: Sendable {
       ))
   }
 
-  private func cameraLoop(_ path: FilePath, stopping: () -> Bool) {
+  private func cameraLoop(
+    _ path: FilePath, ready: (@Sendable (CaptureError?) -> Void)?, stopping: () -> Bool
+  ) {
     let camera: V4L2Camera
     do { camera = try V4L2Camera(pathBytes: path.bytes, displayPath: path.description) } catch {
-      emit(
-        Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path.description))))
+      let failure = Self.cameraError(error, path: path.description)
+      if let ready {
+        ready(failure)
+      } else {
+        emit(Event(time: .now(), device: device, payload: .error(failure)))
+      }
       return
     }
+    ready?(nil)
     let reader = BarcodeReader(formats: formats, addOns: addOns)
     let clock = ContinuousClock()
     var lastSeen: [DecodedSymbol.Key: ContinuousClock.Instant] = [:]

@@ -203,19 +203,28 @@ public final class SocketCam: Device {
   /// device. Returns once the pass is reading.
   private func startScan(_ pass: FramePass) async throws(CaptureError) {
     let reading = Latch()
+    let failure = StartFailure()
     let started = running.withLock { current -> Bool in
       guard !isClosed.load(ordering: .acquiring) else { return false }
       let previous = current
       current = Task {
         previous?.cancel()
         await previous?.value
-        if !Task.isCancelled { await pass.run(ready: { reading.open() }) }
+        if !Task.isCancelled {
+          await pass.run(ready: { error in
+            if let error { failure.error.withLock { $0 = error } }
+            reading.open()
+          })
+        }
         reading.open()
       }
       return true
     }
     guard started else { throw CaptureError(.deviceNotOpen, "SocketCam is closed") }
     await reading.wait()
+    // A camera that cannot be opened fails the start itself, with its reason (the app's trigger call
+    // shows it; an Error event would carry the code alone, docs/capturejs.md §4): no read is pending.
+    if let error = failure.error.withLock({ $0 }) { throw error }
   }
 
   public func close() async {
@@ -226,4 +235,10 @@ public final class SocketCam: Device {
     continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
     continuation.finish()
   }
+}
+
+/// The reason a background scan could not start (its camera would not open), set before the scan's
+/// `reading` latch opens.
+private final class StartFailure: Sendable {
+  let error = Mutex<CaptureError?>(nil)
 }
