@@ -22,6 +22,9 @@ struct Context: Sendable {
   /// The other front ends (the Capture service, the MQTT fleet), as the composition root registered
   /// them.
   var frontEnds: FrontEnds = .none
+  /// What a `-` operand reads instead of capture's own standard input: a remote command's inline
+  /// profile (`set --from -` with "profile", docs/fleet.md §5), handed over as bytes. nil: stdin.
+  var standardInput: [UInt8]? = nil
 }
 
 /// How a command ended, for `CaptureCLI.run` to render: the status, and the errors that made it (a

@@ -33,17 +33,6 @@ struct ParsedArguments: Sendable {
   var orderedPaths: [FilePath?] = []
 
   func flag(_ long: String) -> Bool { flags.contains(long) }
-  /// Every value of the file option `long` replaced by `path` (a remote `set --from -` gets its
-  /// inline profile's temporary file).
-  mutating func replacePath(of long: String, with path: FilePath) {
-    guard let count = values[long]?.count else { return }
-    values[long] = Array(repeating: path.description, count: count)
-    paths[long] = Array(repeating: path, count: count)
-    for index in ordered.indices where ordered[index].option == long {
-      ordered[index].value = path.description
-      orderedPaths[index] = path
-    }
-  }
   func value(_ long: String) -> String? { values[long]?.last }
   func allValues(_ long: String) -> [String] { values[long] ?? [] }
   /// A file or directory option's value as bytes.

@@ -18,7 +18,13 @@ enum ProfileApplier {
     async throws(CaptureError)
     -> CommandOutcome
   {
-    let entries = try parse(try await readProfile(path, timeout: context.globals.timeout), path: path)
+    let bytes: [UInt8]
+    if path == "-", let given = context.standardInput {
+      bytes = given
+    } else {
+      bytes = try await readProfile(path, timeout: context.globals.timeout)
+    }
+    let entries = try parse(bytes, path: path)
     let device = try await context.open(selector, wantsEvents: false)
     let results: [ProfileResult]
     do throws(CaptureError) {

@@ -2,10 +2,6 @@ import CaptureContract
 import CaptureCore
 import Synchronization
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// Runs a remote command (`--mqtt-commands`, docs/fleet.md §5) through the same parser and command code
 /// as the command line, with `--json` on, against the devices the engine holds: a device the engine
 /// has open is lent to the command (its close does not close it; its events, for trigger, come from
@@ -20,7 +16,7 @@ struct RemoteRunner: Sendable {
   static let outputLimit = 1 << 20
 
   func run(_ argv: [String], _ profile: JSON?) async -> (exit: Int32, documents: [JSON]) {
-    var parsed: ParsedArguments
+    let parsed: ParsedArguments
     let globals: GlobalOptions
     do {
       parsed = try ArgumentParser.parse(argv)
@@ -38,25 +34,16 @@ struct RemoteRunner: Sendable {
       )
     }
     if let refusal = Self.refusal(parsed, hasProfile: profile != nil) { return Self.failure(refusal) }
-    var profileFile: String?
-    if let profile {
-      // refusal() made sure this is set --from -: the inline profile takes the place of the "-".
-      guard let path = await Self.temporaryFile(Array(profile.serialized.utf8)) else {
-        return Self.failure(CaptureError(.unableWriteFile, "cannot write the profile to a temporary file"))
-      }
-      profileFile = path
-      parsed.replacePath(of: "from", with: FilePath(path))
-    }
-    defer { if let profileFile { unlink(profileFile) } }
     var remoteGlobals = globals
     remoteGlobals.json = true
     remoteGlobals.quiet = true
     let documents = DocumentCollector(limit: Self.outputLimit)
     let output = Output(collecting: documents)
+    // refusal() made sure a profile goes with set --from -: the `-` reads it, not capture's stdin.
     let remote = Context(
       globals: remoteGlobals, output: output, state: context.state,
       system: EngineHeldSystem(base: context.system, engine: engine, state: context.state),
-      frontEnds: context.frontEnds)
+      frontEnds: context.frontEnds, standardInput: profile.map { Array($0.serialized.utf8) })
     // The deadline (CommandService) cancels this task: the command's own signal handler is called, as
     // SIGINT would be on the command line (trigger closes its device), and its blocking work, which
     // runs on the blocking executor, sees the cancellation.
@@ -111,26 +98,6 @@ struct RemoteRunner: Sendable {
 
   static func failure(_ error: CaptureError) -> (exit: Int32, documents: [JSON]) {
     (ExitStatus.of(error.code), [Render.errorDocument(error)])
-  }
-
-  /// A new 0600 file under $TMPDIR (or /tmp) holding `bytes`; its path, or nil.
-  static func temporaryFile(_ bytes: [UInt8]) async -> String? {
-    await BlockingExecutor.shared.run { _ -> String? in
-      let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-      var template = Array("\(directory)/capture-remote-XXXXXX".utf8CString)
-      let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-      guard fd >= 0 else { return nil }
-      defer { close(fd) }
-      let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-      let written = bytes.withUnsafeBytes { raw in
-        Result { () throws(Errno) in try SystemFile.writeAll(fd: fd, raw) }
-      }
-      if case .failure = written {
-        unlink(path)
-        return nil
-      }
-      return path
-    }
   }
 }
 
