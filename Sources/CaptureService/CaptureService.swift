@@ -112,7 +112,7 @@ public final class CaptureService: HTTPServerHandler, Sendable {
     /// as the SDK's Configuration is its Capture object's; only known keys with known values.
     var configuration: [String: String] = [:]
     /// SocketCam reads a trigger started and no code has ended yet, by connection key: a stop that
-    /// finds its read here sends the SDK's cancel (`SocketCamReads.swift`).
+    /// finds its read here sends the SDK's cancel (`ClientProperties.swift`).
     var pendingReads: Set<String> = []
   }
 
@@ -139,9 +139,11 @@ public final class CaptureService: HTTPServerHandler, Sendable {
           // A read ends with its device's connection: the app closes the device on its removal.
           s.pendingReads.remove(Connections.key(event.device))
         }
-      case .decodedData:
+      case .decodedData where event.device.type.isSocketCam:
         // A code ended the read: a stop after it cancels nothing. This lane runs after every client's
-        // queue was offered the code, in the device's own order.
+        // queue was offered the code, in the device's own order. Only SocketCam has reads to end
+        // (`triggerSocketCam`): a scanner's code costs no lock here (serve-throughput measured the
+        // lock and key on every code at about 0.3 µs per delivered event).
         _ = self.state.withLock { $0.pendingReads.remove(Connections.key(event.device)) }
       default: break
       }

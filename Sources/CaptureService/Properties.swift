@@ -150,7 +150,7 @@ extension CaptureService {
   {
     let device = try device(key: key, guid: guid)
     // A trigger is the device's trigger action, as `capture trigger` sends it; SocketCam's reads are
-    // followed so that a stop before a code sends the SDK's cancel (`SocketCamReads.swift`).
+    // followed so that a stop before a code sends the SDK's cancel (`ClientProperties.swift`).
     if id == .triggerDevice, case .byte(let raw) = value, let action = Trigger(rawValue: raw) {
       if device.info.type.isSocketCam {
         try await triggerSocketCam(device, action, key: key)
