@@ -8,6 +8,7 @@ codes and output exactly; its log (every command, its exit code, stdout and stde
 results. The host side (vm.py) reads SCENARIOS for the names only.
 """
 
+import fcntl
 import json
 import os
 import subprocess
@@ -74,7 +75,7 @@ class Context:
 
     def start(self, args, name):
         """A background process whose output goes to the scenario log when it is stopped."""
-        out = tempfile.TemporaryFile(mode="w+")
+        out = output_file()
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, text=True)
         self.background.append((name, process, out))
         return process, out
@@ -82,8 +83,8 @@ class Context:
     def start_capture(self, args, name="capture"):
         env = dict(os.environ, XDG_STATE_HOME=self.state)
         self.log(f"$ capture {' '.join(args)} &")
-        out = tempfile.TemporaryFile(mode="w+")
-        err = tempfile.TemporaryFile(mode="w+")
+        out = output_file()
+        err = output_file()
         process = subprocess.Popen([self.capture] + args, env=env, stdout=out, stderr=err, text=True)
         return process, out, err
 
@@ -136,7 +137,7 @@ class D600Model:
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self.out = tempfile.TemporaryFile(mode="w+")
+        self.out = output_file()
         self.process = subprocess.Popen(
             ["python3", os.path.join(ctx.share, "d600.py"), "--adapter", "hci1", "--battery", str(D600_BATTERY)],
             stdin=subprocess.PIPE, stdout=self.out, stderr=subprocess.STDOUT, text=True)
@@ -332,16 +333,13 @@ def accept(ctx):
     process, out, err = ctx.start_capture(
         ["listen", "--accept", "--channel", str(ACCEPT_CHANNEL), "--count", "1", "--json", "--verbose",
          "--adapter", "hci0"])
-    # The scanner connects once capture listens: its --verbose line comes just before the bind, so a
-    # moment more. (Connecting too early is refused, and the kernel's RFCOMM session to the host is
-    # then still closing: the next connect(2) gives EINPROGRESS.)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        err.seek(0)
-        if "waiting for a Bluetooth Classic scanner" in err.read():
-            break
-        time.sleep(0.2)
-    time.sleep(2)
+    # The scanner connects once capture listens: its socket on the channel is in the kernel's listen
+    # state. (Connecting too early is refused, and the kernel's RFCOMM session to the host is then
+    # still closing: the next connect(2) gives EINPROGRESS.)
+    wait(lambda: rfcomm_listening(ACCEPT_CHANNEL) or process.poll() is not None, 60,
+         f"capture listening on RFCOMM channel {ACCEPT_CHANNEL}")
+    if process.poll() is not None:
+        raise Failure(f"listen --accept exited ({process.returncode}) before it listened")
     scanner, scanner_out = ctx.start(
         ["python3", os.path.join(ctx.share, "scanner.py"), "initiator", "--source", ctx.scanner,
          "--to", ctx.host, "--channel", str(ACCEPT_CHANNEL), "--code", CODE], "scanner")
@@ -909,6 +907,30 @@ def setup(share, log):
     host, scanner = start_stack(share)
     log(f"hci0 {host} ({HOST_NAME}), hci1 {scanner} ({SCANNER_NAME})")
     return host, scanner
+
+
+def output_file():
+    """A file a background process writes and the scenario reads while it runs. The child shares the
+    file's open description, so its offset too: without O_APPEND, a write that lands between the
+    scenario's seek(0) and read() goes to offset 0, over the first lines (seen under load: the first
+    deviceArrival overwritten by the second, so a count of two was never reached). With O_APPEND
+    (open(2): the offset is moved to the end before each write) the child always writes at the end."""
+    file = tempfile.TemporaryFile(mode="w+", errors="replace")
+    flags = fcntl.fcntl(file.fileno(), fcntl.F_GETFL)
+    fcntl.fcntl(file.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
+    return file
+
+
+def rfcomm_listening(channel):
+    """Whether a socket listens on RFCOMM `channel`: the kernel's debugfs list of RFCOMM sockets
+    (net/bluetooth/rfcomm/sock.c, rfcomm_sock_debugfs_show: "src dst state channel"), state 4 being
+    BT_LISTEN (include/net/bluetooth/bluetooth.h)."""
+    path = "/sys/kernel/debug/bluetooth/rfcomm"
+    if not os.path.exists(path):
+        subprocess.run(["mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug"], check=True)
+    with open(path) as f:
+        rows = [line.split() for line in f]
+    return any(len(row) == 4 and row[2] == "4" and row[3] == str(channel) for row in rows)
 
 
 def wait(condition, seconds, what):
