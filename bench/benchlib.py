@@ -1,6 +1,11 @@
 """Pieces the benchmarks share: a raw pty a line-mode serial scanner is fed through, waiting until
 capture has opened it, and one JSON-RPC call to `capture serve` (docs/capturejs.md §2)."""
-import http.client, json, os, sys, time, tty
+import base64, http.client, json, os, re, socket, sys, time, tty
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "Service"))
+from serve_harness import server_frames  # noqa: E402
+
+_DATA = re.compile(rb'"data":\[([0-9,]*)\]')
 
 
 def pty():
@@ -48,3 +53,57 @@ def post(port, method, params):
     if "result" not in reply:
         sys.exit(f"{method} failed: {reply}")
     return reply["result"]
+
+
+class ServeClient:
+    """One client of `capture serve` that opened the first device: openclient, the WebSocket upgrade by
+    hand, waitforcaptureevent, opendevice on the arrival; then `read()` collects the "data" array of
+    each decodedData frame in `seen` (bytes as the JSON text has them), cheaply enough that the client
+    is never what a benchmark measures."""
+
+    def __init__(self, port, app_info):
+        self.handle = post(port, "openclient", app_info)["handle"]
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET /Capture/v1/api HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(4096)
+        head, self.rest = head.split(b"\r\n\r\n", 1)
+        if not head.startswith(b"HTTP/1.1 101"):
+            sys.exit(f"upgrade refused: {head!r}")
+        self.send_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "waitforcaptureevent", "params": {"handle": self.handle}}))
+        while True:
+            got, self.rest = server_frames(self.rest)
+            for opcode, payload in got:
+                event = json.loads(payload)["result"]["event"]
+                if event["id"] == 1:
+                    self.device = post(port, "opendevice", {"handle": self.handle, "guid": event["value"]["guid"]})["handle"]
+                    self.sock.setblocking(False)
+                    self.seen, self.closed = [], None
+                    return
+            self.rest += self.sock.recv(65536)
+
+    def send_text(self, text):
+        data = text.encode()
+        mask = os.urandom(4)
+        assert len(data) < 126
+        self.sock.sendall(bytes([0x81, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def read(self):
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.closed = self.closed or "EOF"
+            return
+        got, self.rest = server_frames(self.rest + chunk)
+        for opcode, payload in got:
+            if opcode == 0x8:
+                self.closed = f"close frame {int.from_bytes(payload[:2], 'big') if len(payload) >= 2 else ''}"
+            elif opcode == 0x1:
+                m = _DATA.search(payload)
+                if m:
+                    self.seen.append(m.group(1))

@@ -16,13 +16,12 @@ can outrun what the service sends, and a client more than the service's event li
 whether or not it reads (the engine's policy for a client that falls behind); the bench then says so.
 Usage: serve-throughput.py CAPTURE [TOTAL] [CLIENTS] [PACE]
 """
-import base64, http.client, json, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, tty
+import json, os, select, shutil, socket, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "Tests", "Service"))
-from benchlib import post, pty, wait_opened  # noqa: E402
-from serve_harness import server_frames  # noqa: E402
+from benchlib import ServeClient, pty, wait_opened  # noqa: E402
 
 capture = os.path.abspath(sys.argv[1])
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
@@ -34,7 +33,6 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 TICK = os.sysconf("SC_CLK_TCK")
 CODES = [b"T%07d" % i for i in range(total)]
 EXPECTED = [b",".join(b"%d" % c for c in code) for code in CODES]
-DATA = re.compile(rb'"data":\[([0-9,]*)\]')
 
 
 def proc_sample(pid):
@@ -45,57 +43,6 @@ def proc_sample(pid):
     return rss, (int(fields[11]) + int(fields[12])) / TICK
 
 
-class Client:
-    """One client: openclient, the upgrade by hand, waitforcaptureevent, opendevice on the arrival."""
-
-    def __init__(self, port):
-        self.handle = post(port, "openclient", APP_INFO)["handle"]
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET /Capture/v1/api HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += self.sock.recv(4096)
-        head, self.rest = head.split(b"\r\n\r\n", 1)
-        if not head.startswith(b"HTTP/1.1 101"):
-            sys.exit(f"upgrade refused: {head!r}")
-        self.send_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "waitforcaptureevent", "params": {"handle": self.handle}}))
-        while True:
-            got, self.rest = server_frames(self.rest)
-            for opcode, payload in got:
-                event = json.loads(payload)["result"]["event"]
-                if event["id"] == 1:
-                    self.device = post(port, "opendevice", {"handle": self.handle, "guid": event["value"]["guid"]})["handle"]
-                    self.sock.setblocking(False)
-                    self.seen, self.closed = [], None
-                    return
-            self.rest += self.sock.recv(65536)
-
-    def send_text(self, text):
-        data = text.encode()
-        mask = os.urandom(4)
-        assert len(data) < 126
-        self.sock.sendall(bytes([0x81, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-    def read(self):
-        try:
-            chunk = self.sock.recv(1 << 20)
-        except BlockingIOError:
-            return
-        if not chunk:
-            self.closed = self.closed or "EOF"
-            return
-        got, self.rest = server_frames(self.rest + chunk)
-        for opcode, payload in got:
-            if opcode == 0x8:
-                self.closed = f"close frame {int.from_bytes(payload[:2], 'big') if len(payload) >= 2 else ''}"
-            elif opcode == 0x1:
-                m = DATA.search(payload)
-                if m:
-                    self.seen.append(m.group(1))
-
-
 def run_serve(state):
     master, path = pty()
     with socket.socket() as s:
@@ -104,7 +51,7 @@ def run_serve(state):
     proc = subprocess.Popen([capture, "serve", f"serial:{path}?framing=line", "--listen", f"127.0.0.1:{port}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, XDG_STATE_HOME=state))
     wait_opened(path)
-    clients = [Client(port) for _ in range(nclients)]
+    clients = [ServeClient(port, APP_INFO) for _ in range(nclients)]
     samples = [proc_sample(proc.pid)]
     stop = threading.Event()
 

@@ -110,6 +110,8 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   public static func payload(_ object: JSON, host: String, eventID: String) -> [UInt8] {
     var members: [String: JSON] = [:]
     if case .object(let m) = object { members = m }
+    // One copy of the event's members, made with room for the two added (no rehash on growth).
+    members.reserveCapacity(members.count + 2)
     members["host"] = .string(host)
     members["eventId"] = .string(eventID)
     var out: [UInt8] = []

@@ -201,9 +201,8 @@ public final class SpoolFiles {
       )
     }
     let seq = nextSeq
-    let record = SpoolRecord(
-      seq: seq, eventID: "\(hostID)-\(epoch)-\(seq)", topic: topic,
-      payload: payload("\(hostID)-\(epoch)-\(seq)"))
+    let eventID = "\(hostID)-\(epoch)-\(seq)"
+    let record = SpoolRecord(seq: seq, eventID: eventID, topic: topic, payload: payload(eventID))
     let bytes = Self.encode(record)
     guard bytes.count - SpoolFrame.headerSize <= Self.recordLimit else {
       // Recovery would take a longer record for damage and cut it with everything after it.
@@ -682,10 +681,15 @@ public final class SpoolFiles {
   static func encode(_ record: SpoolRecord) -> [UInt8] {
     var body: [UInt8] = []
     body.reserveCapacity(record.payload.count + record.topic.utf8.count + 64)
-    // seq < seqLimit (append checks): the conversion cannot trap.
-    JSON.object([
-      "eventId": .string(record.eventID), "seq": .number(Int64(record.seq)), "topic": .string(record.topic),
-    ]).write(to: &body)
+    // The header object {"eventId","seq","topic"} written in its keys' sorted order, as JSON.write
+    // would write it, without a dictionary per event. seq < seqLimit (append checks): no trap.
+    body += #"{"eventId":"#.utf8
+    JSON.writeString(record.eventID, to: &body)
+    body += #","seq":"#.utf8
+    body += String(record.seq).utf8
+    body += #","topic":"#.utf8
+    JSON.writeString(record.topic, to: &body)
+    body.append(UInt8(ascii: "}"))
     body.append(UInt8(ascii: "\n"))
     body += record.payload
     return SpoolFrame.encode(body: body)

@@ -1,5 +1,5 @@
-// The spool's record framing (docs/fleet.md §4). Imports nothing, so fuzz/spool.swift compiles it on
-// its own with plain swiftc (fuzz/README.md).
+// The spool's record framing (docs/fleet.md §4). Imports nothing (its checksum, CRC32.swift, only
+// zlib), so fuzz/spool.swift compiles the two on their own with plain swiftc (fuzz/README.md).
 
 /// One record on disk: `u32 length | u32 CRC-32 of the body | body`, both numbers little-endian. The
 /// body's meaning (a JSON header line and the payload) is SpoolFiles' business; this layer only says
@@ -58,21 +58,5 @@ enum SpoolFrame {
   static func readLE(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
     UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
       | UInt32(bytes[offset + 3]) << 24
-  }
-}
-
-/// CRC-32 (ISO-HDLC, the polynomial of zlib and Ethernet, reflected 0xEDB88320): a torn or damaged
-/// record fails it.
-enum CRC32 {
-  static let table: [UInt32] = (0..<256).map { n in
-    var c = UInt32(n)
-    for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-    return c
-  }
-
-  static func checksum(_ bytes: some Collection<UInt8>) -> UInt32 {
-    var c: UInt32 = 0xFFFF_FFFF
-    for byte in bytes { c = table[Int((c ^ UInt32(byte)) & 0xFF)] ^ (c >> 8) }
-    return c ^ 0xFFFF_FFFF
   }
 }

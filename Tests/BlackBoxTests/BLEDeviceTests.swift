@@ -190,6 +190,35 @@ struct BLEDeviceTests {
     }
   }
 
+  @Test("connect --timeout 40s finds a device that starts advertising after the default 10 s search")
+  func connectSearchesForTheWholeTimeout() async throws {
+    try await withRig { rig, sandbox in
+      let adapter = "/org/bluez/hci0"
+      func now() async throws -> Double {
+        let state = try parseJSON(try await rig.ctl("GetDiscovery", adapter))
+        guard case .number(let text)? = state["Now"], let value = Double(text) else { return -1 }
+        return value
+      }
+      let connecting = Task {
+        try await sandbox.capture(["--json", "--timeout", "40s", "connect", d600NoPair])
+      }
+      await waitUntil("capture's discovery under way", seconds: 60, every: .milliseconds(50)) {
+        (try? parseJSON(try await rig.ctl("GetDiscovery", adapter)))?["Discovering"] == .bool(true)
+      }
+      // The device comes into range only once the search is 11 s old (the rig's monotonic clock):
+      // a search cut at 10 s has ended by then and exits 17.
+      let started = try await now()
+      await waitUntil("the search 11 s old", seconds: 60, every: .milliseconds(200)) {
+        ((try? await now()) ?? 0) >= started + 11
+      }
+      try await rig.ctl(
+        "AddLEDevice", d600NoPair, "Socket D600 [7EF620]", "d600-nopair", "--", "-50", "false")
+      let outcome = try await connecting.value
+      #expect(outcome.status == 0, "\(outcome)")
+      #expect(events(outcome).compactMap { $0["event"]?.string } == ["deviceArrival"])
+    }
+  }
+
   @Test(
     "connect while another connection of the device is under way waits for that one and succeeds, not ESKT_PENDINGOPERATIONNOTCOMPLETED"
   )

@@ -210,3 +210,33 @@ func payload(_ text: String) -> (String) -> [UInt8] {
     _ = first
   }
 }
+
+/// The record checksum and header: zlib's crc32 is the CRC-32 the spool always used, and the header
+/// written without a dictionary is the bytes JSON.write makes of the same object.
+@Suite struct SpoolRecordBytesTests {
+  @Test("CRC-32 is the ISO-HDLC check value: \"123456789\" → CBF43926, empty → 0, a slice as its array")
+  func crcCheckValue() {
+    #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+    #expect(CRC32.checksum([UInt8]()) == 0)
+    let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    #expect(CRC32.checksum(bytes[100..<900]) == CRC32.checksum(Array(bytes[100..<900])))
+    // Every byte value once (the value zlib.crc32 gives in Python for bytes(range(256))).
+    #expect(CRC32.checksum((0...255).map { UInt8($0) }) == 0x2905_8C73)
+  }
+
+  @Test("the record header is JSON.write's object {eventId, seq, topic}, escapes included")
+  func headerIsTheJSONObject() {
+    for (eventID, topic, seq) in [
+      ("h1-x-0", "acme/h1/events/socketcam/decodedData", UInt64(0)),
+      ("h\"\\-é-\u{2028}", "a/serial:%2Fdev%2Fpts%2F3?framing=line/\u{1}", UInt64(1) << 61),
+    ] {
+      let bytes = SpoolFiles.encode(
+        SpoolRecord(seq: seq, eventID: eventID, topic: topic, payload: Array("{}".utf8)))
+      let body = Array(bytes[SpoolFrame.headerSize...])
+      let header = JSON.object([
+        "eventId": .string(eventID), "seq": .number(Int64(seq)), "topic": .string(topic),
+      ]).serialized
+      #expect(body == Array((header + "\n{}").utf8))
+    }
+  }
+}

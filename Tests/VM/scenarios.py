@@ -408,7 +408,9 @@ def paired_d600(ctx):
     connects, resolves its GATT services, pairs (NoInputNoOutput on both sides: just works) and trusts
     it; one deviceArrival naming it; paired and trusted on hci0, and the bond on hci1's side too."""
     d600 = ctx.d600()
-    done = ctx.run(["connect", ctx.scanner, "--pair", "--json"])
+    # The search for the advertising model may take longer than connect's default 10 s in an emulated,
+    # loaded VM: the scenario gives it up to 120 s (--timeout bounds the search, capture-connect(1)).
+    done = ctx.run(["connect", ctx.scanner, "--pair", "--json", "--timeout", "120s"], timeout=300)
     events = json_lines(done.stdout)
     equal([e.get("event") for e in events], ["deviceArrival"], "events")
     d600_device(ctx, events[0].get("device", {}), "arrival device")

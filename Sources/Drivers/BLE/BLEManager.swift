@@ -124,8 +124,8 @@ public enum BLEManager {
   }
 
   /// Finds a device bluetoothd knows, running a discovery on `transport` ("le" or "bredr") for up to
-  /// `within` if it does not know it yet. Not found in time: `expiry` (NOTFOUND, or REQUESTTIMEDOUT
-  /// when `within` was the user's --timeout).
+  /// `within` if it does not know it yet. Not found in time: `expiry` (NOTFOUND unless the caller
+  /// says otherwise).
   static func locate(
     _ client: BlueZClient, _ address: String, within: Duration, transport: String = "le",
     expiry: ResultCode = .notFound
@@ -173,7 +173,10 @@ public enum BLEManager {
     let client = try await BlueZClient.connect(adapter: adapter)
     defer { client.close() }
     let budget = timeout ?? BLEDevice.connectTimeout
-    var device = try await locate(client, address, within: min(budget, .seconds(10)))
+    // A device bluetoothd does not know yet is looked for 10 s, or for the user's --timeout when one
+    // is given ("give up after DUR", capture-connect(1)): a slow host or a slowly advertising reader
+    // is found when asked to wait longer. Not found is ESKT_NOTFOUND either way.
+    var device = try await locate(client, address, within: timeout ?? .seconds(10))
     if !device.isConnected || !device.servicesResolved {
       try await BLELink.connectAndResolve(client, device.path, timeout: budget)
     }
