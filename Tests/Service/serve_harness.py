@@ -686,6 +686,15 @@ class AsyncTestCase(unittest.IsolatedAsyncioTestCase):
         self.addAsyncCleanup(client.close)
         return client
 
+    def socketcam_dir_service(self):
+        """A `capture serve --dir DIR` (SocketCam reading the images that appear in DIR): (DIR, service),
+        both gone at the test's end."""
+        images = tempfile.mkdtemp(prefix="capture-serve-dir.")
+        self.addCleanup(shutil.rmtree, images, True)
+        service = Service(extra=["--dir", images])
+        self.addCleanup(service.stop)
+        return images, service
+
     def bluez_d600(self, params=None, new_d600=False, remembered=False):
         """The BlueZ rig (`params`: BlueZRig's) with the bonded D600 in range, and with `new_d600` a
         second D600 in range that this host does not know; a `capture serve D600` on it, or with

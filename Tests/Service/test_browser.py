@@ -108,15 +108,21 @@ class BrowserCase(unittest.TestCase):
     def codes(self):
         return [li.text for li in self.driver.find_elements("css selector", "#codes li")]
 
+    def serve_scanner(self, extra=()):
+        """A pty scanner and a `capture serve` of it with `extra` options, the scanner open: (scanner,
+        service), both gone at the test's end."""
+        scanner = h.PtyScanner()
+        self.addCleanup(scanner.close)
+        service = h.Service([scanner.selector], extra=extra)
+        self.addCleanup(service.stop)
+        self.assertTrue(scanner.wait_opened())
+        return scanner, service
+
 
 class BrowserTests(BrowserCase):
 
     def test_a_page_from_another_loopback_origin_shows_a_code_the_scanner_read(self):
-        scanner = h.PtyScanner()
-        self.addCleanup(scanner.close)
-        service = h.Service([scanner.selector])
-        self.addCleanup(service.stop)
-        self.assertTrue(scanner.wait_opened())
+        scanner, service = self.serve_scanner()
         self.driver.get(f"http://127.0.0.1:{self.page_port}/index.html?port={service.port}")
         self.wait_for(lambda: self.text("status") == "listening", what="status listening")
         self.wait_for(lambda: scanner.path in self.text("devices"), what="the scanner's arrival and opendevice")
@@ -130,11 +136,7 @@ class BrowserTests(BrowserCase):
         self.wait_for(lambda: self.text("error") == str(h.ESKT_SERVICENOTCOMMUNICATING), what="Error -87")
 
     def test_the_same_page_from_a_refused_origin_gets_nothing(self):
-        scanner = h.PtyScanner()
-        self.addCleanup(scanner.close)
-        service = h.Service([scanner.selector])
-        self.addCleanup(service.stop)
-        self.assertTrue(scanner.wait_opened())
+        scanner, service = self.serve_scanner()
         origin = f"http://evil.example:{self.page_port}"
         self.driver.get(f"{origin}/index.html?port={service.port}")
         # The preflight is refused (403): XMLHttpRequest reports status 0, the page's -27.
@@ -155,12 +157,8 @@ class BrowserTests(BrowserCase):
         self.assertTrue(lines, f"no stderr line names {origin} and --allow-origin: {service.stderr()}")
 
     def test_the_refused_origin_works_once_allowed(self):
-        scanner = h.PtyScanner()
-        self.addCleanup(scanner.close)
         origin = f"http://evil.example:{self.page_port}"
-        service = h.Service([scanner.selector], extra=["--allow-origin", origin])
-        self.addCleanup(service.stop)
-        self.assertTrue(scanner.wait_opened())
+        scanner, service = self.serve_scanner(["--allow-origin", origin])
         self.driver.get(f"{origin}/index.html?port={service.port}")
         self.wait_for(lambda: scanner.path in self.text("devices"), what="the scanner's arrival and opendevice")
         scanner.write("ALLOWED-1")
@@ -188,11 +186,7 @@ class ReactPageTests(BrowserCase):
         return [li.text for li in self.driver.find_elements("css selector", "#devices li")]
 
     def test_the_react_page_shows_a_code_in_its_state_and_follows_the_removal(self):
-        scanner = h.PtyScanner()
-        self.addCleanup(scanner.close)
-        service = h.Service([scanner.selector])
-        self.addCleanup(service.stop)
-        self.assertTrue(scanner.wait_opened())
+        scanner, service = self.serve_scanner()
         self.driver.get(f"http://127.0.0.1:{self.page_port}/react.html?port={service.port}")
         self.wait_for(lambda: self.text("status") == "listening", what="status listening")
         # DeviceArrival → opendevice → the device in React state, rendered with its handle.

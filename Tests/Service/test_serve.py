@@ -594,10 +594,7 @@ class SocketCamTests(AsyncTestCase):
     """SocketCam with --dir DIR: enabled by the app through SocketCamStatus, frames from new files."""
 
     async def test_socketcam_status_byte_enables_it_and_images_dropped_in_the_dir_are_read(self):
-        images = tempfile.mkdtemp(prefix="capture-serve-dir.")
-        self.addCleanup(shutil.rmtree, images, True)
-        service = Service(extra=["--dir", images])
-        self.addCleanup(service.stop)
+        images, service = self.socketcam_dir_service()
         client = await EventClient(service).open()
         self.addAsyncCleanup(client.close)
         h_ = client.handle

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -64,10 +63,7 @@ class SocketCamClientTests(AsyncTestCase):
     """A service with SocketCam reading a watched directory (`serve --dir`)."""
 
     def setUp(self):
-        self.images = tempfile.mkdtemp(prefix="capture-serve-sdk2.")
-        self.addCleanup(shutil.rmtree, self.images, True)
-        self.service = Service(extra=["--dir", self.images])
-        self.addCleanup(self.service.stop)
+        self.images, self.service = self.socketcam_dir_service()
         self.flutter = Flutter(self.service)
 
     async def client(self):
@@ -372,7 +368,7 @@ class SocketCamCameraTests(AsyncTestCase):
 # to CaptureJS (src/index.tsx:255, react-native-capture@2c16465), so every call is CaptureJS 1.4.3's own
 # HttpTransport to 127.0.0.1:18481; on iOS the native bridge is the server (src/index.tsx:207), which
 # `capture serve` does not replace. The shapes below are CaptureJS 1.4.3's Capture object
-# (lib/captureJs-1.4.3.0.js, socketmobile-capturejs@68615bc; its capture.ts module is lines 34-215)
+# (lib/captureJs-1.4.3.0.js, socketmobile-capturejs@68615bc; its Capture class starts at line 36)
 # driven as Socket Mobile's React Native sample drives it (singleentry-rn@744c850: src/App.tsx,
 # src/components/MainView.tsx) and as react-native-capture's CaptureHelper does
 # (src/CaptureHelper.tsx, react-native-capture@cbf4f73).
@@ -455,10 +451,7 @@ class ReactNativeSocketCamTests(AsyncTestCase):
     """SocketCam as the React Native sample and CaptureHelper drive it, against `serve --dir`."""
 
     async def test_socketcam_enable_trigger_cancel_codes_disable_and_close(self):
-        images = tempfile.mkdtemp(prefix="capture-serve-rn.")
-        self.addCleanup(shutil.rmtree, images, True)
-        service = Service(extra=["--dir", images])
-        self.addCleanup(service.stop)
+        images, service = self.socketcam_dir_service()
         rn = ReactNative(service)
         client = await rn.open(self)
 
@@ -480,8 +473,9 @@ class ReactNativeSocketCamTests(AsyncTestCase):
         self.assertEqual(captureJs_event(arrival)["result"], 0)
         device = rn.opendevice(arrival["event"]["value"]["guid"])
 
-        # MainView's symbology calls (src/components/MainView.tsx:105-135): a DataSource get with only
-        # {id: SymbologyEan13, flags: Status} — no name, no status — and a set adding status Enable.
+        # MainView's symbology calls (src/components/MainView.tsx:105-116 and 126-139): a DataSource get
+        # with only {id: SymbologyEan13, flags: Status} — no name, no status — and a set adding status
+        # Enable.
         got = rn.get(device, PROP_DATA_SOURCE_DEVICE, T_DATASOURCE,
                      {"id": DATA_SOURCE_EAN13, "flags": DATA_SOURCE_FLAG_STATUS})
         ean13 = {"id": PROP_DATA_SOURCE_DEVICE, "type": T_DATASOURCE,
@@ -591,9 +585,10 @@ class ReactNativeBluetoothLETests(AsyncTestCase):
         # answers the packed form (docs/capturejs.md §3), so that last case shows the packed number.
         level = rn.get(device, PROP_BATTERY_LEVEL)["result"]["property"]
         self.assertEqual((level["id"], level["type"], (level["value"] & 0xFF00) >> 8), (PROP_BATTERY_LEVEL, T_ULONG, 90))
-        # getSymbologyStatus and setSymbology (:105-135): the D600's symbologies have no public command
-        # (docs/device-protocols.md §2), so its driver says "not supported" and the sample shows
-        # "failed to get symbology: -15 : …" (the same shapes on SocketCam: ReactNativeSocketCamTests).
+        # getSymbologyStatus and setSymbology (:105-116, 126-139): the D600 is an NFC reader without
+        # barcode symbologies (docs/device-protocols.md §2), so its driver says "not supported" and the
+        # sample shows "failed to get symbology: -15 : …" (the same shapes on SocketCam:
+        # ReactNativeSocketCamTests).
         got = rn.get(device, PROP_DATA_SOURCE_DEVICE, T_DATASOURCE,
                      {"id": DATA_SOURCE_EAN13, "flags": DATA_SOURCE_FLAG_STATUS})
         self.assertEqual(got["error"], {"code": ESKT_NOTSUPPORTED,
