@@ -28,7 +28,7 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 # Bench: the peers measured side by side.
 BUILD_PACKAGES = pkg-config libstdc++-12-dev cmake python3-pip libzbar-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev zlib1g-dev
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
-  python3-websockets chromium chromium-driver python3-selenium systemd \
+  python3-websockets chromium chromium-driver python3-selenium esbuild node-react node-react-dom systemd \
   mosquitto mosquitto-clients python3-paho-mqtt openssl strace
 BENCH_PACKAGES = zbar-tools zxing-cpp-tools python3-venv netcat-openbsd python3-aiohttp linux-perf strace valgrind
 # The VM tier (Tests/VM): qemu, the image builder and the stock Debian kernel booted inside.

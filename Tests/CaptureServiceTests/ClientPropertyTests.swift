@@ -13,18 +13,9 @@ struct ClientPropertyTests {
   private func opened(type: DeviceType = .scannerS740, writable extra: [PropertyID] = []) async throws -> (
     Harness, FakeDevice, client: Int, device: Int, socket: WebSocketID
   ) {
-    let h = Harness(bluetooth: true)
     let device = FakeDevice(id: "AA:BB:CC:DD:EE:FF", type: type)
     device.values.withLock { values in for id in extra { values[id] = PropertyValue.none } }
-    h.engine.attach([device])
-    try await eventually("the arrival recorded") {
-      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
-    }
-    let client = try await h.openClient()
-    let socket = try await h.socket(for: client, id: 1)
-    let frames = try await h.output.frames(socket, count: 2)
-    let d = try await h.openDevice(client: client, guid: try #require(Harness.guid(frames[1])))
-    return (h, device, client, d, socket)
+    return try await Scene.opened(device)
   }
 
   @Test(
@@ -249,16 +240,9 @@ struct DeviceManagerStateTests {
 
   @Test("the Lasso properties are device properties no device has: -15 on a device, -15 on the client handle")
   func lasso() async throws {
-    let h = Harness(bluetooth: false)
-    let device = FakeDevice(id: "AA:BB:CC:DD:EE:FF")
-    h.engine.attach([device])
-    try await eventually("the arrival recorded") {
-      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
-    }
-    let client = try await h.openClient()
-    let socket = try await h.socket(for: client, id: 1)
-    let frames = try await h.output.frames(socket, count: 1)
-    let d = try await h.openDevice(client: client, guid: try #require(Harness.guid(frames[0])))
+    let s = try await Scene.make(device: FakeDevice(id: "AA:BB:CC:DD:EE:FF"))
+    let (h, device, client) = (s.h, s.device, s.client)
+    let d = try await s.openDevice()
     for (handle, request) in [
       (d, #"{"id":131359,"type":0,"value":{}}"#), (d, #"{"id":131359,"type":2,"value":1}"#),
       (d, #"{"id":1311008,"type":4,"value":[1,2,3,4]}"#), (d, #"{"id":196897,"type":3,"value":60}"#),

@@ -5,30 +5,6 @@ import Testing
 
 @testable import CaptureService
 
-/// A client with its socket bound and one fake scanner attached before it subscribed.
-private struct Scene {
-  let h: Harness
-  let device: FakeDevice
-  let client: Int
-  let socket: WebSocketID
-  /// The scanner's arrival GUID, from the replay.
-  let guid: String
-
-  static func make(bluetooth: Bool = false) async throws -> Scene {
-    let h = Harness(bluetooth: bluetooth)
-    let device = FakeDevice(id: "serial:/dev/pts/7")
-    h.engine.attach([device])
-    try await eventually("the arrival recorded") {
-      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
-    }
-    let client = try await h.openClient()
-    let socket = try await h.socket(for: client, id: 1)
-    let frames = try await h.output.frames(socket, count: bluetooth ? 2 : 1)
-    let guid = try #require(Harness.guid(frames.last!))
-    return Scene(h: h, device: device, client: client, socket: socket, guid: guid)
-  }
-}
-
 @Suite("capture serve: events on the WebSocket")
 struct EventTests {
   @Test("right after waitforcaptureevent: the arrival of the connected device, on the client handle")

@@ -88,16 +88,9 @@ struct HardeningTests {
 
   @Test("a second socket asking for a client's events is refused; the first keeps its stream")
   func secondSocketCannotTakeOver() async throws {
-    let h = Harness(bluetooth: false)
-    let device = FakeDevice(id: "serial:/dev/pts/9")
-    h.engine.attach([device])
-    try await eventually("the arrival recorded") {
-      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
-    }
-    let client = try await h.openClient()
-    let own = try await h.socket(for: client, id: 1)
-    let guid = try #require(Harness.guid(try await h.output.frames(own, count: 1)[0]))
-    let device1 = try await h.openDevice(client: client, guid: guid)
+    let s = try await Scene.make(device: FakeDevice(id: "serial:/dev/pts/9"))
+    let (h, device, client, own) = (s.h, s.device, s.client, s.socket)
+    let device1 = try await s.openDevice()
     // Another page's socket names the same handle.
     let thief = try await h.socket(for: client, id: 2)
     let refusal = try await h.output.frames(thief, count: 1)

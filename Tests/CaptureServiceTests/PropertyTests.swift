@@ -108,17 +108,7 @@ struct PropertyWireTests {
 @Suite("capture serve: getproperty and setproperty reach the engine's devices and settings")
 struct PropertyCallTests {
   private func opened() async throws -> (Harness, FakeDevice, client: Int, device: Int, socket: WebSocketID) {
-    let h = Harness(bluetooth: true)
-    let device = FakeDevice(id: "AA:BB:CC:DD:EE:FF")
-    h.engine.attach([device])
-    try await eventually("the arrival recorded") {
-      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
-    }
-    let client = try await h.openClient()
-    let socket = try await h.socket(for: client, id: 1)
-    let frames = try await h.output.frames(socket, count: 2)
-    let d = try await h.openDevice(client: client, guid: try #require(Harness.guid(frames[1])))
-    return (h, device, client, d, socket)
+    try await Scene.opened(FakeDevice(id: "AA:BB:CC:DD:EE:FF"))
   }
 
   @Test(

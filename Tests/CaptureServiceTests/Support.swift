@@ -211,3 +211,41 @@ final class Harness: Sendable {
     return String(frame[range.upperBound...].prefix { $0 != "\"" })
   }
 }
+
+/// A client with its socket bound and one fake device attached before it subscribed: what most tests
+/// of the service start from.
+struct Scene {
+  let h: Harness
+  let device: FakeDevice
+  let client: Int
+  let socket: WebSocketID
+  /// The device's arrival GUID, from the replay.
+  let guid: String
+
+  /// With `bluetooth`, the replay's DeviceManagerArrival comes first and the device's arrival second.
+  static func make(bluetooth: Bool = false, device: FakeDevice = FakeDevice(id: "serial:/dev/pts/7"))
+    async throws -> Scene
+  {
+    let h = Harness(bluetooth: bluetooth)
+    h.engine.attach([device])
+    try await eventually("the arrival recorded") {
+      h.service.state.withLock { $0.connections.current.isEmpty } ? nil : true
+    }
+    let client = try await h.openClient()
+    let socket = try await h.socket(for: client, id: 1)
+    let frames = try await h.output.frames(socket, count: bluetooth ? 2 : 1)
+    let guid = try #require(Harness.guid(frames.last!))
+    return Scene(h: h, device: device, client: client, socket: socket, guid: guid)
+  }
+
+  /// `opendevice` of the device's GUID: its device handle.
+  func openDevice() async throws -> Int { try await h.openDevice(client: client, guid: guid) }
+
+  /// The scene with the device opened, as the property tests take it apart.
+  static func opened(_ device: FakeDevice) async throws -> (
+    Harness, FakeDevice, client: Int, device: Int, socket: WebSocketID
+  ) {
+    let s = try await make(bluetooth: true, device: device)
+    return (s.h, s.device, s.client, try await s.openDevice(), s.socket)
+  }
+}

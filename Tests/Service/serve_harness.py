@@ -641,8 +641,82 @@ class RawEventClient:
 
 
 
+# The rig's D600 (Tests/Rigs): the one this host remembers, and one in range it does not know yet.
+D600 = "00:11:22:7E:F6:19"
+D600_PATH = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
+D600_NEW = "00:11:22:7E:F6:20"
+
+
+def zint_png(path, text, symbology="58"):  # 58: QR Code in zint's numbering
+    subprocess.run(["zint", "-b", symbology, "-d", text, "-o", path], check=True, capture_output=True)
+
+
+def drop_image(directory, name, text):
+    """A QR Code of `text` appears in `directory` (a `serve --dir` source) as `name` whole: written beside
+    it under a dot name, then renamed in, as a camera's frame is whole."""
+    tmp = os.path.join(directory, ".tmp-" + name)
+    zint_png(tmp, text)
+    os.rename(tmp, os.path.join(directory, name))
+
+
+def wait_for_line(path, text, seconds=20):
+    """True once the file at `path` has a line containing `text`; False after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(path, errors="replace") as f:
+                if any(text in line for line in f):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
 class AsyncTestCase(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self):
         # The tests call the service over blocking HTTP between awaits; asyncio's debug mode (on in
         # IsolatedAsyncioTestCase) would report each such call as a slow callback.
         asyncio.get_running_loop().slow_callback_duration = 60
+
+    async def event_client(self, service, path=API, wait_id=1):
+        """An EventClient of `service`, open (openclient, then its WebSocket on `path` with a
+        waitforcaptureevent of id `wait_id`), closed at the test's end."""
+        client = await EventClient(service, path=path).open(wait_id=wait_id)
+        self.addAsyncCleanup(client.close)
+        return client
+
+    def socketcam_dir_service(self):
+        """A `capture serve --dir DIR` (SocketCam reading the images that appear in DIR): (DIR, service),
+        both gone at the test's end."""
+        images = tempfile.mkdtemp(prefix="capture-serve-dir.")
+        self.addCleanup(shutil.rmtree, images, True)
+        service = Service(extra=["--dir", images])
+        self.addCleanup(service.stop)
+        return images, service
+
+    def bluez_d600(self, params=None, new_d600=False, remembered=False):
+        """The BlueZ rig (`params`: BlueZRig's) with the bonded D600 in range, and with `new_d600` a
+        second D600 in range that this host does not know; a `capture serve D600` on it, or with
+        `remembered` a `capture serve` of the D600 that `capture connect` remembered. Both stop at the
+        test's end; the test is skipped where the rig cannot start. (rig, service)."""
+        try:
+            rig = BlueZRig(params)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
+        self.addCleanup(rig.stop)
+        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
+        if new_d600:
+            rig.ctl("AddLEDevice", D600_NEW, "Socket D600 [7EF620]", "d600", -50, "false")
+        if remembered:
+            state = tempfile.mkdtemp(prefix="capture-serve-test.")
+            connected = subprocess.run([capture_bin(), "connect", D600], capture_output=True, text=True, timeout=60,
+                                       stdin=subprocess.DEVNULL, env=dict(os.environ, XDG_STATE_HOME=state, **rig.env))
+            if connected.returncode != 0:
+                shutil.rmtree(state, ignore_errors=True)
+                raise AssertionError(f"capture connect {D600} failed: {connected}")
+            service = Service(env=rig.env, state=state)
+        else:
+            service = Service([D600], env=rig.env)
+        self.addCleanup(service.stop)
+        return rig, service

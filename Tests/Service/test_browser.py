@@ -3,13 +3,20 @@ python3-selenium) loads browser/index.html from ANOTHER loopback origin (a secon
 the protocol with XMLHttpRequest and a WebSocket as CaptureJS does (docs/capturejs.md §7), so the
 browser makes the CORS preflight itself; a code written by a pty scanner must appear on the page. The
 same page from an origin the service refuses (evil.example, mapped to 127.0.0.1 by Chromium's host
-resolver rules) must get nothing, and the service must log the refusal."""
+resolver rules) must get nothing, and the service must log the refusal.
+
+ReactPageTests: browser/react-app.jsx, a React page of our own that follows Socket Mobile's
+single-entry-react sample (open Capture, open each arriving device, DecodedData into React state, close
+on DeviceRemoval) over browser/capture-page.js's client, bundled here by esbuild from Debian's node-react
+and node-react-dom into a temporary directory (docs/capturejs.md §7)."""
 import functools
 import http.server
 import os
 import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -21,6 +28,8 @@ import serve_harness as h  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 PAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "browser")
+ESBUILD = "/usr/bin/esbuild"
+NODE_MODULES = "/usr/share/nodejs"  # Debian's node-* packages install their modules here
 
 
 def missing():
@@ -37,8 +46,14 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def page_server():
-    handler = functools.partial(QuietHandler, directory=PAGE_DIR)
+def missing_react():
+    reasons = [] if os.access(ESBUILD, os.X_OK) else ["esbuild"]
+    reasons += [f"node-{m}" for m in ("react", "react-dom") if not os.path.isdir(os.path.join(NODE_MODULES, m))]
+    return reasons
+
+
+def page_server(directory=PAGE_DIR):
+    handler = functools.partial(QuietHandler, directory=directory)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -58,12 +73,18 @@ def chromium():
 
 
 @unittest.skipIf(missing(), f"*** SKIPPED: the browser test needs {', '.join(missing())} (apt-get install chromium chromium-driver python3-selenium)")
-class BrowserTests(unittest.TestCase):
+class BrowserCase(unittest.TestCase):
+    """Chromium, and a server of the pages in `page_dir()` on a loopback port of its own."""
+
+    @classmethod
+    def page_dir(cls):
+        return PAGE_DIR
+
     @classmethod
     def setUpClass(cls):
         if not os.access(h.capture_bin(), os.X_OK):
             raise unittest.SkipTest(f"*** SKIPPED: no capture binary at {h.capture_bin()} (set CAPTURE_BIN)")
-        cls.pages = page_server()
+        cls.pages = page_server(cls.page_dir())
         cls.page_port = cls.pages.server_address[1]
         cls.driver = chromium()
         cls.driver.set_page_load_timeout(30)
@@ -87,12 +108,21 @@ class BrowserTests(unittest.TestCase):
     def codes(self):
         return [li.text for li in self.driver.find_elements("css selector", "#codes li")]
 
-    def test_a_page_from_another_loopback_origin_shows_a_code_the_scanner_read(self):
+    def serve_scanner(self, extra=()):
+        """A pty scanner and a `capture serve` of it with `extra` options, the scanner open: (scanner,
+        service), both gone at the test's end."""
         scanner = h.PtyScanner()
         self.addCleanup(scanner.close)
-        service = h.Service([scanner.selector])
+        service = h.Service([scanner.selector], extra=extra)
         self.addCleanup(service.stop)
         self.assertTrue(scanner.wait_opened())
+        return scanner, service
+
+
+class BrowserTests(BrowserCase):
+
+    def test_a_page_from_another_loopback_origin_shows_a_code_the_scanner_read(self):
+        scanner, service = self.serve_scanner()
         self.driver.get(f"http://127.0.0.1:{self.page_port}/index.html?port={service.port}")
         self.wait_for(lambda: self.text("status") == "listening", what="status listening")
         self.wait_for(lambda: scanner.path in self.text("devices"), what="the scanner's arrival and opendevice")
@@ -106,11 +136,7 @@ class BrowserTests(unittest.TestCase):
         self.wait_for(lambda: self.text("error") == str(h.ESKT_SERVICENOTCOMMUNICATING), what="Error -87")
 
     def test_the_same_page_from_a_refused_origin_gets_nothing(self):
-        scanner = h.PtyScanner()
-        self.addCleanup(scanner.close)
-        service = h.Service([scanner.selector])
-        self.addCleanup(service.stop)
-        self.assertTrue(scanner.wait_opened())
+        scanner, service = self.serve_scanner()
         origin = f"http://evil.example:{self.page_port}"
         self.driver.get(f"{origin}/index.html?port={service.port}")
         # The preflight is refused (403): XMLHttpRequest reports status 0, the page's -27.
@@ -131,16 +157,53 @@ class BrowserTests(unittest.TestCase):
         self.assertTrue(lines, f"no stderr line names {origin} and --allow-origin: {service.stderr()}")
 
     def test_the_refused_origin_works_once_allowed(self):
-        scanner = h.PtyScanner()
-        self.addCleanup(scanner.close)
         origin = f"http://evil.example:{self.page_port}"
-        service = h.Service([scanner.selector], extra=["--allow-origin", origin])
-        self.addCleanup(service.stop)
-        self.assertTrue(scanner.wait_opened())
+        scanner, service = self.serve_scanner(["--allow-origin", origin])
         self.driver.get(f"{origin}/index.html?port={service.port}")
         self.wait_for(lambda: scanner.path in self.text("devices"), what="the scanner's arrival and opendevice")
         scanner.write("ALLOWED-1")
         self.wait_for(lambda: "ALLOWED-1" in self.codes(), what="code ALLOWED-1")
+
+
+@unittest.skipIf(missing_react(), f"*** SKIPPED: the React page needs {', '.join(missing_react())} (apt-get install esbuild node-react node-react-dom)")
+class ReactPageTests(BrowserCase):
+    @classmethod
+    def page_dir(cls):
+        """react.html and react-app.js, bundled now from react-app.jsx and capture-page.js with Debian's
+        React 18 (NODE_PATH: esbuild resolves bare imports there as node does); removed at the end."""
+        out = tempfile.mkdtemp(prefix="capture-react-page.")
+        cls.addClassCleanup(shutil.rmtree, out, True)
+        built = subprocess.run([ESBUILD, os.path.join(PAGE_DIR, "react-app.jsx"), "--bundle", "--log-level=warning",
+                                "--define:process.env.NODE_ENV=\"production\"",
+                                f"--outfile={os.path.join(out, 'react-app.js')}"],
+                               env=dict(os.environ, NODE_PATH=NODE_MODULES), capture_output=True, text=True, timeout=120)
+        if built.returncode != 0 or built.stderr:
+            raise AssertionError(f"esbuild failed ({built.returncode}): {built.stderr}")
+        shutil.copy(os.path.join(PAGE_DIR, "react.html"), out)
+        return out
+
+    def devices(self):
+        return [li.text for li in self.driver.find_elements("css selector", "#devices li")]
+
+    def test_the_react_page_shows_a_code_in_its_state_and_follows_the_removal(self):
+        scanner, service = self.serve_scanner()
+        self.driver.get(f"http://127.0.0.1:{self.page_port}/react.html?port={service.port}")
+        self.wait_for(lambda: self.text("status") == "listening", what="status listening")
+        # DeviceArrival → opendevice → the device in React state, rendered with its handle.
+        self.wait_for(lambda: len(self.devices()) == 1 and scanner.path in self.devices()[0],
+                      what="the scanner in the device list")
+        [name] = self.devices()
+        handle = self.driver.find_element("css selector", "#devices li").get_attribute("data-handle")
+        self.assertTrue(handle.isdigit() and int(handle) > 0, handle)
+        code = f"REACT-{uuid.uuid4().hex[:8].upper()}"
+        scanner.write(code)
+        self.wait_for(lambda: code in self.codes(), what=f"code {code}")
+        self.assertEqual(self.codes(), [code])
+        # DeviceRemoval → close of that device handle, answered → dropped from the state.
+        scanner.unplug()
+        self.wait_for(lambda: self.text("status") == f"closed {name}", what="the device's close")
+        self.assertEqual(self.devices(), [])
+        self.assertEqual(self.text("error"), "")
 
 
 if __name__ == "__main__":

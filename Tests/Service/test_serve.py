@@ -28,10 +28,6 @@ def setUpModule():
         raise unittest.SkipTest(f"*** SKIPPED: no capture binary at {h.capture_bin()} (set CAPTURE_BIN)")
 
 
-def zint_png(path, text, symbology="58"):  # 58: QR Code in zint's numbering
-    subprocess.run(["zint", "-b", symbology, "-d", text, "-o", path], check=True, capture_output=True)
-
-
 def rpc_id_reply(service, id_value, method="openclient"):
     status, _, reply = service.post({"jsonrpc": "2.0", "id": id_value, "method": method, "params": APP_INFO})
     return status, reply
@@ -504,8 +500,6 @@ class DeviceLeavesAndComesBackTests(AsyncTestCase):
         await client.decoded(device2, "AFTER")
 
 
-D600 = "00:11:22:7E:F6:19"
-D600_PATH = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
 EV_BATTERY_LEVEL, EV_DEVICE_MANAGER_ARRIVAL = 8, 11
 DEVICE_MANAGER_BLE = 17104897  # docs/capture-sdk.md §5.2
 PROP_FAVORITE = 0x00050201
@@ -519,16 +513,8 @@ class BluetoothLETests(AsyncTestCase):
     DecodedData events, DataConfirmationDevice reaching the scanner."""
 
     async def test_device_manager_favorite_array_battery_decoded_data_and_confirmation(self):
-        try:
-            rig = BlueZRig()
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
-        self.addCleanup(rig.stop)
-        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
-        service = Service([D600], env=rig.env)
-        self.addCleanup(service.stop)
-        client = await EventClient(service).open()
-        self.addAsyncCleanup(client.close)
+        rig, service = self.bluez_d600()
+        client = await self.event_client(service)
 
         manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
         self.assertEqual(manager["handle"], client.handle)
@@ -581,17 +567,8 @@ EV_DEVICE_DISCOVERED, EV_DISCOVERY_END = 13, 14
 
 class BluetoothLEDiscoveryTests(AsyncTestCase):
     async def test_start_discovery_reports_devices_then_its_end_and_connect_discovered_brings_one(self):
-        try:
-            rig = BlueZRig()
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
-        self.addCleanup(rig.stop)
-        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
-        rig.ctl("AddLEDevice", "00:11:22:7E:F6:20", "Socket D600 [7EF620]", "d600", -50, "false")  # in range, unknown
-        service = Service([D600], env=rig.env)
-        self.addCleanup(service.stop)
-        client = await EventClient(service).open()
-        self.addAsyncCleanup(client.close)
+        rig, service = self.bluez_d600(new_d600=True)
+        client = await self.event_client(service)
         manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
         dm = await client.opendevice(manager["event"]["value"]["guid"])
         mark = len(client.events())
@@ -617,10 +594,7 @@ class SocketCamTests(AsyncTestCase):
     """SocketCam with --dir DIR: enabled by the app through SocketCamStatus, frames from new files."""
 
     async def test_socketcam_status_byte_enables_it_and_images_dropped_in_the_dir_are_read(self):
-        images = tempfile.mkdtemp(prefix="capture-serve-dir.")
-        self.addCleanup(shutil.rmtree, images, True)
-        service = Service(extra=["--dir", images])
-        self.addCleanup(service.stop)
+        images, service = self.socketcam_dir_service()
         client = await EventClient(service).open()
         self.addAsyncCleanup(client.close)
         h_ = client.handle

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,22 +32,6 @@ PROP_RESET_DEVICE = 1048832
 ESKT_UNKNOWNCONFIGURATION, ESKT_INVALIDCONFIGURATION, ESKT_CANCEL = -23, -24, -91
 TRIGGER_START, TRIGGER_STOP = 1, 2
 EV_DEVICE_MANAGER_ARRIVAL = 11
-D600 = "00:11:22:7E:F6:19"
-D600_PATH = "/org/bluez/hci0/dev_00_11_22_7E_F6_19"
-
-
-def wait_for_line(path, text, seconds=20):
-    """True once the file at `path` has a line containing `text`; False after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with open(path, errors="replace") as f:
-                if any(text in line for line in f):
-                    return True
-        except OSError:
-            pass
-        time.sleep(0.05)
-    return False
 
 
 class Flutter:
@@ -80,16 +63,11 @@ class SocketCamClientTests(AsyncTestCase):
     """A service with SocketCam reading a watched directory (`serve --dir`)."""
 
     def setUp(self):
-        self.images = tempfile.mkdtemp(prefix="capture-serve-sdk2.")
-        self.addCleanup(shutil.rmtree, self.images, True)
-        self.service = Service(extra=["--dir", self.images])
-        self.addCleanup(self.service.stop)
+        self.images, self.service = self.socketcam_dir_service()
         self.flutter = Flutter(self.service)
 
     async def client(self):
-        c = await EventClient(self.service, path="/").open(wait_id="1")
-        self.addAsyncCleanup(c.close)
-        return c
+        return await self.event_client(self.service, path="/", wait_id="1")
 
     async def socketcam(self, client):
         # setSocketCamEnabled(enabled: SocketCam.enable): a Byte set on the root client
@@ -138,9 +116,7 @@ class SocketCamClientTests(AsyncTestCase):
         # A read a code ended: its stop sends no cancel; the next empty read's stop does, after the code.
         mark = len(client.events())
         self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START))
-        tmp = os.path.join(self.images, ".tmp-a.png")
-        subprocess.run(["zint", "-b", "58", "-d", "SDK2-QR", "-o", tmp], check=True, capture_output=True)
-        os.rename(tmp, os.path.join(self.images, "a.png"))
+        drop_image(self.images, "a.png", "SDK2-QR")
         await client.decoded(device, "SDK2-QR", timeout=15, start=mark)
         self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
         self.assertNotIn("error", self.flutter.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START))
@@ -155,17 +131,9 @@ class BluetoothLEClientTests(AsyncTestCase):
     """A D600 on the BlueZ model (Tests/Rigs): the device-lifecycle calls of CaptureHelperDevice."""
 
     async def test_reset_single_partnership_deletes_the_bonds_reset_device_and_single_partnership_are_not_supported(self):
-        try:
-            rig = BlueZRig()
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
-        self.addCleanup(rig.stop)
-        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
-        service = Service([D600], env=rig.env)
-        self.addCleanup(service.stop)
+        rig, service = self.bluez_d600()
         flutter = Flutter(service)
-        client = await EventClient(service, path="/").open(wait_id="1")
-        self.addAsyncCleanup(client.close)
+        client = await self.event_client(service, path="/", wait_id="1")
         arrival = await client.arrival("D600", timeout=20)
         device = await client.opendevice(arrival["event"]["value"]["guid"])
         self.assertTrue(rig.ctl("GetState", D600_PATH)["Bonded"])
@@ -199,7 +167,6 @@ PROP_ADD_DEVICE = -2146303981
 PROP_REMOVE_DEVICE = -2146107372
 EV_DEVICE_DISCOVERED, EV_DISCOVERY_END = 13, 14
 BLUETOOTH_LE = 1  # BluetoothDiscoveryMode (docs/capture-sdk.md §7.15)
-D600_NEW = "00:11:22:7E:F6:20"
 
 
 class DeviceManagerClientTests(AsyncTestCase):
@@ -207,18 +174,9 @@ class DeviceManagerClientTests(AsyncTestCase):
     §3.2), against a D600 in range that this host does not know yet."""
 
     async def test_add_connect_and_remove_a_device_and_favorite_agrees(self):
-        try:
-            rig = BlueZRig()
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
-        self.addCleanup(rig.stop)
-        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
-        rig.ctl("AddLEDevice", D600_NEW, "Socket D600 [7EF620]", "d600", -50, "false")
-        service = Service([D600], env=rig.env)
-        self.addCleanup(service.stop)
+        rig, service = self.bluez_d600(new_d600=True)
         flutter = Flutter(service)
-        client = await EventClient(service, path="/").open(wait_id="1")
-        self.addAsyncCleanup(client.close)
+        client = await self.event_client(service, path="/", wait_id="1")
         manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
         dm = await client.opendevice(manager["event"]["value"]["guid"])
 
@@ -282,16 +240,8 @@ class DeviceEventClientTests(AsyncTestCase):
     dropped there."""
 
     async def battery_event_reaches_the_opened_handle(self, params):
-        try:
-            rig = BlueZRig(params)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-            self.skipTest(f"*** SKIPPED: the BlueZ rig does not start here: {error}")
-        self.addCleanup(rig.stop)
-        rig.ctl("AddLEDevice", D600, "Socket D600 [7EF619]", "d600", -50, "true")
-        service = Service([D600], env=rig.env)
-        self.addCleanup(service.stop)
-        client = await EventClient(service, path="/").open(wait_id="1")
-        self.addAsyncCleanup(client.close)
+        rig, service = self.bluez_d600(params)
+        client = await self.event_client(service, path="/", wait_id="1")
         # The helper opens every arriving device at once (_onDeviceArrivalEvent: openDevice(info.guid)).
         arrival = await client.arrival("D600", timeout=20)
         device = await client.opendevice(arrival["event"]["value"]["guid"])
@@ -379,8 +329,7 @@ class SocketCamCameraTests(AsyncTestCase):
         service = Service(extra=["--camera", camera], state=tempfile.mkdtemp(prefix="capture-serve-camera."))
         self.addCleanup(service.stop)
         flutter = Flutter(service)
-        client = await EventClient(service, path="/").open(wait_id="1")
-        self.addAsyncCleanup(client.close)
+        client = await self.event_client(service, path="/", wait_id="1")
         # setSocketCamEnabled(enabled: SocketCam.enable) (lib/capture_helper.dart:214-220), read back.
         self.assertNotIn("error", flutter.set(client.handle, PROP_SOCKETCAM_STATUS, T_BYTE, 0))
         got = flutter.get(client.handle, PROP_SOCKETCAM_STATUS)["result"]["property"]
@@ -412,6 +361,284 @@ class SocketCamCameraTests(AsyncTestCase):
 
     async def test_a_device_that_is_not_a_camera_fails_trigger_start_with_its_reason(self):
         await self.start_fails("/dev/null", "cannot be used")
+
+
+# React Native: react-native-capture 1.5.134 (its package.json asks for socketmobile-capturejs ^1.3.50,
+# which npm resolves to CaptureJS 1.4.3, the newest 1.x). On Android, CaptureRn.open hands no transport
+# to CaptureJS (src/index.tsx:255, react-native-capture@2c16465), so every call is CaptureJS 1.4.3's own
+# HttpTransport to 127.0.0.1:18481; on iOS the native bridge is the server (src/index.tsx:207), which
+# `capture serve` does not replace. The shapes below are CaptureJS 1.4.3's Capture object
+# (lib/captureJs-1.4.3.0.js, socketmobile-capturejs@68615bc; its Capture class starts at line 36)
+# driven as Socket Mobile's React Native sample drives it (singleentry-rn@744c850: src/App.tsx,
+# src/components/MainView.tsx) and as react-native-capture's CaptureHelper does
+# (src/CaptureHelper.tsx, react-native-capture@cbf4f73).
+RN_APP_INFO = {  # genAppInfo on Android: appIdAndroid/appKeyAndroid become appId/appKey (src/index.tsx:262-270)
+    "appId": "android:com.example.servetests", "developerId": APP_INFO["developerId"], "appKey": APP_INFO["appKey"]}
+TRIGGER_CONTINUOUS = 5  # Trigger.ContinuousScan, CaptureHelper.SocketCamTriggerOptions (src/CaptureHelper.tsx:20)
+SOCKETCAM_ENABLE, SOCKETCAM_DISABLE = 0, 1  # SocketCam.Enable / .Disable (src/CaptureHelper.tsx:23-24)
+PROP_DATA_SOURCE_DEVICE = 7798788
+DATA_SOURCE_EAN13, DATA_SOURCE_FLAG_STATUS, DATA_SOURCE_ENABLE = 19, 1, 1
+ESKT_UNABLEOPENDEVICE = -27
+
+
+def captureJs_event(result):
+    """What CaptureJS 1.4.3 hands the app's onCaptureEvent for one WebSocket result
+    (unifyResultInEvents, lib/captureJs-1.4.3.0.js:175-199): the event with `result` from the event, else
+    from an object value, else 0 (a value that is not an object sets it to 0); a DecodedData with id 0,
+    an empty name and no data is -91 ESKT_CANCEL whatever it said."""
+    event = dict(result["event"])
+    value = event.get("value")
+    if isinstance(value, dict):
+        if "result" not in event:
+            event["result"] = value.get("result", 0)
+    else:
+        event["result"] = 0
+    if value and event["type"] == EVT_DECODED_DATA and value["id"] == 0 and not value["name"] and not value["data"]:
+        event["result"] = ESKT_CANCEL
+    return event
+
+
+def array_to_string(data):
+    """The sample's arrayToString: String.fromCharCode.apply(null, data) (src/App.tsx:53-55)."""
+    return "".join(map(chr, data))
+
+
+class ReactNative:
+    """One root CaptureRn (a CaptureJS 1.4.3 Capture) and the device Captures opened from it."""
+
+    def __init__(self, service):
+        self.service = service
+        # getJsonRpcId: one counter from 0 per root Capture, shared by the devices opened from it
+        # (lib/captureJs-1.4.3.0.js:39 rpcId = 0, :208-213).
+        self.ids = itertools.count(0)
+        self.handle = None
+        self.client = None
+
+    def call(self, method, params):
+        return self.service.call(method, params, id=next(self.ids))
+
+    async def open(self, test):
+        """capture.open(appInfo, onCaptureEvent) (src/App.tsx:341): openclient with the three appInfo
+        strings (lib/captureJs-1.4.3.0.js:55-59), id 0; on its reply HttpTransport opens the WebSocket on
+        /Capture/v1/api and sends waitforcaptureevent with id 1 and the new handle (HttpTransport.send,
+        the `request.method === 'openclient'` branch; docs/capturejs.md §1.4)."""
+        reply = self.call("openclient", RN_APP_INFO)
+        self.handle = reply["result"]["handle"]  # open() takes any truthy result.handle (:65-67)
+        self.client = await EventClient(self.service).open(handle=self.handle, wait_id=1)
+        test.addAsyncCleanup(self.client.close)
+        return self.client
+
+    def opendevice(self, guid):
+        """dev.openDevice(guid, capture) (src/App.tsx:299): {handle: root, guid} (:111-114)."""
+        result = self.call("opendevice", {"handle": self.handle, "guid": guid})["result"]
+        return result["handle"]
+
+    def get(self, handle, prop_id, type=T_NONE, value=None):
+        """getProperty(property): params {property, handle} (:136-137), no guid key."""
+        return self.call("getproperty", {"property": {"id": prop_id, "type": type,
+                                                      "value": {} if value is None else value}, "handle": handle})
+
+    def set(self, handle, prop_id, type, value):
+        """setProperty(property) (:155-156); a reply without `result` is rejected whole (:163-164)."""
+        return self.call("setproperty", {"property": {"id": prop_id, "type": type, "value": value}, "handle": handle})
+
+    def close(self, handle):
+        """close(): {handle} (:83-85); the root's also ends the transport."""
+        return self.call("close", {"handle": handle})
+
+
+class ReactNativeSocketCamTests(AsyncTestCase):
+    """SocketCam as the React Native sample and CaptureHelper drive it, against `serve --dir`."""
+
+    async def test_socketcam_enable_trigger_cancel_codes_disable_and_close(self):
+        images, service = self.socketcam_dir_service()
+        rn = ReactNative(service)
+        client = await rn.open(self)
+
+        # getSocketCamEnabled: SocketCamStatus, None with {}, on the root Capture (src/CaptureHelper.tsx:36-42;
+        # SocketCamViewContainer calls it at mount). Nothing persisted yet: Enable, the default of
+        # `capture get socketcam socket-cam-status`.
+        got = rn.get(rn.handle, PROP_SOCKETCAM_STATUS)
+        self.assertEqual(got["result"], {"handle": rn.handle, "property": {"id": PROP_SOCKETCAM_STATUS, "type": T_BYTE,
+                                                                           "value": SOCKETCAM_ENABLE}})
+        # setSocketCamEnabled(Enable): a Byte set, then the same get again (src/CaptureHelper.tsx:64-76).
+        reply = rn.set(rn.handle, PROP_SOCKETCAM_STATUS, T_BYTE, SOCKETCAM_ENABLE)
+        self.assertEqual(reply["result"], {"handle": rn.handle, "property": {"id": PROP_SOCKETCAM_STATUS, "type": T_BYTE,
+                                                                             "value": SOCKETCAM_ENABLE}})
+        got = rn.get(rn.handle, PROP_SOCKETCAM_STATUS)
+        self.assertEqual(got["result"]["property"]["value"], SOCKETCAM_ENABLE)
+
+        # DeviceArrival → openDeviceHelper → openDevice(guid, capture) (src/App.tsx:151-153, 299).
+        arrival = await client.arrival("SocketCam", timeout=15)
+        self.assertEqual(captureJs_event(arrival)["result"], 0)
+        device = rn.opendevice(arrival["event"]["value"]["guid"])
+
+        # MainView's symbology calls (src/components/MainView.tsx:105-116 and 126-139): a DataSource get
+        # with only {id: SymbologyEan13, flags: Status} — no name, no status — and a set adding status
+        # Enable.
+        got = rn.get(device, PROP_DATA_SOURCE_DEVICE, T_DATASOURCE,
+                     {"id": DATA_SOURCE_EAN13, "flags": DATA_SOURCE_FLAG_STATUS})
+        ean13 = {"id": PROP_DATA_SOURCE_DEVICE, "type": T_DATASOURCE,
+                 "value": {"id": DATA_SOURCE_EAN13, "name": "EAN 13", "status": DATA_SOURCE_ENABLE,
+                           "flags": DATA_SOURCE_FLAG_STATUS}}
+        self.assertEqual(got["result"], {"handle": device, "property": ean13})
+        reply = rn.set(device, PROP_DATA_SOURCE_DEVICE, T_DATASOURCE,
+                       {"id": DATA_SOURCE_EAN13, "flags": DATA_SOURCE_FLAG_STATUS, "status": DATA_SOURCE_ENABLE})
+        self.assertEqual(reply["result"], {"handle": device, "property": ean13})
+
+        def decoded(start):
+            return [captureJs_event(r) for r in client.events()[start:]
+                    if r["handle"] == device and r["event"]["id"] == EV_DECODED_DATA]
+
+        # SocketCamView mounts: setSocketCamTriggerProperty(device, Trigger.Start), a Byte on the device
+        # (src/CaptureHelper.tsx:88-94). The user closes the view before a code: the app's stop (the
+        # SDK's view sends it natively; here Trigger.Stop, 2) → DecodedData the sample takes as
+        # ESKT_CANCEL (`e?.result === SktErrors.ESKT_CANCEL`, src/App.tsx:236).
+        mark = len(client.events())
+        reply = rn.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START)
+        self.assertEqual(reply["result"], {"handle": device, "property": {"id": PROP_TRIGGER, "type": T_BYTE,
+                                                                          "value": TRIGGER_START}})
+        self.assertNotIn("error", rn.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
+        await client.wait(lambda r: r["handle"] == device and r["event"]["id"] == EV_DECODED_DATA, start=mark,
+                          timeout=15, what="the cancel")
+        [cancel] = decoded(mark)
+        self.assertEqual(cancel, {"id": EV_DECODED_DATA, "type": EVT_DECODED_DATA, "result": ESKT_CANCEL,
+                                  "value": {"id": 0, "name": "", "data": []}})
+
+        # Start again and a code: lastDecodedData = {data: arrayToString(e.value.data), length, name}
+        # (src/App.tsx:247-251), with result 0 so it is shown, not taken for a cancel.
+        mark = len(client.events())
+        self.assertNotIn("error", rn.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_START))
+        drop_image(images, "a.png", "RN-QR-1")
+        await client.decoded(device, "RN-QR-1", timeout=15, start=mark)
+        [code] = decoded(mark)
+        self.assertEqual(code["result"], 0)
+        self.assertEqual((array_to_string(code["value"]["data"]), len(code["value"]["data"]), code["value"]["name"]),
+                         ("RN-QR-1", 7, "QR Code"))
+
+        # Trigger.ContinuousScan, the sample's other option (src/CaptureHelper.tsx:20): every code until
+        # the view closes; its stop after codes sends no cancel.
+        mark = len(client.events())
+        self.assertNotIn("error", rn.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_CONTINUOUS))
+        drop_image(images, "b.png", "RN-QR-2")
+        await client.decoded(device, "RN-QR-2", timeout=15, start=mark)
+        drop_image(images, "c.png", "RN-QR-3")
+        await client.decoded(device, "RN-QR-3", timeout=15, start=mark)
+        self.assertNotIn("error", rn.set(device, PROP_TRIGGER, T_BYTE, TRIGGER_STOP))
+
+        # setSocketCamEnabled(Disable) → DeviceRemoval → the sample closes the device (src/App.tsx:168-179);
+        # it ignores -38 there (:206), which this service does not give: the close succeeds.
+        removal_mark = len(client.events())
+        self.assertNotIn("error", rn.set(rn.handle, PROP_SOCKETCAM_STATUS, T_BYTE, SOCKETCAM_DISABLE))
+        removal = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=removal_mark, timeout=15,
+                                    what="SocketCam's removal")
+        self.assertEqual((removal["handle"], removal["event"]["value"]["guid"]),
+                         (rn.handle, arrival["event"]["value"]["guid"]))
+        self.assertEqual([(e["result"], array_to_string(e["value"]["data"])) for e in decoded(mark)],
+                         [(0, "RN-QR-2"), (0, "RN-QR-3")])
+        closed = rn.close(device)
+        self.assertEqual(closed["result"], {"handle": device})
+        # The root's close ends the client: its handle, and its WebSocket closes normally.
+        self.assertEqual(rn.close(rn.handle)["result"], {"handle": rn.handle})
+        self.assertEqual(await client.wait_closed(), 1000)
+        # Every request carried the next id of the one counter: 0 (openclient) … 14.
+        self.assertEqual(next(rn.ids), 15)
+
+
+
+BLUETOOTH_LOW_ENERGY = 1  # BluetoothDiscoveryMode.BluetoothLowEnergy (lib/captureJs-1.4.3.0.js)
+
+
+class ReactNativeBluetoothLETests(AsyncTestCase):
+    """The React Native sample's device flow on a D600 (the BlueZ rig): the device manager's Favorite,
+    MainView's gets and sets, BatteryLevel and DecodedData, removal; and AddDevice / RemoveDevice with
+    the types CaptureJS 1.4.3's property table gives them (the ids it added for BLE devices, its
+    CHANGELOG 1.4.3; `CapturePropertyIds.AddDevice` "Device: False … Set Type: Byte", `RemoveDevice`
+    "Device: False … Set Type: String", `UniqueDeviceIdentifier` "Get Type: String" in
+    lib/captureJs-1.4.3.0.js), sent as an app sends any property through CaptureRn."""
+
+    async def test_favorite_main_view_properties_events_add_and_remove_device(self):
+        rig, service = self.bluez_d600(remembered=True)
+        rn = ReactNative(service)
+        client = await rn.open(self)
+
+        # DeviceManagerArrival → openDeviceHelper(…, true) → getFavorite(dev): Favorite, None with {}
+        # (src/App.tsx:255-257, 321, 358-366); an empty one → setFavorite: "*" as a String (:369-384).
+        manager = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_MANAGER_ARRIVAL, what="DeviceManagerArrival")
+        dm = rn.opendevice(manager["event"]["value"]["guid"])
+        got = rn.get(dm, PROP_FAVORITE)
+        self.assertEqual(got["result"], {"handle": dm, "property": {"id": PROP_FAVORITE, "type": T_STRING, "value": ""}})
+        reply = rn.set(dm, PROP_FAVORITE, T_STRING, "*")
+        self.assertEqual(reply["result"], {"handle": dm, "property": {"id": PROP_FAVORITE, "type": T_STRING, "value": "*"}})
+        got = subprocess.run([capture_bin(), "get", "manager", "favorite"], env=service.env, capture_output=True,
+                             text=True, timeout=20)
+        self.assertEqual(got.stdout.strip(), "*", got)
+
+        arrival = await client.arrival("D600", timeout=20)
+        device = rn.opendevice(arrival["event"]["value"]["guid"])
+        # MainView.getFriendlyName: None with {} (src/components/MainView.tsx:31-40).
+        got = rn.get(device, PROP_FRIENDLY_NAME)
+        self.assertEqual(got["result"], {"handle": device, "property": {"id": PROP_FRIENDLY_NAME, "type": T_STRING,
+                                                                        "value": "Socket D600 [7EF619]"}})
+        # getBatteryLevel: None with {} (:72-81); handleBatteryConversion takes (value & 0xff00) >> 8 on iOS
+        # and for non-BLE devices, the value itself for a BLE device on Android (:91-102): this service
+        # answers the packed form (docs/capturejs.md §3), so that last case shows the packed number.
+        level = rn.get(device, PROP_BATTERY_LEVEL)["result"]["property"]
+        self.assertEqual((level["id"], level["type"], (level["value"] & 0xFF00) >> 8), (PROP_BATTERY_LEVEL, T_ULONG, 90))
+        # getSymbologyStatus and setSymbology (:105-116, 126-139): the D600 is an NFC reader without
+        # barcode symbologies (docs/device-protocols.md §2), so its driver says "not supported" and the
+        # sample shows "failed to get symbology: -15 : …" (the same shapes on SocketCam:
+        # ReactNativeSocketCamTests).
+        got = rn.get(device, PROP_DATA_SOURCE_DEVICE, T_DATASOURCE,
+                     {"id": DATA_SOURCE_EAN13, "flags": DATA_SOURCE_FLAG_STATUS})
+        self.assertEqual(got["error"], {"code": ESKT_NOTSUPPORTED,
+                                        "message": "Socket D600 [7EF619] does not support data-source (0x00770004)"})
+        reply = rn.set(device, PROP_DATA_SOURCE_DEVICE, T_DATASOURCE,
+                       {"id": DATA_SOURCE_EAN13, "flags": DATA_SOURCE_FLAG_STATUS, "status": DATA_SOURCE_ENABLE})
+        self.assertEqual(error_code(reply), ESKT_NOTSUPPORTED)
+        # setFriendlyName: a String (:51-60).
+        reply = rn.set(device, PROP_FRIENDLY_NAME, T_STRING, "Till 3")
+        self.assertEqual(reply["result"], {"handle": device, "property": {"id": PROP_FRIENDLY_NAME, "type": T_STRING,
+                                                                          "value": "Till 3"}})
+
+        # BatteryLevel on the device handle: the sample shows `${e.value}%` (src/App.tsx:262-264), and
+        # CaptureJS sets its result to 0 (a number value, lib/captureJs-1.4.3.0.js:190-192).
+        mark = len(client.events())
+        rig.ctl("SetBattery", D600_PATH, 42)
+        battery = await client.wait(lambda r: r["event"]["id"] == EV_BATTERY_LEVEL, start=mark, timeout=20,
+                                    what="BatteryLevel")
+        self.assertEqual(battery["handle"], device)
+        self.assertEqual(captureJs_event(battery), {"id": EV_BATTERY_LEVEL, "type": EVENT_TYPE_ULONG,
+                                                    "value": packed_battery(42), "result": 0})
+        # DecodedData: found by handle in the devices the sample opened, shown with arrayToString
+        # (src/App.tsx:227-251).
+        rig.ctl("ScanText", D600_PATH, "4F", "HELLO-RN")
+        code = captureJs_event(await client.decoded(device, "HELLO-RN", timeout=15))
+        self.assertEqual((code["result"], array_to_string(code["value"]["data"])), (0, "HELLO-RN"))
+
+        # AddDevice, BluetoothLowEnergy, on the root handle: a discovery whose end comes on that handle.
+        mark = len(client.events())
+        reply = rn.set(rn.handle, PROP_ADD_DEVICE, T_BYTE, BLUETOOTH_LOW_ENERGY)
+        self.assertEqual(reply["result"]["handle"], rn.handle, reply)
+        end = await client.wait(lambda r: r["event"]["id"] == EV_DISCOVERY_END, start=mark, timeout=30,
+                                what="DiscoveryEnd")
+        self.assertEqual(end["handle"], rn.handle)
+        # UniqueDeviceIdentifier of the D600 (a String get with its GUID, on the device manager), then
+        # RemoveDevice with it on the root handle: DeviceRemoval, and the sample closes the device
+        # (src/App.tsx:168-179).
+        got = rn.get(dm, PROP_UNIQUE_DEVICE_IDENTIFIER, T_STRING, arrival["event"]["value"]["guid"])
+        self.assertEqual(got["result"]["property"], {"id": PROP_UNIQUE_DEVICE_IDENTIFIER, "type": T_STRING, "value": D600})
+        mark = len(client.events())
+        reply = rn.set(rn.handle, PROP_REMOVE_DEVICE, T_STRING, D600)
+        self.assertEqual(reply["result"]["handle"], rn.handle, reply)
+        removal = await client.wait(lambda r: r["event"]["id"] == EV_DEVICE_REMOVAL, start=mark, timeout=20,
+                                    what="DeviceRemoval of the removed D600")
+        self.assertEqual(removal["event"]["value"]["guid"], arrival["event"]["value"]["guid"])
+        self.assertEqual(rn.close(device)["result"], {"handle": device})
+        # Favorite "*" stays "*" (docs/capturejs.md §3.2), as the CLI reads it.
+        got = subprocess.run([capture_bin(), "get", "manager", "favorite"], env=service.env, capture_output=True,
+                             text=True, timeout=20)
+        self.assertEqual(got.stdout.strip(), "*", got)
 
 
 if __name__ == "__main__":
