@@ -1,6 +1,6 @@
 """Pieces the benchmarks share: a raw pty a line-mode serial scanner is fed through, waiting until
 capture has opened it, and one JSON-RPC call to `capture serve` (docs/capturejs.md §2)."""
-import base64, http.client, json, os, re, socket, sys, time, tty
+import base64, http.client, json, os, re, select, socket, sys, time, tty
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "Service"))
 from serve_harness import server_frames  # noqa: E402
@@ -107,3 +107,16 @@ class ServeClient:
                 m = _DATA.search(payload)
                 if m:
                     self.seen.append(m.group(1))
+
+
+def read_clients(clients, n, seconds):
+    """Reads every ServeClient until each has seen `n` codes or was closed, for at most `seconds`."""
+    socks = {c.sock: c for c in clients}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pending = [c for c in clients if len(c.seen) < n and not c.closed]
+        if not pending:
+            return
+        readable, _, _ = select.select([c.sock for c in pending], [], [], 1)
+        for s in readable:
+            socks[s].read()

@@ -24,9 +24,9 @@ Usage: instructions.py BASE NEW [N1] [N2] [CLIENTS]
 """
 import os
 import re
-import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "Tests", "MQTT"))
-from benchlib import ServeClient, pty, wait_opened  # noqa: E402
+from benchlib import ServeClient, pty, read_clients, wait_opened  # noqa: E402
 from broker import Broker  # noqa: E402
 
 import paho.mqtt.client as paho  # noqa: E402
@@ -157,7 +157,7 @@ def run_mqtt(binary, n, work, broker):
 def run_serve(binary, n, work, nclients):
     master, path = pty()
     cg = os.path.join(work, "cg.serve")
-    import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -176,14 +176,7 @@ def run_serve(binary, n, work, nclients):
             time.sleep(0.1)
     clients = [ServeClient(port, APP_INFO) for _ in range(nclients)]
     threading.Thread(target=feed, args=(master, n), daemon=True).start()
-    socks = {c.sock: c for c in clients}
-    while time.monotonic() < deadline:
-        pending = [c for c in clients if len(c.seen) < n and not c.closed]
-        if not pending:
-            break
-        readable, _, _ = select.select([c.sock for c in pending], [], [], 1)
-        for s in readable:
-            socks[s].read()
+    read_clients(clients, n, max(1, deadline - time.monotonic()))
     counts = [len(c.seen) for c in clients]
     if counts != [n] * nclients:
         proc.kill()

@@ -16,12 +16,12 @@ can outrun what the service sends, and a client more than the service's event li
 whether or not it reads (the engine's policy for a client that falls behind); the bench then says so.
 Usage: serve-throughput.py CAPTURE [TOTAL] [CLIENTS] [PACE]
 """
-import json, os, select, shutil, socket, subprocess, sys, tempfile, threading, time
+import json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "Tests", "Service"))
-from benchlib import ServeClient, pty, wait_opened  # noqa: E402
+from benchlib import ServeClient, pty, read_clients, wait_opened  # noqa: E402
 
 capture = os.path.abspath(sys.argv[1])
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
@@ -64,15 +64,7 @@ def run_serve(state):
     t0 = time.perf_counter()
     writer = threading.Thread(target=write_all, args=(master, feed, pace), daemon=True)
     writer.start()
-    socks = {c.sock: c for c in clients}
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        pending = [c for c in clients if len(c.seen) < total and not c.closed]
-        if not pending:
-            break
-        readable, _, _ = select.select([c.sock for c in pending], [], [], 1)
-        for s in readable:
-            socks[s].read()
+    read_clients(clients, total, 600)
     wall = time.perf_counter() - t0
     stop.set()
     end = proc_sample(proc.pid)
