@@ -35,7 +35,9 @@ enum CommandTree {
       isRepeatable: true),
     OptionSpec(
       long: "camera", valueName: "DEV", kind: .file,
-      help: "Decode frames from a V4L2 camera, e.g. /dev/video0."),
+      help:
+        "Decode frames from a V4L2 camera, e.g. /dev/video0. A code in view is reported once, and again only after 3 decoded frames spanning 1 s went without it."
+    ),
   ]
 
   static let timeoutOption = OptionSpec(

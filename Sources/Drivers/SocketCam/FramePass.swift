@@ -308,10 +308,6 @@ final class FramePass: Sendable {
 
   // MARK: camera
 
-  /// A code in view stays in view for many frames: report it again only after it has been out of
-  /// sight for this long, so a webcam at 30 fps does not repeat one label thirty times a second.
-  static let repeatAfter: Duration = .seconds(1)
-
   /// The camera loop runs on a `ReaderThread`: V4L2Camera.nextFrame waits in poll(2) for each frame
   /// (up to its frame timeout), which must not hold a thread of the cooperative pool. Cancelling the
   /// calling task asks the loop to stop; it returns after the frame it is waiting for.
@@ -358,7 +354,9 @@ final class FramePass: Sendable {
     ready?(nil)
     let reader = BarcodeReader(formats: formats, addOns: addOns)
     let clock = ContinuousClock()
-    var lastSeen: [DecodedSymbol.Key: ContinuousClock.Instant] = [:]
+    // A code in view stays in view for many frames: reported once, and again only after it has been
+    // out of sight (RepeatRule: 3 decoded frames and 1 s without it).
+    var repeats = RepeatRule<DecodedSymbol.Key>()
     while !stopping() {
       let frame: GrayImage
       do { frame = try camera.nextFrame() } catch {
@@ -368,12 +366,10 @@ final class FramePass: Sendable {
         return
       }
       if stopping() { return }
-      let now = clock.now
+      let symbols = reader.decode(frame)
+      var report = Set(repeats.frame(symbols.map(\.key), at: clock.now))
       var reported = 0
-      for symbol in reader.decode(frame) {
-        let key = symbol.key
-        defer { lastSeen[key] = now }
-        if let seen = lastSeen[key], now - seen < Self.repeatAfter { continue }
+      for symbol in symbols where report.remove(symbol.key) != nil {
         emit(
           Event(
             time: .now(), device: device,

@@ -1,0 +1,56 @@
+/// When a camera reports a code it keeps seeing (docs/capture-sdk.md §6.5): once when it comes into
+/// view, and again only after it has been out of sight — missing from at least `frames` decoded
+/// frames in a row that span at least `time`. Counting frames, not only the time between decodes,
+/// is what keeps a code held in view from repeating when decoding is slower than `time`: every
+/// decoded frame that shows the code keeps it in view, however long the decode took. Counting time
+/// as well keeps a fast camera (30 decoded frames a second) from repeating a code that one hand
+/// movement hid for a tenth of a second.
+struct RepeatRule<Key: Hashable> {
+  let frames: Int
+  let time: Duration
+
+  /// The codes seen and not yet out of sight: when each was last seen, and in how many decoded
+  /// frames since it has been missing. A code out of sight is dropped, so this holds at most the
+  /// codes of the last second or so.
+  private var tracked: [Key: (lastSeen: ContinuousClock.Instant, missing: Int)] = [:]
+
+  /// How many codes are remembered (for the bound above).
+  var trackedCount: Int { tracked.count }
+
+  init(frames: Int = 3, time: Duration = .seconds(1)) {
+    self.frames = frames
+    self.time = time
+  }
+
+  /// One decoded frame at `now` with the codes it showed (in decode order, repeats allowed): the
+  /// ones to report, in that order, each once.
+  mutating func frame(_ keys: [Key], at now: ContinuousClock.Instant) -> [Key] {
+    var shown = Set<Key>()
+    var report: [Key] = []
+    for key in keys where shown.insert(key).inserted {
+      if let state = tracked[key], !outOfSight(state, at: now) {
+        tracked[key] = (now, 0)
+        continue
+      }
+      tracked[key] = (now, 0)
+      report.append(key)
+    }
+    for (key, state) in tracked where !shown.contains(key) {
+      let missing = (lastSeen: state.lastSeen, missing: state.missing + 1)
+      if outOfSight(missing, at: now) {
+        tracked.removeValue(forKey: key)
+      } else {
+        tracked[key] = missing
+      }
+    }
+    return report
+  }
+
+  private func outOfSight(
+    _ state: (lastSeen: ContinuousClock.Instant, missing: Int), at now: ContinuousClock.Instant
+  )
+    -> Bool
+  {
+    state.missing >= frames && now - state.lastSeen >= time
+  }
+}
