@@ -86,6 +86,13 @@ public final class V4L2Camera {
       if let height { format.fmt.pix.height = UInt32(clamping: height) }
       // Progressive frames: interlaced fields would tear the bars of a moving code.
       format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+      // G_FMT returned the previous format's line length and size (YUYV 1280 wide: 2,560 bytes a
+      // line), which a driver may keep as padding for the new one. The V4L2 format documentation
+      // (pixfmt-v4l2, bytesperline): drivers may ignore the requested value, "that implies
+      // applications can just set this field to zero to get a reasonable default" — ask for 0 and use
+      // what S_FMT returns.
+      format.fmt.pix.bytesperline = 0
+      format.fmt.pix.sizeimage = 0
       guard cv4l2_ioctl(fd, cv4l2_vidioc_s_fmt(), &format) == 0 else {
         throw Self.ioctlError("VIDIOC_S_FMT", path)
       }
