@@ -4,8 +4,36 @@ import Glibc
 /// Grabs grayscale frames from a V4L2 video capture device (memory-mapped streaming I/O, or read() when the
 /// driver only offers that). Not Sendable: one owner drives it; frames are Sendable values.
 public final class V4L2Camera {
-  public enum PixelFormat: String, Sendable {
-    case grey, yuyv, mjpeg
+  /// The formats turned into gray (videodev2.h names): the luma plane of GREY and of every planar
+  /// YUV format, the luma bytes of the packed 4:2:2 ones, BT.601 luma computed from 24-bit RGB, and
+  /// MJPEG decoded by libjpeg.
+  public enum PixelFormat: String, Sendable, CaseIterable {
+    case grey = "GREY"
+    case nv12 = "NV12", nv21 = "NV21", nv16 = "NV16", nv61 = "NV61"
+    case yuv420 = "YU12", yvu420 = "YV12", yuv422p = "422P"
+    case yuyv = "YUYV", yvyu = "YVYU", uyvy = "UYVY", vyuy = "VYUY"
+    case rgb24 = "RGB3", bgr24 = "BGR3"
+    case mjpeg = "MJPG"
+
+    /// Bytes of one pixel in the line `bytesperline` measures (the luma plane's, for planar formats).
+    var lineBytesPerPixel: Int {
+      switch self {
+      case .grey, .nv12, .nv21, .nv16, .nv61, .yuv420, .yvu420, .yuv422p: 1
+      case .yuyv, .yvyu, .uyvy, .vyuy: 2
+      case .rgb24, .bgr24: 3
+      case .mjpeg: 0
+      }
+    }
+
+    /// How cheap the format is to turn into gray: a copy of rows, a byte pick, arithmetic, a decode.
+    var cost: Int {
+      switch self {
+      case .grey, .nv12, .nv21, .nv16, .nv61, .yuv420, .yvu420, .yuv422p: 0
+      case .yuyv, .yvyu, .uyvy, .vyuy: 1
+      case .rgb24, .bgr24: 2
+      case .mjpeg: 3
+      }
+    }
   }
 
   public let path: String
@@ -22,7 +50,7 @@ public final class V4L2Camera {
   private var streaming = false
 
   /// Opens `path` and starts capturing. ENOENT → `.notFound`; EACCES/EPERM → `.accessDenied`; not a V4L2
-  /// device (ioctl ENOTTY/EINVAL) or not a capture device, or no GREY/YUYV/MJPEG format →
+  /// device (ioctl ENOTTY/EINVAL) or not a capture device, or no format of `PixelFormat` →
   /// `.unsupportedFormat`; other failures → `.unreadable`.
   /// - Parameters:
   ///   - width, height: requested size; the driver picks the nearest it supports (VIDIOC_S_FMT adjusts).
@@ -103,8 +131,8 @@ public final class V4L2Camera {
       self.pixelFormat = actual
       self.width = Int(format.fmt.pix.width)
       self.height = Int(format.fmt.pix.height)
-      let minimumLine = actual == .yuyv ? 2 * self.width : self.width
-      self.bytesPerLine = max(Int(format.fmt.pix.bytesperline), actual == .mjpeg ? 0 : minimumLine)
+      let minimumLine = actual.lineBytesPerPixel * self.width
+      self.bytesPerLine = max(Int(format.fmt.pix.bytesperline), minimumLine)
       self.imageSize = max(Int(format.fmt.pix.sizeimage), actual == .mjpeg ? 0 : bytesPerLine * self.height)
       guard self.width > 0, self.height > 0 else {
         throw ImageError.unsupportedFormat("\(path): zero frame size")
@@ -156,8 +184,8 @@ public final class V4L2Camera {
     close(fd)
   }
 
-  /// Waits for the next frame and converts it to gray: GREY is copied, YUYV keeps its Y (luma) bytes, MJPEG
-  /// is decoded by libjpeg (leniently: a frame cut short still yields an image). Fails with `.unreadable` on
+  /// Waits for the next frame and converts it to gray (`gray`: the luma plane or bytes, RGB's luma);
+  /// MJPEG is decoded by libjpeg (leniently: a frame cut short still yields an image). Fails with `.unreadable` on
   /// timeout or I/O error, `.corrupt` for an undecodable MJPEG frame.
   public func nextFrame() throws(ImageError) -> GrayImage {
     // Frames the driver flags as broken (V4L2_BUF_FLAG_ERROR) are skipped, a few times at most.
@@ -203,30 +231,50 @@ public final class V4L2Camera {
 
   /// Converts one frame, borrowed from an mmap'd buffer or a read() array for the duration of the call.
   private func convert(_ data: UnsafeRawBufferPointer) throws(ImageError) -> GrayImage {
-    switch pixelFormat {
-    case .mjpeg:
-      return try ImageLoader.decodeJPEG(Array(data), strict: false)
-    case .grey, .yuyv:
-      let step = pixelFormat == .yuyv ? 2 : 1  // YUYV: Y0 U Y1 V, luma at every even byte
-      guard data.count >= bytesPerLine * (height - 1) + width * step else {
-        throw .corrupt("\(path): short frame (\(data.count) bytes)")
-      }
-      let pixels = [UInt8](unsafeUninitializedCapacity: width * height) { out, initialized in
-        for y in 0..<height {
-          let row = y * bytesPerLine
-          if step == 1 {
-            UnsafeMutableRawBufferPointer(
-              rebasing: UnsafeMutableRawBufferPointer(out)[(y * width)..<((y + 1) * width)]
-            )
-            .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[row..<(row + width)]))
-          } else {
-            for x in 0..<width { out[y * width + x] = data[row + 2 * x] }
-          }
-        }
-        initialized = width * height
-      }
-      return GrayImage(width: width, height: height, pixels: pixels)
+    if pixelFormat == .mjpeg { return try ImageLoader.decodeJPEG(Array(data), strict: false) }
+    return try Self.gray(
+      data, format: pixelFormat, width: width, height: height, bytesPerLine: bytesPerLine, path: path)
+  }
+
+  /// The gray image of an uncompressed frame whose lines are `bytesPerLine` apart (for the planar
+  /// formats, the luma plane's: it comes first, videodev2.h's planar layouts).
+  static func gray(
+    _ data: UnsafeRawBufferPointer, format: PixelFormat, width: Int, height: Int, bytesPerLine: Int,
+    path: String
+  ) throws(ImageError) -> GrayImage {
+    let pixel = format.lineBytesPerPixel
+    guard pixel > 0, width > 0, height > 0, bytesPerLine >= width * pixel,
+      data.count >= bytesPerLine * (height - 1) + width * pixel
+    else {
+      throw .corrupt("\(path): short frame (\(data.count) bytes)")
     }
+    let pixels = [UInt8](unsafeUninitializedCapacity: width * height) { out, initialized in
+      for y in 0..<height {
+        let row = y * bytesPerLine
+        let line = y * width
+        switch format {
+        case .grey, .nv12, .nv21, .nv16, .nv61, .yuv420, .yvu420, .yuv422p:
+          UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(out)[line..<(line + width)])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[row..<(row + width)]))
+        case .yuyv, .yvyu:  // Y0 U Y1 V / Y0 V Y1 U: luma at the even bytes
+          for x in 0..<width { out[line + x] = data[row + 2 * x] }
+        case .uyvy, .vyuy:  // U Y0 V Y1 / V Y0 U Y1: luma at the odd bytes
+          for x in 0..<width { out[line + x] = data[row + 2 * x + 1] }
+        case .rgb24, .bgr24:
+          // BT.601 luma in integers: (77 R + 150 G + 29 B) / 256; the weights add up to 256.
+          let (r, b) = format == .rgb24 ? (0, 2) : (2, 0)
+          for x in 0..<width {
+            let at = row + 3 * x
+            let sum = 77 * Int(data[at + r]) + 150 * Int(data[at + 1]) + 29 * Int(data[at + b])
+            out[line + x] = UInt8(truncatingIfNeeded: sum >> 8)
+          }
+        case .mjpeg:
+          break  // excluded by the guard (no line bytes)
+        }
+      }
+      initialized = width * height
+    }
+    return GrayImage(width: width, height: height, pixels: pixels)
   }
 
   private static func captureBuffer(index: UInt32) -> v4l2_buffer {
@@ -240,14 +288,27 @@ public final class V4L2Camera {
   static func pixelFormat(_ fourcc: UInt32) -> PixelFormat? {
     switch fourcc {
     case cv4l2_pix_fmt_grey(): .grey
+    case cv4l2_pix_fmt_nv12(): .nv12
+    case cv4l2_pix_fmt_nv21(): .nv21
+    case cv4l2_pix_fmt_nv16(): .nv16
+    case cv4l2_pix_fmt_nv61(): .nv61
+    case cv4l2_pix_fmt_yuv420(): .yuv420
+    case cv4l2_pix_fmt_yvu420(): .yvu420
+    case cv4l2_pix_fmt_yuv422p(): .yuv422p
     case cv4l2_pix_fmt_yuyv(): .yuyv
+    case cv4l2_pix_fmt_yvyu(): .yvyu
+    case cv4l2_pix_fmt_uyvy(): .uyvy
+    case cv4l2_pix_fmt_vyuy(): .vyuy
+    case cv4l2_pix_fmt_rgb24(): .rgb24
+    case cv4l2_pix_fmt_bgr24(): .bgr24
     case cv4l2_pix_fmt_mjpeg(), cv4l2_pix_fmt_jpeg(): .mjpeg
     default: nil
     }
   }
 
-  /// The cheapest format to turn into gray: GREY (copy) over YUYV (take luma) over MJPEG (decode);
-  /// formats the driver only emulates (libv4l conversions, V4L2_FMT_FLAG_EMULATED) rank last.
+  /// The cheapest format to turn into gray (PixelFormat.cost: a luma plane's rows copied, then a byte
+  /// pick, then RGB arithmetic, then an MJPEG decode); formats the driver only emulates (libv4l
+  /// conversions, V4L2_FMT_FLAG_EMULATED) rank last.
   private static func chooseFormat(_ fd: Int32, _ path: String) throws(ImageError) -> (
     format: PixelFormat, fourcc: UInt32
   ) {
@@ -261,15 +322,16 @@ public final class V4L2Camera {
       offered.append(
         String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: fourcc >> (8 * $0)) }, as: UTF8.self))
       if let format = pixelFormat(fourcc) {
-        var rank = format == .grey ? 0 : (format == .yuyv ? 1 : 2)
-        if description.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0 { rank += 3 }
+        var rank = format.cost
+        if description.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0 { rank += 4 }
         if best == nil || rank < best!.rank { best = (rank, format, fourcc) }
       }
       description.index += 1
     }
     guard let best else {
       throw .unsupportedFormat(
-        "\(path): no GREY, YUYV or MJPEG format (offers \(offered.joined(separator: ", ")))")
+        "\(path): no format capture reads (offers \(offered.joined(separator: ", ")); it reads "
+          + PixelFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")")
     }
     return (best.format, best.fourcc)
   }

@@ -22,6 +22,19 @@ static inline uint32_t cv4l2_pix_fmt_grey(void) { return V4L2_PIX_FMT_GREY; }
 static inline uint32_t cv4l2_pix_fmt_yuyv(void) { return V4L2_PIX_FMT_YUYV; }
 static inline uint32_t cv4l2_pix_fmt_mjpeg(void) { return V4L2_PIX_FMT_MJPEG; }
 static inline uint32_t cv4l2_pix_fmt_jpeg(void) { return V4L2_PIX_FMT_JPEG; }
+// Packed 4:2:2 with luma at every other byte, the planar YUV formats (luma plane first) and 24-bit RGB.
+static inline uint32_t cv4l2_pix_fmt_uyvy(void) { return V4L2_PIX_FMT_UYVY; }
+static inline uint32_t cv4l2_pix_fmt_yvyu(void) { return V4L2_PIX_FMT_YVYU; }
+static inline uint32_t cv4l2_pix_fmt_vyuy(void) { return V4L2_PIX_FMT_VYUY; }
+static inline uint32_t cv4l2_pix_fmt_nv12(void) { return V4L2_PIX_FMT_NV12; }
+static inline uint32_t cv4l2_pix_fmt_nv21(void) { return V4L2_PIX_FMT_NV21; }
+static inline uint32_t cv4l2_pix_fmt_nv16(void) { return V4L2_PIX_FMT_NV16; }
+static inline uint32_t cv4l2_pix_fmt_nv61(void) { return V4L2_PIX_FMT_NV61; }
+static inline uint32_t cv4l2_pix_fmt_yuv420(void) { return V4L2_PIX_FMT_YUV420; }
+static inline uint32_t cv4l2_pix_fmt_yvu420(void) { return V4L2_PIX_FMT_YVU420; }
+static inline uint32_t cv4l2_pix_fmt_yuv422p(void) { return V4L2_PIX_FMT_YUV422P; }
+static inline uint32_t cv4l2_pix_fmt_rgb24(void) { return V4L2_PIX_FMT_RGB24; }
+static inline uint32_t cv4l2_pix_fmt_bgr24(void) { return V4L2_PIX_FMT_BGR24; }
 
 // ioctl(2) is variadic, which Swift cannot call portably; this fixed-signature wrapper also retries EINTR
 // (the V4L2 API documents that any ioctl may fail with EINTR when interrupted by a signal).
