@@ -210,6 +210,17 @@ public final class V4L2Camera {
         if errno == EAGAIN { continue }
         throw Self.ioctlError("VIDIOC_DQBUF", path)
       }
+      // The newest frame, not the oldest: frames that filled while the last one was decoded wait in
+      // the driver's outgoing queue, oldest first, and decoding them in turn would make every scan
+      // (buffers − 1) decode periods late. DQBUF on the non-blocking descriptor takes the next one or
+      // fails with EAGAIN when none is ready (V4L2 streaming I/O, VIDIOC_QBUF/VIDIOC_DQBUF); each
+      // older one goes straight back to the driver.
+      while true {
+        var newer = Self.captureBuffer(index: 0)
+        guard cv4l2_ioctl(fd, cv4l2_vidioc_dqbuf(), &newer) == 0 else { break }
+        _ = cv4l2_ioctl(fd, cv4l2_vidioc_qbuf(), &buffer)
+        buffer = newer
+      }
       defer { _ = cv4l2_ioctl(fd, cv4l2_vidioc_qbuf(), &buffer) }  // hand the buffer back to the driver
       if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { continue }
       let mapping = buffers[Int(buffer.index)]
