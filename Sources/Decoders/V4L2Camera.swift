@@ -15,17 +15,12 @@ public final class V4L2Camera {
     case rgb24 = "RGB3", bgr24 = "BGR3"
     case mjpeg = "MJPG"
 
-    /// Bytes of one pixel in the line `bytesperline` measures (the luma plane's, for planar formats).
-    var lineBytesPerPixel: Int {
-      switch self {
-      case .grey, .nv12, .nv21, .nv16, .nv61, .yuv420, .yvu420, .yuv422p: 1
-      case .yuyv, .yvyu, .uyvy, .vyuy: 2
-      case .rgb24, .bgr24: 3
-      case .mjpeg: 0
-      }
-    }
+    /// Bytes of one pixel in the line `bytesperline` measures (the luma plane's, for planar formats),
+    /// by the format's group: luma plane 1, packed 4:2:2 2, RGB 3, MJPEG none.
+    var lineBytesPerPixel: Int { [1, 2, 3, 0][cost] }
 
-    /// How cheap the format is to turn into gray: a copy of rows, a byte pick, arithmetic, a decode.
+    /// How cheap the format is to turn into gray: a copy of rows (0), a byte pick (1), arithmetic (2),
+    /// a decode (3).
     var cost: Int {
       switch self {
       case .grey, .nv12, .nv21, .nv16, .nv61, .yuv420, .yvu420, .yuv422p: 0
