@@ -40,7 +40,7 @@ private func remembered(_ id: String, alias: String? = nil, transport: String = 
   RememberedDevice(id: id, alias: alias, name: "old \(id)", type: 7, transport: transport, lastSeen: nil)
 }
 
-@Suite("Device manager: the operations every front end shares", .timeLimit(.minutes(1)))
+@Suite("Device manager: the operations every front end shares", .timeLimit(.minutes(10)))
 struct DeviceManagerTests {
   @Test("connectAndRemember connects on the manager's adapter and remembers the device under its address")
   func connectRemembers() async throws {

@@ -34,7 +34,7 @@ private func expected(_ id: String, _ texts: [String], removal: Bool = true) -> 
 
 private let noState = StateStore(directory: "/nonexistent/capture-engine-tests")
 
-@Suite("Engine fan-out: every subscriber its own bounded queue", .timeLimit(.minutes(1)))
+@Suite("Engine fan-out: every subscriber its own bounded queue", .timeLimit(.minutes(10)))
 struct EngineFanOutTests {
   @Test(
     "two devices, four subscribers: a network client that never reads is dropped with its reason; the back-pressure stream (reading late) and the two that keep up get every event exactly once, in order per device"
@@ -215,7 +215,7 @@ struct EngineFanOutTests {
   }
 }
 
-@Suite("Engine lanes: a back-pressure subscriber on the devices' own lanes", .timeLimit(.minutes(1)))
+@Suite("Engine lanes: a back-pressure subscriber on the devices' own lanes", .timeLimit(.minutes(10)))
 struct EngineLaneTests {
   @Test(
     "a lane handler waiting on device A's code does not hold device B: B's codes all arrive meanwhile, A's follow in order once it returns"

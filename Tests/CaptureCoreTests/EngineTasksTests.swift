@@ -3,7 +3,7 @@ import Testing
 
 @testable import CaptureCore
 
-@Suite("Engine tasks: every task the engine starts is owned and awaited", .timeLimit(.minutes(1)))
+@Suite("Engine tasks: every task the engine starts is owned and awaited", .timeLimit(.minutes(10)))
 struct EngineTasksTests {
   @Test("drain returns only once every job has ended, one still waiting when it was called included")
   func drainAwaitsEveryJob() async {

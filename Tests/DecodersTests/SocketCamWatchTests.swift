@@ -10,7 +10,7 @@ import Testing
 
 @testable import Drivers
 
-@Suite("SocketCam watched directory, background scans, SocketCamStatus", .timeLimit(.minutes(2)))
+@Suite("SocketCam watched directory, background scans, SocketCamStatus", .timeLimit(.minutes(10)))
 struct SocketCamWatchTests {
   // MARK: the watch
 
