@@ -103,38 +103,58 @@ struct ServeTests {
   func socketActivation() async throws {
     let sandbox = try Sandbox()
     let activate = try #require(Runner.which("systemd-socket-activate"))
-    // A free port: taken, then given back for systemd-socket-activate to bind.
-    let (probe, port) = try Self.occupy()
-    close(probe)
     let errPath = sandbox.path("err-serve")
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     var pid: pid_t = 0
-    // systemd-socket-activate binds, sets LISTEN_FDS and LISTEN_PID and execs capture in the same
-    // process, so `pid` is capture's.
-    let spawned = Runner.spawn(
-      &pid, activate,
-      [
-        "-l", "127.0.0.1:\(port)", "-E", "XDG_STATE_HOME=\(sandbox.stateHome)", try Product.path(), "serve",
-        "--listen", "127.0.0.1:\(port)",
-      ],
-      environment: sandbox.environment, actions: &actions)
-    try #require(spawned == 0)
-    // systemd-socket-activate execs capture on the first connection; until it listens, connect is
-    // refused and tried again.
+    var port: UInt16 = 0
     var reply: String?
-    await waitUntil("an answer on 127.0.0.1:\(port)", every: .milliseconds(50)) {
-      reply = await onOwnThread {
-        Self.post(
-          port: port,
-          #"{"jsonrpc":"2.0","id":0,"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#
-        )
+    // A free port is taken and given back for systemd-socket-activate to bind; another process (a
+    // parallel test, a CI run beside this one) may take it in between, and systemd-socket-activate
+    // then exits with "Address already in use". That race is the test's, not capture's: try again
+    // with another port (at most 5 times).
+    for _ in 0..<5 {
+      let (probe, free) = try Self.occupy()
+      close(probe)
+      port = free
+      var actions = posix_spawn_file_actions_t()
+      posix_spawn_file_actions_init(&actions)
+      defer { posix_spawn_file_actions_destroy(&actions) }
+      posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+      posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+      posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+      // systemd-socket-activate binds, sets LISTEN_FDS and LISTEN_PID and execs capture in the same
+      // process, so `pid` is capture's.
+      let spawned = Runner.spawn(
+        &pid, activate,
+        [
+          "-l", "127.0.0.1:\(port)", "-E", "XDG_STATE_HOME=\(sandbox.stateHome)", try Product.path(), "serve",
+          "--listen", "127.0.0.1:\(port)",
+        ],
+        environment: sandbox.environment, actions: &actions)
+      try #require(spawned == 0)
+      // systemd-socket-activate execs capture on the first connection; until it listens, connect is
+      // refused and tried again. It ending first is the lost race.
+      let asked = port
+      var exited = false
+      await waitUntil(
+        "an answer on 127.0.0.1:\(port), or systemd-socket-activate ending", every: .milliseconds(50)
+      ) {
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid {
+          exited = true
+          return true
+        }
+        reply = await onOwnThread {
+          Self.post(
+            port: asked,
+            #"{"jsonrpc":"2.0","id":0,"method":"openclient","params":{"appId":"a","developerId":"b","appKey":"c"}}"#
+          )
+        }
+        return reply != nil
       }
-      return reply != nil
+      let said = String(decoding: (try? sandbox.read(errPath)) ?? [], as: UTF8.self)
+      if exited && said.contains("Address already in use") { continue }
+      try #require(!exited, "systemd-socket-activate ended: \(said)")
+      break
     }
     var stderr = ""
     await waitUntil("capture saying it serves") {
