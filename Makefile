@@ -26,7 +26,7 @@ BIN = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path 2>/dev/null)/capture
 # the capture serve tests (Tests/Service), systemd-analyze, the broker, its clients, the subscriber
 # and the certificate tool of the --mqtt tests (Tests/MQTT), strace for doctor's read-only test.
 # Bench: the peers measured side by side.
-BUILD_PACKAGES = pkg-config libstdc++-12-dev cmake python3-pip libzbar-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev zlib1g-dev
+BUILD_PACKAGES = pkg-config libstdc++-12-dev cmake python3-pip libzbar-dev libpng-dev libjpeg62-turbo-dev libdbus-1-dev libbluetooth-dev libwebsockets-dev libmosquitto-dev
 TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon python3-dbusmock python3-dbus python3-gi \
   python3-websockets chromium chromium-driver python3-selenium esbuild node-react node-react-dom systemd \
   mosquitto mosquitto-clients python3-paho-mqtt openssl strace

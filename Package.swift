@@ -32,15 +32,11 @@ let package = Package(
     .target(name: "CaptureContract", dependencies: ["CaptureCore"]),
     // Fleets (`--mqtt`): events spooled and published to an MQTT broker, remote commands; a front end of
     // the engine over the MQTT transport (libmosquitto).
-    .target(
-      name: "CaptureMQTT", dependencies: ["CaptureCore", "CaptureContract", "MosquittoClient", "CZlib"]),
+    .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "CaptureContract", "MosquittoClient"]),
     // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MosquittoClient runs its network
     // loop on a thread of its own.
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
     .target(name: "MosquittoClient", dependencies: ["CMosquitto", "CaptureCore"]),
-    // zlib's crc32 (Debian's zlib1g) checksums the spool's records: the table-driven byte loop it
-    // replaced was a tenth of the instructions of a published event (bench/instructions.py).
-    .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
     .target(name: "CaptureService", dependencies: ["CaptureCore", "CaptureContract", "HTTPTransport"]),

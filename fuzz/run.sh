@@ -6,8 +6,7 @@
 #
 # Harnesses are compiled together with the parser sources they test, which import nothing:
 # Sources/Drivers/BLE/Codecs/*.swift, Sources/Drivers/Serial/SPPFrameParser.swift,
-# Sources/Drivers/DataMan/DMCC.swift, Sources/CaptureMQTT/SpoolFrame.swift (with CRC32.swift, which
-# imports only zlib's module, Sources/CZlib).
+# Sources/Drivers/DataMan/DMCC.swift, Sources/CaptureMQTT/SpoolFrame.swift.
 # Seeds: fuzz/corpus/<name>/ (committed, written by make-seeds.py). New inputs go to fuzz/work/<name>/,
 # crashes to fuzz/artifacts/, binaries and logs to fuzz/build/ (all ignored by git).
 set -eu
@@ -21,21 +20,19 @@ swiftc=${SWIFTC:-$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)}
 mkdir -p fuzz/build fuzz/artifacts
 for name in $names; do
   sources='Sources/Drivers/BLE/Codecs/*.swift'
-  extra=''
   case $name in
     d600-scan) harness=D600ScanFuzz; max_len=12288 ;;
     d600-config-answer) harness=D600ConfigAnswerFuzz; max_len=4096 ;;
     direct) harness=DirectFuzz; max_len=4096 ;;
     spp) harness=spp; max_len=12288; sources=Sources/Drivers/Serial/SPPFrameParser.swift ;;
     dmcc) harness=dmcc; max_len=4096; sources=Sources/Drivers/DataMan/DMCC.swift ;;
-    spool) harness=spool; max_len=4096; sources='Sources/CaptureMQTT/SpoolFrame.swift Sources/CaptureMQTT/CRC32.swift'
-      extra='-I Sources/CZlib -lz' ;;
+    spool) harness=spool; max_len=4096; sources=Sources/CaptureMQTT/SpoolFrame.swift ;;
     *) echo "run.sh: unknown fuzzer '$name'" >&2; exit 2 ;;
   esac
   echo "== $name: building"
   # ld.gold warns about every ASan helper symbol; keep the log, show it only on failure.
   if ! "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 \
-    $sources $extra fuzz/Support.swift "fuzz/$harness.swift" \
+    $sources fuzz/Support.swift "fuzz/$harness.swift" \
     -o "fuzz/build/$name" >"fuzz/build/$name.build.log" 2>&1; then
     grep -v 'Cannot export local symbol' "fuzz/build/$name.build.log" >&2
     exit 1
