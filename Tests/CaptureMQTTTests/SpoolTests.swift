@@ -211,7 +211,7 @@ func payload(_ text: String) -> (String) -> [UInt8] {
   }
 }
 
-/// The record checksum and header: zlib's crc32 is the CRC-32 the spool always used, and the header
+/// The record checksum and header: the eight-bytes-a-step CRC-32 is the one the spool always used, and the header
 /// written without a dictionary is the bytes JSON.write makes of the same object.
 @Suite struct SpoolRecordBytesTests {
   @Test("CRC-32 is the ISO-HDLC check value: \"123456789\" → CBF43926, empty → 0, a slice as its array")
