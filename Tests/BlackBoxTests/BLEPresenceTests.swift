@@ -62,13 +62,16 @@ struct BLEPresenceTests {
 
       // Away until the backoff has reached its 4 s step: five failed attempts (0.25 + 0.5 + 1 + 2 s
       // apart). Counted from the rig's Connect calls, not guessed from a clock, and the device comes
-      // back right after the fifth, so the backoff's next attempt is about 4 s off: a client that only
-      // slept would not try again before then.
+      // back right after the fifth has failed, so the backoff's next attempt is about 4 s off: a
+      // client that only slept would not try again before then. Failed, not only made: a Connect in
+      // flight when the device comes back succeeds (the rig decides when it ends, as a controller's
+      // connection attempt does), and the reconnect would then be the backoff's, not a sighting's.
       await waitUntil(
         "5 failed Connect attempts while the device is away", seconds: 60, every: .milliseconds(50)
       ) {
         let calls = try? parseJSON(try await rig.ctl("GetConnectCalls", dev)).array?.compactMap(number)
-        return (calls ?? []).filter { $0 > away }.count >= 5
+        guard (calls ?? []).filter({ $0 > away }).count >= 5 else { return false }
+        return (try? parseJSON(try await rig.ctl("GetState", dev)))?["Connecting"] == .bool(false)
       }
       let back = try #require(number(try parseJSON(try await rig.ctl("GetDiscovery", adapter))["Now"]))
       try await rig.ctl("SetInRange", dev, "true")
@@ -77,6 +80,9 @@ struct BLEPresenceTests {
       let calls = try #require(try parseJSON(try await rig.ctl("GetConnectCalls", dev)).array).compactMap(
         number)
       let failed = calls.filter { $0 < back }
+      #expect(
+        failed.filter { $0 > away }.count == 5,
+        "an attempt began between the fifth failure and the device's return: \(calls), back at \(back)")
       let next = try #require(calls.first { $0 >= back }, "no Connect after the device came back: \(calls)")
       let last = try #require(failed.last, "no failed attempt while away: \(calls)")
       // The rig fails an absent device's Connect after ConnectFailDelay (0.1 s).

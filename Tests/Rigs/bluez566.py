@@ -732,7 +732,8 @@ class Manager(Obj):
 
     @dbus.service.method(MOCK, in_signature='o', out_signature='a{sv}')
     def GetState(self, device):
-        '''GetState(o device) -> a{sv}: InRange, Exported, Connected, Paired, Bonded, Trusted,
+        '''GetState(o device) -> a{sv}: InRange, Exported, Connected, Connecting (a Connect is in
+        flight: it succeeds if the device is in range when it ends), Paired, Bonded, Trusted,
         Battery, Mode (D600 operating mode set by config AE, 0xFF = never set), Registers (a{yay}),
         NotifySessions (a{sas}: characteristic UUID -> client unique names).'''
         return W.peer(device).state()
@@ -1526,7 +1527,8 @@ class Peer:
 
     def state(self):
         d = {'InRange': dbus.Boolean(self.in_range), 'Exported': dbus.Boolean(self.dev is not None),
-             'Connected': dbus.Boolean(self.connected), 'Paired': dbus.Boolean(self.paired),
+             'Connected': dbus.Boolean(self.connected),
+             'Connecting': dbus.Boolean(self.connecting is not None), 'Paired': dbus.Boolean(self.paired),
              'Bonded': dbus.Boolean(self.bonded), 'Trusted': dbus.Boolean(self.trusted),
              'Battery': dbus.Byte(self.battery), 'Profile': dbus.String(self.profile),
              'Transport': dbus.String(self.transport),
