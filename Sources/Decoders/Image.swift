@@ -29,6 +29,12 @@ public enum ImageError: Error, Sendable, Equatable {
   case corrupt(String)
   /// Not a format we read, or a valid image we cannot convert (too large, unknown colour space).
   case unsupportedFormat(String)
+  /// A camera another program holds (EBUSY from VIDIOC_S_FMT, VIDIOC_REQBUFS or VIDIOC_STREAMON: a
+  /// V4L2 device streams to one file handle at a time).
+  case busy(String)
+  /// A camera that went away while it was open (ENODEV: the V4L2 core answers every call on an
+  /// unregistered device so, e.g. a USB webcam unplugged).
+  case removed(String)
 }
 
 extension ImageError: CustomStringConvertible {
@@ -39,6 +45,8 @@ extension ImageError: CustomStringConvertible {
     case .accessDenied(let message): "access denied: \(message)"
     case .corrupt(let message): "corrupt image: \(message)"
     case .unsupportedFormat(let message): "unsupported format: \(message)"
+    case .busy(let message): "busy: \(message)"
+    case .removed(let message): "removed: \(message)"
     }
   }
 }

@@ -1,5 +1,7 @@
 // The command line contract (docs/architecture.md §1). Names here are published: never rename one.
 
+import CaptureCore
+
 enum CommandTree {
   static let programName = "capture"
 
@@ -36,7 +38,14 @@ enum CommandTree {
     OptionSpec(
       long: "camera", valueName: "DEV", kind: .file,
       help:
-        "Decode frames from a V4L2 camera, e.g. /dev/video0. A code in view is reported once, and again only after 3 decoded frames spanning 1 s went without it."
+        "Decode frames from a V4L2 camera, e.g. /dev/video0 (capture list --cameras names them). The pixel format is the cheapest to turn into gray that the camera offers (a luma plane, then packed YUV, then RGB, then MJPEG). A code in view is reported once, and again only after 3 decoded frames spanning 1 s went without it. A camera that is missing, not a video capture device, or busy (in use by another program) exits 32; one removed while listen reads it prints deviceRemoval, is waited for, and prints deviceArrival when it is back (trigger and serve: error 32, camera removed)."
+    ),
+    OptionSpec(
+      long: "camera-format", valueName: "FOURCC", kind: .choice(FrameSourceItem.cameraFormats),
+      help:
+        "Use this pixel format of the --camera instead of the cheapest: its V4L2 fourcc, one of "
+        + FrameSourceItem.cameraFormats.joined(separator: ", ")
+        + ". An unknown one is a usage error (18); a camera that does not offer it exits 32 naming the formats it offers."
     ),
   ]
 

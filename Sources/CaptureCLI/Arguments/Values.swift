@@ -96,14 +96,37 @@ enum Values {
           throw UsageError(
             message: "--camera needs a device path like /dev/video0", command: parsed.command?.name)
         }
-        items.append(.camera(path ?? FilePath(value)))
+        items.append(.camera(path ?? FilePath(value), format: try cameraFormat(parsed)))
       default: continue
       }
     }
-    if items.contains(where: { if case .camera = $0 { true } else { false } }) && items.count > 1 {
+    let hasCamera = items.contains(where: { if case .camera = $0 { true } else { false } })
+    if hasCamera && items.count > 1 {
       throw UsageError(
         message: "--camera cannot be combined with --image or --dir", command: parsed.command?.name)
     }
+    if !hasCamera && parsed.value("camera-format") != nil {
+      throw UsageError(message: "--camera-format works with --camera", command: parsed.command?.name)
+    }
     return items
+  }
+
+  /// `--camera-format FOURCC`: one of FrameSourceItem.cameraFormats, in any case (the fourccs differ
+  /// in more than case).
+  static func cameraFormat(_ parsed: ParsedArguments) throws(UsageError) -> String? {
+    guard let text = parsed.value("camera-format") else { return nil }
+    let fourcc = text.uppercased()
+    guard FrameSourceItem.cameraFormats.contains(fourcc) else {
+      // Shown on one line whatever was typed: control characters as "?", at most 16 characters.
+      let shown = String(
+        String.UnicodeScalarView(
+          text.unicodeScalars.prefix(16).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+      throw UsageError(
+        message:
+          "--camera-format: unknown pixel format '\(shown)'; use one of "
+          + FrameSourceItem.cameraFormats.joined(separator: ", "),
+        command: parsed.command?.name)
+    }
+    return fourcc
   }
 }

@@ -144,9 +144,10 @@ enum ListenCommand {
     do throws(CaptureError) {
       for selector in options.selectors {
         let sources = selector == .socketCam ? options.sources : []
+        // Every device rides out its own removal: link loss, a tty or an input node that goes, and
+        // SocketCam's camera unplugged (deviceRemoval, then deviceArrival when it is back).
         devices.append(
-          try await context.open(
-            selector, sources: sources, reconnects: selector != .socketCam, keymap: options.keymap))
+          try await context.open(selector, sources: sources, reconnects: true, keymap: options.keymap))
       }
       try await enableNotifications(devices, asked: options.events, context.output)
     } catch {

@@ -112,7 +112,7 @@ enum TriggerCommand {
       case .image(let p): "'\(p)'"
       case .standardInput: "standard input"
       case .directory(let d), .watchedDirectory(let d): "'\(d)'"
-      case .camera(let c): "'\(c)'"
+      case .camera(let c, _): "'\(c)'"
       }
     }
     return names.count > 3 ? "\(names.count) sources" : names.joined(separator: ", ")

@@ -7,7 +7,8 @@ public enum FrameSourceItem: Sendable, Hashable {
   /// `--dir DIR` for `listen` and `trigger`: the images in DIR when the read starts, once each, in name
   /// order; then the source is exhausted.
   case directory(FilePath)
-  case camera(FilePath)
+  /// `--camera DEV`, with `--camera-format FOURCC` when one was given (one of `cameraFormats`).
+  case camera(FilePath, format: String? = nil)
   /// `serve --dir DIR`: an endless source, like a camera. Every image file that appears in DIR while a
   /// scan reads is decoded once, in arrival order: one closed after writing (inotify IN_CLOSE_WRITE,
   /// so a file written in place is read once it is complete) or renamed into DIR (IN_MOVED_TO). Files
@@ -18,6 +19,14 @@ public enum FrameSourceItem: Sendable, Hashable {
 }
 
 extension FrameSourceItem {
+  /// The pixel formats SocketCam turns into gray, by their V4L2 fourcc (videodev2.h), cheapest first
+  /// within each group: what `--camera-format` takes. The camera driver reads the same list
+  /// (V4L2Camera.PixelFormat; DecodersTests checks they agree).
+  public static let cameraFormats = [
+    "GREY", "NV12", "NV21", "NV16", "NV61", "YU12", "YV12", "422P", "NM12", "NM21", "NM16", "NM61", "YM12",
+    "YM21", "YM16", "YM61", "YUYV", "YVYU", "UYVY", "VYUY", "RGB3", "BGR3", "MJPG",
+  ]
+
   /// A source that never runs out by itself (a camera, a watched directory): a scan of it ends at its
   /// first read (start), a stop, or the device's close.
   public var isEndless: Bool {

@@ -44,13 +44,18 @@ final class FramePass: Sendable {
   let device: DeviceInfo
   let warn: @Sendable (String) -> Void
   let untilFirstRead: Bool
+  /// A camera removed while it is read (`listen --camera`) is waited for: deviceRemoval, then
+  /// deviceArrival and its frames again once its node is back and opens, as a tty or an input device
+  /// is (OpenRequest.reconnects). Without (trigger, serve), the removal is the read's error.
+  let reconnects: Bool
   let emit: @Sendable (Event) -> Void
 
   init(
     sources: [FrameSourceItem], formats: Set<BarcodeFormat>, addOns: Bool, device: DeviceInfo,
-    warn: @escaping @Sendable (String) -> Void, untilFirstRead: Bool,
+    warn: @escaping @Sendable (String) -> Void, untilFirstRead: Bool, reconnects: Bool = false,
     emit: @escaping @Sendable (Event) -> Void
   ) {
+    self.reconnects = reconnects
     self.sources = sources
     self.formats = formats
     self.addOns = addOns
@@ -69,8 +74,8 @@ final class FramePass: Sendable {
   func run(ready: (@Sendable (CaptureError?) -> Void)? = nil) async {
     if !watchedDirectories.isEmpty { return await runWatching(ready: { ready?(nil) }) }
     for source in sources {
-      if case .camera(let path) = source {
-        await runCamera(path, ready: ready)
+      if case .camera(let path, let format) = source {
+        await runCamera(path, format: format, ready: ready)
         return
       }
     }
@@ -302,7 +307,8 @@ final class FramePass: Sendable {
     case .corrupt(let m): return CaptureError(.unableReadFile, "cannot decode \(shown): \(strip(m))")
     case .unsupportedFormat(let m):
       return CaptureError(.unableReadFile, "cannot decode \(shown): \(strip(m))")
-    case .unreadable(let m): return CaptureError(.unableReadFile, "cannot read \(shown): \(strip(m))")
+    case .unreadable(let m), .busy(let m), .removed(let m):
+      return CaptureError(.unableReadFile, "cannot read \(shown): \(strip(m))")
     }
   }
 
@@ -311,11 +317,15 @@ final class FramePass: Sendable {
   /// The camera loop runs on a `ReaderThread`: V4L2Camera.nextFrame waits in poll(2) for each frame
   /// (up to its frame timeout), which must not hold a thread of the cooperative pool. Cancelling the
   /// calling task asks the loop to stop; it returns after the frame it is waiting for.
-  func runCamera(_ path: FilePath, ready: (@Sendable (CaptureError?) -> Void)? = nil) async {
+  func runCamera(_ path: FilePath, format: String? = nil, ready: (@Sendable (CaptureError?) -> Void)? = nil)
+    async
+  {
     let thread = ReaderThread(name: "camera")
     await withTaskCancellationHandler {
       do throws(Errno) {
-        try thread.start { self.cameraLoop(path, ready: ready, stopping: { thread.isStopping }) }
+        try thread.start {
+          self.cameraLoop(path, format: format, ready: ready, stopping: { thread.isStopping })
+        }
       } catch {
         if let ready {
           ready(CaptureError(error, "cannot start the thread of camera \(path)", other: .unableCreateThread))
@@ -338,12 +348,20 @@ final class FramePass: Sendable {
       ))
   }
 
+  /// How often a removed camera's node is looked for (as the serial reader looks for its tty).
+  static let returnPollMicroseconds: useconds_t = 250_000
+
   private func cameraLoop(
-    _ path: FilePath, ready: (@Sendable (CaptureError?) -> Void)?, stopping: () -> Bool
+    _ path: FilePath, format: String?, ready: (@Sendable (CaptureError?) -> Void)?, stopping: () -> Bool
   ) {
-    let camera: V4L2Camera
-    do { camera = try V4L2Camera(pathBytes: path.bytes, displayPath: path.description) } catch {
-      let failure = Self.cameraError(error, path: path.description)
+    // Checked by the command line against FrameSourceItem.cameraFormats, the same list.
+    let forced = format.flatMap(V4L2Camera.PixelFormat.init(rawValue:))
+    let shown = path.description
+    // Held here only, so that the camera of a read that ended (its descriptor and buffers) is
+    // released before its return is waited for.
+    var current: V4L2Camera?
+    do { current = try V4L2Camera(pathBytes: path.bytes, displayPath: shown, format: forced) } catch {
+      let failure = Self.cameraError(error, path: shown)
       if let ready {
         ready(failure)
       } else {
@@ -352,6 +370,17 @@ final class FramePass: Sendable {
       return
     }
     ready?(nil)
+    while current != nil {
+      guard readFrames(current.take()!, path: shown, stopping: stopping), !stopping() else { return }
+      emit(Event(time: .now(), device: device, payload: .deviceRemoval))
+      current = waitForReturn(path, format: forced, stopping: stopping)
+      if current != nil { emit(Event(time: .now(), device: device, payload: .deviceArrival)) }
+    }
+  }
+
+  /// Decodes `camera`'s frames until a stop, the first read (`untilFirstRead`) or a failure; true
+  /// when it ended because the camera was removed and `reconnects` asks to wait for it.
+  private func readFrames(_ camera: V4L2Camera, path: String, stopping: () -> Bool) -> Bool {
     let reader = BarcodeReader(formats: formats, addOns: addOns)
     let clock = ContinuousClock()
     // A code in view stays in view for many frames: reported once, and again only after it has been
@@ -360,24 +389,47 @@ final class FramePass: Sendable {
     while !stopping() {
       let frame: GrayImage
       do { frame = try camera.nextFrame() } catch {
-        emit(
-          Event(
-            time: .now(), device: device, payload: .error(Self.cameraError(error, path: path.description))))
-        return
+        if case .removed = error, reconnects { return true }
+        emit(Event(time: .now(), device: device, payload: .error(Self.cameraError(error, path: path))))
+        return false
       }
-      if stopping() { return }
+      if stopping() { return false }
       let symbols = reader.decode(frame)
       var report = Set(repeats.frame(symbols.map(\.key), at: clock.now))
       var reported = 0
       for symbol in symbols where report.remove(symbol.key) != nil {
         emit(
           Event(
-            time: .now(), device: device,
-            payload: .decodedData(Self.decodedData(symbol, origin: path.description))))
+            time: .now(), device: device, payload: .decodedData(Self.decodedData(symbol, origin: path))))
         reported += 1
       }
-      if untilFirstRead && reported > 0 { return }
+      if untilFirstRead && reported > 0 { return false }
     }
+    return false
+  }
+
+  /// Waits for a removed camera to come back: its node is looked for every 250 ms (udev makes it
+  /// again when the camera is plugged in) and opened once there. A node that is back but cannot be
+  /// used yet (udev still giving it its group, another program streaming from it) is tried again,
+  /// with one warning. nil when the read stops first.
+  private func waitForReturn(_ path: FilePath, format: V4L2Camera.PixelFormat?, stopping: () -> Bool)
+    -> V4L2Camera?
+  {
+    var told = false
+    while !stopping() {
+      usleep(Self.returnPollMicroseconds)
+      guard path.withCString({ access($0, F_OK) }) == 0, !stopping() else { continue }
+      do {
+        return try V4L2Camera(pathBytes: path.bytes, displayPath: path.description, format: format)
+      } catch {
+        if !told {
+          told = true
+          warn(
+            "\(Self.cameraError(error, path: path.description).message); trying again until it can be used")
+        }
+      }
+    }
+    return nil
   }
 
   static func cameraError(_ error: ImageError, path: String) -> CaptureError {
@@ -387,6 +439,9 @@ final class FramePass: Sendable {
       HostExplanation.nodeDenied(path, kind: .video, context: "camera \(path)")
         ?? CaptureError(.fileAccessDenied, "camera \(path): \(m)")
     case .unsupportedFormat(let m): CaptureError(.notAvailable, "camera \(path) cannot be used: \(m)")
+    // The serial and keyboard-wedge drivers' words and code for a node another program holds.
+    case .busy: CaptureError(.notAvailable, "camera \(path) is busy (in use by another program)")
+    case .removed: CaptureError(.notAvailable, "camera \(path) was removed")
     case .corrupt(let m), .unreadable(let m): CaptureError(.communicationError, "camera \(path): \(m)")
     }
   }

@@ -18,6 +18,9 @@ public final class SocketCam: Device {
   private let request: OpenRequest
   private let settings: Mutex<SocketCamSettings>
   private let isClosed = Atomic<Bool>(false)
+  /// The last presence event sent was an arrival, so close() owes a removal: false while a removed
+  /// camera is waited for (FramePass.reconnects), which has sent its removal already.
+  private let presence = Presence()
   private let running = Mutex<Task<Void, Never>?>(nil)
 
   public var capabilities: Capabilities {
@@ -175,8 +178,16 @@ public final class SocketCam: Device {
     }
     let pass = FramePass(
       sources: request.frameSources, formats: enabledFormats, addOns: readsAddOns, device: info,
-      warn: request.warn,
-      untilFirstRead: action != .continuousScan, emit: { [continuation] in continuation.yield($0) })
+      warn: request.warn, untilFirstRead: action != .continuousScan,
+      reconnects: request.reconnects && !request.scansInBackground,
+      emit: { [continuation, presence] event in
+        switch event.payload {
+        case .deviceArrival: presence.isAnnounced.store(true, ordering: .releasing)
+        case .deviceRemoval: presence.isAnnounced.store(false, ordering: .releasing)
+        default: break
+        }
+        continuation.yield(event)
+      })
     if request.scansInBackground { return try await startScan(pass) }
     // Registered under the lock `close` takes the scan from, and only while the device is open: a
     // close between the check above and this (a SIGINT in a command's first instant) would otherwise
@@ -232,9 +243,18 @@ public final class SocketCam: Device {
     let task = running.withLock { $0 }
     task?.cancel()
     await task?.value
-    continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
+    // The pass has ended: no presence event of it can follow.
+    if presence.isAnnounced.load(ordering: .acquiring) {
+      continuation.yield(Event(time: .now(), device: info, payload: .deviceRemoval))
+    }
     continuation.finish()
   }
+}
+
+/// Whether SocketCam's last presence event was an arrival (shared with the pass that may send a
+/// removal and a new arrival for its camera).
+private final class Presence: Sendable {
+  let isAnnounced = Atomic<Bool>(true)
 }
 
 /// The reason a background scan could not start (its camera would not open), set before the scan's
