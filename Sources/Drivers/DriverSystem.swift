@@ -1,4 +1,5 @@
 import CaptureCore
+import Decoders
 
 /// The real `DeviceSystem`: `DriverRegistry` opens devices, and the device-management calls go to the
 /// BlueZ manager, Classic pairing and discovery, and evdev, converted once here into Core's types.
@@ -141,6 +142,27 @@ public struct DriverSystem: DeviceSystem {
           isScanner: $0.isScanner)
       }, unreadable
     )
+  }
+
+  public func cameras() -> (cameras: [CameraInfo], unreadable: [String]) {
+    Self.cameras(among: doctor.probes.nodePaths(.video))
+  }
+
+  /// The capture nodes among `paths`; a node that is gone or is no V4L2 device is left out, one that
+  /// could not be asked (permission denied) is `unreadable`.
+  static func cameras(among paths: [String]) -> (cameras: [CameraInfo], unreadable: [String]) {
+    var cameras: [CameraInfo] = []
+    var unreadable: [String] = []
+    for path in paths {
+      switch V4L2Camera.describe(path: path) {
+      case .success(let node) where node.isCapture:
+        cameras.append(
+          CameraInfo(path: node.path, driver: node.driver, card: node.card, formats: node.formats))
+      case .success, .failure(.notFound), .failure(.unsupportedFormat): continue
+      case .failure: unreadable.append(path)
+      }
+    }
+    return (cameras, unreadable)
   }
 
   public func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] {

@@ -296,6 +296,71 @@ struct SocketCamTests {
     #expect(outcome.stdout.isEmpty)
   }
 
+  static let cameraFormats =
+    "GREY, NV12, NV21, NV16, NV61, YU12, YV12, 422P, NM12, NM21, NM16, NM61, YM12, YM21, YM16, YM61, YUYV, YVYU, UYVY, VYUY, RGB3, BGR3, MJPG"
+
+  @Test("--camera-format: an unknown fourcc, or one without --camera, is a one-line usage error (18)")
+  func cameraFormatUsageErrors() async throws {
+    let sandbox = try Sandbox()
+    Shape.expectUsageError(
+      try await sandbox.capture(
+        "trigger", "socketcam", "start", "--camera", "/dev/video0", "--camera-format", "H264"),
+      command: "trigger",
+      message: "--camera-format: unknown pixel format 'H264'; use one of \(Self.cameraFormats)")
+    // Whatever was typed stays on one line.
+    Shape.expectUsageError(
+      try await sandbox.capture(["listen", "--camera", "/dev/video0", "--camera-format", "GR\nEY"]),
+      command: "listen",
+      message: "--camera-format: unknown pixel format 'GR?EY'; use one of \(Self.cameraFormats)")
+    Shape.expectUsageError(
+      try await sandbox.capture(
+        "trigger", "socketcam", "start", "--image", "x.png", "--camera-format", "GREY"),
+      command: "trigger", message: "--camera-format works with --camera")
+  }
+
+  @Test(
+    "--camera-format with a node that is no V4L2 device: 32, the node named, whatever the case of the fourcc")
+  func cameraFormatOnANonCamera() async throws {
+    let sandbox = try Sandbox()
+    Shape.expectFailure(
+      try await sandbox.capture(
+        "trigger", "socketcam", "start", "--camera", "/dev/null", "--camera-format", "nv12"),
+      status: 32, name: "ESKT_NOTAVAILABLE",
+      message: "camera /dev/null cannot be used: /dev/null: not a V4L2 device")
+    let outcome = try await sandbox.capture(
+      ["listen", "--camera", "/dev/null", "--camera-format", "MJPG"], timeLimit: 120)
+    #expect(outcome.status == 32, "\(outcome)")
+    #expect(
+      outcome.errLines == [
+        "capture: ESKT_NOTAVAILABLE (-32): camera /dev/null cannot be used: /dev/null: not a V4L2 device"
+      ], "\(outcome)")
+  }
+
+  @Test("list --cameras: a JSON cameras array of capture nodes (empty without /dev/video*), exit 0")
+  func listCameras() async throws {
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture(["--json", "list", "--cameras"])
+    #expect(outcome.status == 0, "\(outcome)")
+    let documents = Shape.jsonLines(outcome)
+    #expect(documents.count == 1, "\(outcome)")
+    let cameras = documents.first?["cameras"]?.array
+    #expect(cameras != nil, "\(outcome)")
+    let nodes =
+      (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("video") } ?? []
+    if nodes.isEmpty {
+      #expect(cameras?.isEmpty == true)
+      let plain = try await sandbox.capture(["list", "--cameras"])
+      #expect(plain.status == 0 && plain.stdout.isEmpty && plain.stderr.isEmpty, "\(plain)")
+    }
+    for camera in cameras ?? [] {
+      #expect(camera.keys == ["card", "driver", "formats", "path"], "\(camera)")
+      #expect(camera["path"]?.string?.hasPrefix("/dev/video") == true)
+    }
+    Shape.expectUsageError(
+      try await sandbox.capture(["list", "--cameras", "--hid"]), command: "list",
+      message: "--hid and --cameras cannot be combined")
+  }
+
   @Test("two codes in one image: one decodedData each")
   func twoCodesInOneImage() async throws {
     let images = try await Images.get()

@@ -265,6 +265,35 @@ import Testing
     #expect(failing.code == .communicationError)
   }
 
+  @Test("describing a node: /dev/null is no V4L2 device, a missing node is not found, a file no device")
+  func describeNonCameras() throws {
+    #expect(
+      V4L2Camera.describe(path: "/dev/null") == .failure(.unsupportedFormat("/dev/null: not a V4L2 device")))
+    #expect(
+      V4L2Camera.describe(path: "/dev/video-missing-42")
+        == .failure(.notFound("/dev/video-missing-42: No such file or directory")))
+    let dir = TemporaryDirectory()
+    let file = try dir.write("video0", [0])
+    #expect(V4L2Camera.describe(path: file) == .failure(.unsupportedFormat("\(file): not a video device")))
+    // None of them is listed as a camera, nor as a node that could not be asked.
+    let listed = DriverSystem.cameras(among: ["/dev/null", "/dev/video-missing-42", file])
+    #expect(listed.cameras.isEmpty && listed.unreadable.isEmpty)
+  }
+
+  @Test("a capability name field is read up to its NUL, control characters shown as ?")
+  func capabilityText() {
+    var capability = v4l2_capability()
+    withUnsafeMutableBytes(of: &capability.card) { raw in
+      for (i, byte) in Array("Cam\u{1B}[2Jera\0junk".utf8).enumerated() { raw[i] = byte }
+    }
+    #expect(V4L2Camera.text(of: capability.card) == "Cam?[2Jera")
+    // A field filled to its last byte (no NUL) is read to its end, never past it.
+    withUnsafeMutableBytes(of: &capability.driver) { raw in
+      for i in 0..<raw.count { raw[i] = UInt8(ascii: "d") }
+    }
+    #expect(V4L2Camera.text(of: capability.driver) == String(repeating: "d", count: 16))
+  }
+
   /// /dev/video0 opens as a capture device: a camera is attached (e.g. a developer machine). A
   /// metadata node answers unsupportedFormat, which is not a failure of ours but is no camera either.
   static let hasCamera =

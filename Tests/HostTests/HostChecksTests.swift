@@ -260,6 +260,57 @@ struct HostChecksTests {
       ])
   }
 
+  @Test("video: the cameras are the capture nodes, counted and named; other video nodes are not cameras")
+  func videoCountsCaptureNodes() {
+    let nodes = ["/dev/video0", "/dev/video1", "/dev/video2", "/dev/video3"].map {
+      Self.node($0, accessible: true, group: "video")
+    }
+    // A webcam (capture + metadata) and vivid (capture + output).
+    let identities = [
+      "/dev/video0": VideoIdentity(isCamera: true, card: "HD Pro Webcam C920"),
+      "/dev/video1": VideoIdentity(isCamera: false, card: "HD Pro Webcam C920"),
+      "/dev/video2": VideoIdentity(isCamera: true, card: "vivid"),
+      "/dev/video3": VideoIdentity(isCamera: false, card: "vivid"),
+    ]
+    #expect(
+      HostChecks.video(nodes, identities: identities) == [
+        HostCheck(
+          .video, status: .ok,
+          message:
+            "2 cameras readable: /dev/video0 (HD Pro Webcam C920), /dev/video2 (vivid); 2 other video nodes are not cameras"
+        )
+      ])
+    #expect(
+      HostChecks.video(Array(nodes.prefix(2)), identities: identities) == [
+        HostCheck(
+          .video, status: .ok,
+          message: "1 camera readable: /dev/video0 (HD Pro Webcam C920); 1 other video node is not a camera")
+      ])
+    // A node that could not be asked is no camera; a card without a name shows the path alone.
+    #expect(
+      HostChecks.video(
+        Array(nodes.prefix(2)), identities: ["/dev/video1": VideoIdentity(isCamera: true, card: "")])
+        == [
+          HostCheck(
+            .video, status: .ok, message: "1 camera readable: /dev/video1; 1 other video node is not a camera"
+          )
+        ])
+    #expect(
+      HostChecks.video([nodes[1], nodes[3]], identities: identities) == [
+        HostCheck(
+          .video, status: .ok, message: "no cameras (/dev/video*: 2 video nodes, none a video capture device)"
+        )
+      ])
+    #expect(
+      HostChecks.video([], identities: [:]) == [
+        HostCheck(.video, status: .ok, message: "no cameras (/dev/video*)")
+      ])
+    // A node this user may not open is a failure row, as for the other kinds.
+    let denied = [nodes[0], Self.node("/dev/video9", accessible: false, group: "video")]
+    #expect(HostChecks.video(denied, identities: identities) == HostChecks.nodes(.video, denied))
+    #expect(HostChecks.video(denied, identities: identities).map(\.subject) == ["/dev/video9"])
+  }
+
   @Test("an unreadable node: one failure row, 64, usermod -aG with the node's group")
   func nodeDenied() {
     let rows = HostChecks.nodes(

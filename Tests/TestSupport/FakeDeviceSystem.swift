@@ -132,6 +132,7 @@ public final class FakeDeviceSystem: DeviceSystem, Sendable {
   }
 
   public func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { ([], []) }
+  public func cameras() -> (cameras: [CameraInfo], unreadable: [String]) { ([], []) }
 
   public func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] {
     diagnoses.withLock { $0.append(request) }

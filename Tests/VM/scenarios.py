@@ -11,6 +11,7 @@ results. The host side (vm.py) reads SCENARIOS for the names only.
 import fcntl
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -631,6 +632,44 @@ def node_row(check, paths, readable_mode, many, none):
             "status": "ok", "subject": None}
 
 
+def query_capture(path):
+    """(is a capture node, card) by VIDIOC_QUERYCAP, asked here independently of capture: struct
+    v4l2_capability is driver[16], card[32], bus_info[32], then version, capabilities and device_caps
+    (u32); a capture node has V4L2_CAP_VIDEO_CAPTURE (0x1) or _MPLANE (0x1000) in the node's caps
+    (device_caps when V4L2_CAP_DEVICE_CAPS, 0x80000000, is set). None when it cannot be asked."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        raw = bytearray(104)
+        fcntl.ioctl(fd, 0x80685600, raw)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    capabilities, device_caps = struct.unpack_from("<II", raw, 84)
+    caps = device_caps if capabilities & 0x80000000 else capabilities
+    card = bytes(raw[16:48]).split(b"\0", 1)[0].decode("utf-8", "replace")
+    return bool(caps & 0x1001), card
+
+
+def video_message(paths):
+    """What doctor says of readable video nodes: the cameras counted and named, the others counted."""
+    cameras = []
+    for path in paths:
+        found = query_capture(path)
+        if found and found[0]:
+            cameras.append(f"{path} ({found[1]})" if found[1] else path)
+    others = len(paths) - len(cameras)
+    if not cameras:
+        return f"no cameras (/dev/video*: {others} video node{'' if others == 1 else 's'}, none a video capture device)"
+    count = "1 camera" if len(cameras) == 1 else f"{len(cameras)} cameras"
+    rest = "" if others == 0 else ("; 1 other video node is not a camera" if others == 1
+                                    else f"; {others} other video nodes are not cameras")
+    return f"{count} readable: {', '.join(cameras)}{rest}"
+
+
 def zbar_version():
     import ctypes
     lib = ctypes.CDLL("libzbar.so.0")
@@ -669,7 +708,7 @@ def doctor(ctx):
         node_row("input", [f"/dev/input/{p}" for p in inputs], os.R_OK, lambda n: f"{n} input devices readable" if n != 1 else "1 input device readable",
                  "no input devices (/dev/input/event*)"),
         node_row("serial", serial, os.R_OK | os.W_OK, lambda n: f"{n} serial devices readable" if n != 1 else "1 serial device readable", "no serial devices"),
-        node_row("video", video, os.R_OK, lambda n: f"{n} cameras readable" if n != 1 else "1 camera readable", "no cameras (/dev/video*)"),
+        node_row("video", video, os.R_OK, lambda n: video_message(video), "no cameras (/dev/video*)"),
         {"check": "state-file", "code": None, "fix": None, "message": "no state file yet", "status": "ok",
          "subject": state_path},
         {"check": "zbar", "code": None, "fix": None, "message": zbar_version(), "status": "ok", "subject": None},

@@ -185,13 +185,16 @@ enum CommandTree {
     // shows under OPTIONS.
     name: "list", abstract: "List remembered and connected devices.", synopsis: [""],
     discussion:
-      "Prints one device per line: id, name, type name and state. SocketCam is always listed. A favorite setting (set manager favorite) is noted on stderr; with --json it is the favorite key beside devices (\"\" when off). With --hid, lists the input devices in /dev/input instead: path, vendor:product, name and whether the name looks like a barcode scanner (the ones hid:auto picks from).",
+      "Prints one device per line: id, name, type name and state. SocketCam is always listed. A favorite setting (set manager favorite) is noted on stderr; with --json it is the favorite key beside devices (\"\" when off). With --hid, lists the input devices in /dev/input instead: path, vendor:product, name and whether the name looks like a barcode scanner (the ones hid:auto picks from). With --cameras, lists the cameras instead: each /dev/video* node that captures video (single- or multi-planar; a webcam's metadata node and an output node are not cameras) as path, driver, name and the pixel formats it offers, comma separated (--json: cameras, each with path, driver, card and formats); a node this user may not open is named in a warning.",
     options: [
-      OptionSpec(long: "hid", help: "List input devices (keyboard-wedge scanner candidates) instead.")
+      OptionSpec(long: "hid", help: "List input devices (keyboard-wedge scanner candidates) instead."),
+      OptionSpec(
+        long: "cameras", help: "List V4L2 cameras (what --camera takes) and their pixel formats instead."),
     ],
     examples: [
       ("capture --json list", "The device list as one JSON document."),
       ("capture list --hid", "Which /dev/input/eventN is the scanner?"),
+      ("capture list --cameras", "Which /dev/videoN is a camera, and in which formats?"),
     ])
 
   static let trigger = CommandSpec(

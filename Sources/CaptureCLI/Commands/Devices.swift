@@ -189,15 +189,20 @@ enum ListCommand {
   struct Options: Sendable {
     /// `--hid`: input devices (keyboard-wedge scanner candidates) instead of remembered devices.
     var hid = false
+    /// `--cameras`: the V4L2 video capture nodes instead.
+    var cameras = false
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
       try parsed.requireOperands(0...0, "")
       hid = parsed.flag("hid")
+      cameras = parsed.flag("cameras")
+      if hid && cameras { throw parsed.usage("--hid and --cameras cannot be combined") }
     }
   }
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     if options.hid { return listInputDevices(context) }
+    if options.cameras { return listCameras(context) }
     let state = try context.state.load()
     let socketCamEnabled = state.socketCam.status == SocketCamStatus.enable.rawValue
     var rows:
@@ -409,6 +414,35 @@ enum PartnershipCommand {
 }
 
 extension ListCommand {
+  /// `list --cameras`: every /dev/video* node that captures video (VIDIOC_QUERYCAP device_caps:
+  /// single- or multi-planar capture; output, metadata and radio nodes are not cameras) with its
+  /// driver, its name and the formats it offers; none is an empty list and exit 0.
+  static func listCameras(_ context: Context) -> ResultCode {
+    let (cameras, unreadable) = context.system.cameras()
+    let output = context.output
+    if !unreadable.isEmpty {
+      output.warn(
+        "\(unreadable.count) video node(s) could not be asked what they are (\(unreadable.joined(separator: ", "))): join the 'video' group or add a udev rule"
+      )
+    }
+    output.document(
+      ResultDocument(
+        json: .object([
+          "cameras": .array(
+            cameras.map { c in
+              .object([
+                "path": .string(c.path), "driver": .string(c.driver), "card": .string(c.card),
+                "formats": .array(c.formats.map { .string($0) }),
+              ])
+            })
+        ]),
+        plain: .lines(
+          cameras.map { c in
+            "\(c.path)\t\(c.driver)\t\(c.card)\t\(c.formats.isEmpty ? "-" : c.formats.joined(separator: ","))"
+          })))
+    return .noError
+  }
+
   /// `list --hid`: every /dev/input/event* with its EVIOCGNAME name and EVIOCGID vendor/product; none
   /// (a machine without input devices) is an empty list and exit 0.
   static func listInputDevices(_ context: Context) -> ResultCode {

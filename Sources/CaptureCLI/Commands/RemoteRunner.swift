@@ -166,6 +166,7 @@ struct EngineHeldSystem: DeviceSystem {
     try await base.pairingBarcodes(adapter: adapter)
   }
   func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String]) { base.inputDevices() }
+  func cameras() -> (cameras: [CameraInfo], unreadable: [String]) { base.cameras() }
   func diagnose(_ request: DiagnosisRequest) async -> [HostCheck] { await base.diagnose(request) }
 }
 

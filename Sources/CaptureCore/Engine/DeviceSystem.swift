@@ -39,6 +39,9 @@ public protocol DeviceManagement: Sendable {
   func pairingBarcodes(adapter: String?) async throws(CaptureError) -> PairingBarcodes
   /// The input devices in /dev/input, and the paths that could not be opened or identified.
   func inputDevices() -> (devices: [InputDeviceInfo], unreadable: [String])
+  /// The V4L2 video capture nodes among /dev/video* (`list --cameras`), and the nodes that could not
+  /// be opened to ask.
+  func cameras() -> (cameras: [CameraInfo], unreadable: [String])
 }
 
 /// Everything a front end needs from the drivers: opening a device by selector, device management, and
@@ -186,6 +189,25 @@ public struct InputDeviceInfo: Sendable, Equatable {
     self.vendorID = vendorID
     self.productID = productID
     self.isScanner = isScanner
+  }
+}
+
+/// A camera SocketCam can read (`--camera`): a V4L2 node that captures video, by VIDIOC_QUERYCAP.
+public struct CameraInfo: Sendable, Equatable {
+  public var path: String
+  /// The driver's name ("uvcvideo", "vivid").
+  public var driver: String
+  /// The device's name as its driver gives it.
+  public var card: String
+  /// The fourccs it offers, in the driver's order; those in FrameSourceItem.cameraFormats are the
+  /// ones SocketCam reads.
+  public var formats: [String]
+
+  public init(path: String, driver: String, card: String, formats: [String]) {
+    self.path = path
+    self.driver = driver
+    self.card = card
+    self.formats = formats
   }
 }
 

@@ -37,6 +37,14 @@ struct NodeAccess: Sendable, Equatable {
   var userListedInGroup: Bool
 }
 
+/// What a readable /dev/video node said it is (VIDIOC_QUERYCAP): a camera — a video capture node,
+/// single- or multi-planar — or another kind (a webcam's metadata node, an output node), and its
+/// device's name.
+struct VideoIdentity: Sendable, Equatable {
+  var isCamera: Bool
+  var card: String
+}
+
 /// The rows of `doctor`, judged from the facts the probes gathered: no I/O here, so every rule is
 /// tested directly (HostTests).
 enum HostChecks {
@@ -173,6 +181,31 @@ enum HostChecks {
     case (_, let n): message = "\(counted(n, "camera")) readable"
     }
     return [HostCheck(kind, status: .ok, message: message)]
+  }
+
+  /// The video row: a failure per node this process may not open (as `nodes`), else one ok row that
+  /// counts and names the cameras among the nodes (`identities`, by path: a node missing there could
+  /// not be asked and is not counted as one) and says how many other video nodes there are.
+  static func video(_ nodes: [NodeAccess], identities: [String: VideoIdentity]) -> [HostCheck] {
+    if nodes.isEmpty || nodes.contains(where: { !$0.accessible }) { return self.nodes(.video, nodes) }
+    let cameras = nodes.compactMap { node -> String? in
+      guard let identity = identities[node.path], identity.isCamera else { return nil }
+      return identity.card.isEmpty ? node.path : "\(node.path) (\(identity.card))"
+    }
+    let others = nodes.count - cameras.count
+    let message: String
+    if cameras.isEmpty {
+      message = "no cameras (/dev/video*: \(counted(others, "video node")), none a video capture device)"
+    } else {
+      let rest =
+        switch others {
+        case 0: ""
+        case 1: "; 1 other video node is not a camera"
+        default: "; \(others) other video nodes are not cameras"
+        }
+      message = "\(counted(cameras.count, "camera")) readable: \(cameras.joined(separator: ", "))\(rest)"
+    }
+    return [HostCheck(.video, status: .ok, message: message)]
   }
 
   /// The group systemd-udev's default rules (50-udev-default.rules, as Debian 12 ships them) give the

@@ -9,7 +9,9 @@ import Decoders
 
 /// `capture doctor`'s checks over the real host: the bus and bluetoothd through BlueZ, the kernel's
 /// Bluetooth sockets through the Bluetooth seam, the rest through `HostProbes`; judged by `HostChecks`.
-/// Read only: no adapter is powered, no state file moved, no device node opened, nothing started.
+/// Read only: no adapter is powered, no state file moved, nothing started; the one device node opened
+/// is a readable /dev/video node, read-only, to ask what it is (VIDIOC_QUERYCAP, VIDIOC_ENUM_FMT:
+/// neither sets a format nor streams).
 struct HostDoctor: Sendable {
   var probes = HostProbes()
   var bluetooth: any BluetoothSystem = LibBluetoothSystem()
@@ -25,6 +27,8 @@ struct HostDoctor: Sendable {
     var input: [NodeAccess] = []
     var serial: [NodeAccess] = []
     var video: [NodeAccess] = []
+    /// What each readable video node is, by path.
+    var videoIdentities: [String: VideoIdentity] = [:]
     var state: StateInspection
     /// What stands in the way of a state file this user may not use.
     var stateAccess: StateAccess?
@@ -37,7 +41,7 @@ struct HostDoctor: Sendable {
     rows.append(HostChecks.kernelBluetooth(local.kernel))
     rows += HostChecks.nodes(.input, local.input)
     rows += HostChecks.nodes(.serial, local.serial)
-    rows += HostChecks.nodes(.video, local.video)
+    rows += HostChecks.video(local.video, identities: local.videoIdentities)
     rows.append(HostChecks.stateFile(local.state, access: local.stateAccess))
     rows.append(HostCheck(.zbar, status: .ok, message: "ZBar \(DecoderLibraries.zbarVersion)"))
     rows.append(HostCheck(.zxing, status: .ok, message: "zxing-cpp \(DecoderLibraries.zxingVersion)"))
@@ -120,6 +124,9 @@ struct HostDoctor: Sendable {
       }
       for path in hidPaths { add(path, .input) }
       for path in serialPaths { add(path, .serial) }
+      for node in local.video where node.accessible {
+        local.videoIdentities[node.path] = probes.video(node.path)
+      }
       return local
     }
   }

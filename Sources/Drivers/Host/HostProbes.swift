@@ -1,4 +1,5 @@
 import CaptureCore
+import Decoders
 
 #if canImport(Glibc)
   import Glibc
@@ -176,6 +177,12 @@ struct HostProbes: Sendable {
     default:
       return []
     }
+  }
+
+  /// What a video node is (VIDIOC_QUERYCAP on a read-only descriptor); nil when it could not be asked.
+  func video(_ path: String) -> VideoIdentity? {
+    guard case .success(let node) = V4L2Camera.describe(path: path) else { return nil }
+    return VideoIdentity(isCamera: node.isCapture, card: node.card)
   }
 
   /// `directory/PREFIXn` names, in prefix order and then numerically.

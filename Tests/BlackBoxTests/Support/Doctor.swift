@@ -390,8 +390,46 @@ enum HostFacts {
         none: "no serial devices", defaultGroup: "dialout")
       + nodeRows(
         check: "video", nodes: video, mode: R_OK, uid: uid, gid: gid,
-        okMany: { $0 == 1 ? "1 camera readable" : "\($0) cameras readable" },
-        none: "no cameras (/dev/video*)", defaultGroup: "video")
+        okMany: { _ in videoMessage(video) }, none: "no cameras (/dev/video*)", defaultGroup: "video")
+  }
+
+  /// What doctor says of readable video nodes: the capture nodes among them (asked here with
+  /// VIDIOC_QUERYCAP, independently of capture) counted and named, the others counted.
+  static func videoMessage(_ nodes: [String]) -> String {
+    var cameras: [String] = []
+    for path in nodes {
+      guard let (isCamera, card) = queryCapture(path), isCamera else { continue }
+      cameras.append(card.isEmpty ? path : "\(path) (\(card))")
+    }
+    let others = nodes.count - cameras.count
+    if cameras.isEmpty {
+      return
+        "no cameras (/dev/video*: \(others) video node\(others == 1 ? "" : "s"), none a video capture device)"
+    }
+    let count = cameras.count == 1 ? "1 camera" : "\(cameras.count) cameras"
+    let rest =
+      others == 0
+      ? ""
+      : others == 1 ? "; 1 other video node is not a camera" : "; \(others) other video nodes are not cameras"
+    return "\(count) readable: \(cameras.joined(separator: ", "))\(rest)"
+  }
+
+  /// VIDIOC_QUERYCAP (_IOR('V', 0, struct v4l2_capability), 104 bytes: driver[16], card[32],
+  /// bus_info[32], version, capabilities, device_caps, reserved[3]); a capture node has
+  /// V4L2_CAP_VIDEO_CAPTURE (0x1) or _MPLANE (0x1000) in the node's caps (device_caps when
+  /// V4L2_CAP_DEVICE_CAPS, 0x80000000, is set).
+  static func queryCapture(_ path: String) -> (Bool, String)? {
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var raw = [UInt8](repeating: 0, count: 104)
+    guard raw.withUnsafeMutableBytes({ Glibc.ioctl(fd, UInt(0x8068_5600), $0.baseAddress!) }) == 0 else {
+      return nil
+    }
+    func word(_ at: Int) -> UInt32 { raw[at..<at + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+    let caps = word(84) & 0x8000_0000 != 0 ? word(88) : word(84)
+    let card = String(decoding: raw[16..<48].prefix { $0 != 0 }, as: UTF8.self)
+    return (caps & 0x1001 != 0, card)
   }
 
   /// "ZBar X.Y.Z" from the library's zbar_version, as the binary sees it at run time.
