@@ -18,6 +18,7 @@ _capture() {
     --adapter) COMPREPLY=($(compgen -W "hci0 hci1" -- "$cur")); return ;;
     --events) COMPREPLY=($(compgen -W "deviceArrival deviceRemoval decodedData undecodedData batteryLevel power buttons error deviceDiscovered discoveryEnd" -- "$cur")); return ;;
 --keymap) COMPREPLY=($(compgen -W "us de fr uk" -- "$cur")); return ;;
+          --camera-format) COMPREPLY=($(compgen -W "GREY NV12 NV21 NV16 NV61 YU12 YV12 422P NM12 NM21 NM16 NM61 YM12 YM21 YM16 YM61 YUYV YVYU UYVY VYUY RGB3 BGR3 MJPG" -- "$cur")); return ;;
           --confirm-delivery) COMPREPLY=($(compgen -W "spool broker" -- "$cur")); return ;;
     --count|--name|--alias|--confirm) return ;;
     data-source) COMPREPLY=($(compgen -W "all 1d 2d nfc australia-post aztec bookland-ean british-post canada-post chinese2of5 codabar codablock-a codablock-f code11 code39 code39-extended code39-trioptic code93 code128 data-matrix dutch-post ean8 ean13 ean128 ean128-irregular ean-ucc-composite-ab ean-ucc-composite-c gs1-databar gs1-databar-limited gs1-databar-expanded interleaved2of5 isbt128 japan-post matrix2of5 maxicode msi pdf417 pdf417-micro planet plessey postnet qr-code standard2of5 telepen tlc39 upc-a upc-e0 upc-e1 usps-intelligent-mail direct-part-marking han-xin dot-code digimarc korea-post micro-qr-code iso14443-type-a iso14443-type-b felica iso15693 nxpicode1 inside-secure-pico-tag innovision-topaz-jewel thinfilm-nfc-barcode st-micro-electronics-sr askcts256-b-or-cts512-b nfc-forum innovatron-radio-protocol rmqr-code dx-film-edge ean-add-on" -- "$cur")); return ;;
@@ -41,10 +42,10 @@ _capture() {
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
     list)
-      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --hid" -- "$cur"));
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --hid --cameras" -- "$cur"));
       else COMPREPLY=($(compgen -W "" -- "$cur")); fi ;;
     trigger)
-      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --wait --timeout --keymap --image --dir --camera" -- "$cur"));
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --wait --timeout --keymap --image --dir --camera --camera-format" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam start stop continuous enable disable" -- "$cur")); fi ;;
     get)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --all --list" -- "$cur"));
@@ -53,10 +54,10 @@ _capture() {
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --from --dry-run" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam manager abort version interface-version configuration data-confirmation-mode data-confirmation-action monitor-mode socket-cam-status device-type device-specific data-source trigger apply-config preamble postamble capabilities change-id data-format friendly-name security-mode pin-code delete-pairing-bonding restore-factory-defaults set-power-off buttons-status sound-config timers local-acknowledgment data-confirmation battery-level local-decode-action bluetooth-address statistic-counters rumble-config profile-config disconnect data-store notifications connect-reason power-state start-up-role-spp connection-beep-config flash overlay-view stand-config start-discovery favorite unique-device-identifier pc-sc-tag-transmit pc-sc-coupler-control theme-selection theme-selection-mask lasso-status lasso-id lasso-life-span single-partnership single-partnership-stamp reset-single-partnership connect-discovered disconnect-discovered add remove reset" -- "$cur")); fi ;;
     listen)
-      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --count --timeout --events --confirm --confirm-stdin --confirm-timeout --output --accept --channel --keymap --image --dir --camera --mqtt --mqtt-ca --mqtt-cert --mqtt-key --mqtt-password-file --mqtt-host-id --mqtt-spool-max --confirm-delivery --mqtt-commands --mqtt-command-timeout" -- "$cur"));
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --count --timeout --events --confirm --confirm-stdin --confirm-timeout --output --accept --channel --keymap --image --dir --camera --camera-format --mqtt --mqtt-ca --mqtt-cert --mqtt-key --mqtt-password-file --mqtt-host-id --mqtt-spool-max --confirm-delivery --mqtt-commands --mqtt-command-timeout" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
     serve)
-      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --listen --allow-origin --output --keymap --image --dir --camera --mqtt --mqtt-ca --mqtt-cert --mqtt-key --mqtt-password-file --mqtt-host-id --mqtt-spool-max --confirm-delivery --mqtt-commands --mqtt-command-timeout" -- "$cur"));
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --listen --allow-origin --output --keymap --image --dir --camera --camera-format --mqtt --mqtt-ca --mqtt-cert --mqtt-key --mqtt-password-file --mqtt-host-id --mqtt-spool-max --confirm-delivery --mqtt-commands --mqtt-command-timeout" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
     partnership)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
