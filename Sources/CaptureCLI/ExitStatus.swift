@@ -25,7 +25,8 @@ extension ExitStatus {
     case .notFound: "device, property or item not found; a finite source held no barcode"
     case .invalidParameter: "usage error: bad command, option or value"
     case .unableWriteFile: "a write failed: stdout full or closed (not a reader gone), listen --output FILE"
-    case .notAvailable: "no adapter, bluetoothd or camera available; a device or camera busy (in use by another program)"
+    case .notAvailable:
+      "no adapter, bluetoothd or camera available; a device or camera busy (in use by another program)"
     case .invalidChecksum: "a reply failed its checksum (a Cognex DataMan's DMCC reply)"
     case .requestTimedOut: "a --timeout or --wait ran out (discover ends at its timeout with 0)"
     case .invalidFormat: "bad format: malformed JSON (a corrupt state file is moved aside)"
