@@ -202,7 +202,7 @@ enum ListCommand {
 
   static func run(_ options: Options, _ context: Context) async throws(CaptureError) -> ResultCode {
     if options.hid { return listInputDevices(context) }
-    if options.cameras { return listCameras(context) }
+    if options.cameras { return await listCameras(context) }
     let state = try context.state.load()
     let socketCamEnabled = state.socketCam.status == SocketCamStatus.enable.rawValue
     var rows:
@@ -417,8 +417,10 @@ extension ListCommand {
   /// `list --cameras`: every /dev/video* node that captures video (VIDIOC_QUERYCAP device_caps:
   /// single- or multi-planar capture; output, metadata and radio nodes are not cameras) with its
   /// driver, its name and the formats it offers; none is an empty list and exit 0.
-  static func listCameras(_ context: Context) -> ResultCode {
-    let (cameras, unreadable) = context.system.cameras()
+  static func listCameras(_ context: Context) async -> ResultCode {
+    // Opening a USB camera's node wakes the device, which can take a while: not on the cooperative pool.
+    let system = context.system
+    let (cameras, unreadable) = await BlockingExecutor.shared.run { _ in system.cameras() }
     let output = context.output
     if !unreadable.isEmpty {
       output.warn(

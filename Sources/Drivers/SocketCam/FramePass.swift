@@ -49,13 +49,25 @@ final class FramePass: Sendable {
   /// is (OpenRequest.reconnects). Without (trigger, serve), the removal is the read's error.
   let reconnects: Bool
   let emit: @Sendable (Event) -> Void
+  /// Opens the camera of a `.camera` source: a V4L2Camera (the seam lets the driver tests script
+  /// the frames and failures of a camera this machine does not have).
+  let openCamera: CameraOpener
+
+  /// How a camera is opened: its path and the format `--camera-format` forces, if any.
+  typealias CameraOpener =
+    @Sendable (FilePath, V4L2Camera.PixelFormat?) throws(ImageError) -> any CameraFrames
+
+  static let v4l2: CameraOpener = { path, format throws(ImageError) in
+    try V4L2Camera(pathBytes: path.bytes, displayPath: path.description, format: format)
+  }
 
   init(
     sources: [FrameSourceItem], formats: Set<BarcodeFormat>, addOns: Bool, device: DeviceInfo,
     warn: @escaping @Sendable (String) -> Void, untilFirstRead: Bool, reconnects: Bool = false,
-    emit: @escaping @Sendable (Event) -> Void
+    openCamera: @escaping CameraOpener = FramePass.v4l2, emit: @escaping @Sendable (Event) -> Void
   ) {
     self.reconnects = reconnects
+    self.openCamera = openCamera
     self.sources = sources
     self.formats = formats
     self.addOns = addOns
@@ -359,8 +371,8 @@ final class FramePass: Sendable {
     let shown = path.description
     // Held here only, so that the camera of a read that ended (its descriptor and buffers) is
     // released before its return is waited for.
-    var current: V4L2Camera?
-    do { current = try V4L2Camera(pathBytes: path.bytes, displayPath: shown, format: forced) } catch {
+    var current: (any CameraFrames)?
+    do { current = try openCamera(path, forced) } catch {
       let failure = Self.cameraError(error, path: shown)
       if let ready {
         ready(failure)
@@ -380,7 +392,7 @@ final class FramePass: Sendable {
 
   /// Decodes `camera`'s frames until a stop, the first read (`untilFirstRead`) or a failure; true
   /// when it ended because the camera was removed and `reconnects` asks to wait for it.
-  private func readFrames(_ camera: V4L2Camera, path: String, stopping: () -> Bool) -> Bool {
+  private func readFrames(_ camera: any CameraFrames, path: String, stopping: () -> Bool) -> Bool {
     let reader = BarcodeReader(formats: formats, addOns: addOns)
     let clock = ContinuousClock()
     // A code in view stays in view for many frames: reported once, and again only after it has been
@@ -413,14 +425,14 @@ final class FramePass: Sendable {
   /// used yet (udev still giving it its group, another program streaming from it) is tried again,
   /// with one warning. nil when the read stops first.
   private func waitForReturn(_ path: FilePath, format: V4L2Camera.PixelFormat?, stopping: () -> Bool)
-    -> V4L2Camera?
+    -> (any CameraFrames)?
   {
     var told = false
     while !stopping() {
       usleep(Self.returnPollMicroseconds)
       guard path.withCString({ access($0, F_OK) }) == 0, !stopping() else { continue }
       do {
-        return try V4L2Camera(pathBytes: path.bytes, displayPath: path.description, format: format)
+        return try openCamera(path, format)
       } catch {
         if !told {
           told = true
@@ -446,6 +458,13 @@ final class FramePass: Sendable {
     }
   }
 }
+
+/// A camera as the frame loop reads it: one frame at a time, each call waiting for the next.
+protocol CameraFrames: AnyObject {
+  func nextFrame() throws(ImageError) -> GrayImage
+}
+
+extension V4L2Camera: CameraFrames {}
 
 extension DecodedSymbol {
   struct Key: Hashable {
