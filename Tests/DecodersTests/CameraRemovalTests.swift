@@ -173,4 +173,37 @@ struct CameraRemovalTests {
     #expect(Self.describe(await iterator.next()) == "end")
     await run.value
   }
+
+  @Test("listen's SocketCam: one removal per arrival, so a stop while the camera is gone adds none")
+  func socketCamOwesOneRemovalPerArrival() async throws {
+    let dir = TemporaryDirectory()
+    let node = try dir.write("video0", [])
+    let opens = Opens([.success(ScriptedCamera([.unplug(path: node)])), .success(ScriptedCamera([]))])
+    var request = OpenRequest(selector: .socketCam, frameSources: [.camera(FilePath(node))], warn: { _ in })
+    request.reconnects = true
+    let cam = try SocketCam(
+      request: request, store: dir.stateStore(),
+      openCamera: { path, _ throws(ImageError) in try opens.open(path) })
+    var iterator = cam.events.makeAsyncIterator()
+    #expect(Self.describe(await iterator.next()) == "arrival")
+    let scan = Task { try await cam.trigger(.continuousScan) }
+    #expect(Self.describe(await iterator.next()) == "removal")
+    // Stopped while the camera is away: the stream ends without a second removal.
+    await cam.close()
+    #expect(Self.describe(await iterator.next()) == "end")
+    _ = await scan.result
+    // Back and stopped: the arrival's removal comes with the close.
+    _ = try dir.write("video0", [])
+    let again = try SocketCam(
+      request: request, store: dir.stateStore(),
+      openCamera: { path, _ throws(ImageError) in try opens.open(path) })
+    var events = again.events.makeAsyncIterator()
+    #expect(Self.describe(await events.next()) == "arrival")
+    let reading = Task { try await again.trigger(.continuousScan) }
+    while opens.count.load(ordering: .relaxed) < 2 { try await Task.sleep(for: .milliseconds(5)) }
+    await again.close()
+    #expect(Self.describe(await events.next()) == "removal")
+    #expect(Self.describe(await events.next()) == "end")
+    _ = await reading.result
+  }
 }

@@ -34,10 +34,16 @@ public final class SocketCam: Device {
       dataSources: SymbologyMap.supported)
   }
 
-  init(request: OpenRequest, store: StateStore) throws(CaptureError) {
+  /// How a `--camera` is opened (FramePass.v4l2; the driver tests script one).
+  private let openCamera: FramePass.CameraOpener
+
+  init(request: OpenRequest, store: StateStore, openCamera: @escaping FramePass.CameraOpener = FramePass.v4l2)
+    throws(CaptureError)
+  {
     let stored = try store.load().socketCam
     self.store = store
     self.request = request
+    self.openCamera = openCamera
     self.settings = Mutex(stored)
     self.info = DeviceInfo(
       id: "socketcam", name: stored.friendlyName ?? Self.defaultName, type: .socketCamC820)
@@ -179,7 +185,7 @@ public final class SocketCam: Device {
     let pass = FramePass(
       sources: request.frameSources, formats: enabledFormats, addOns: readsAddOns, device: info,
       warn: request.warn, untilFirstRead: action != .continuousScan,
-      reconnects: request.reconnects && !request.scansInBackground,
+      reconnects: request.reconnects && !request.scansInBackground, openCamera: openCamera,
       emit: { [continuation, presence] event in
         switch event.payload {
         case .deviceArrival: presence.isAnnounced.store(true, ordering: .releasing)
