@@ -32,7 +32,7 @@ TEST_PACKAGES = zint qrencode imagemagick mandoc libjpeg-turbo-progs dbus-daemon
   mosquitto mosquitto-clients python3-paho-mqtt openssl strace
 BENCH_PACKAGES = zbar-tools zxing-cpp-tools python3-venv netcat-openbsd python3-aiohttp linux-perf strace valgrind
 # The VM tier (Tests/VM): qemu, the image builder and the stock Debian kernel booted inside.
-VM_PACKAGES = qemu-system-x86 mmdebstrap linux-image-amd64 zstd cpio kmod
+VM_PACKAGES = qemu-system-x86 mmdebstrap linux-image-amd64 zstd cpio kmod zint imagemagick
 # The Debian package (make deb: dpkg-shlibdeps, dpkg-gencontrol, dpkg-deb, strip) and its test
 # (Tests/Package: lintian, and mmdebstrap for the Debian 12 root it is installed into).
 PACKAGE_PACKAGES = dpkg-dev binutils lintian mmdebstrap

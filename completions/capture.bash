@@ -27,7 +27,7 @@ _capture() {
     if [[ "$cur" == -* ]]; then
       COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "discover connect remove list trigger get set listen serve partnership doctor" -- "$cur"))
+      COMPREPLY=($(compgen -W "discover connect remove list trigger get set listen serve partnership fleet doctor" -- "$cur"))
     fi
     return
   fi
@@ -62,6 +62,9 @@ _capture() {
     partnership)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam status set reset" -- "$cur")); fi ;;
+    fleet)
+      if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version --hosts --host --events --count --device --dry-run --wait --mqtt --mqtt-ca --mqtt-cert --mqtt-key --mqtt-password-file" -- "$cur"));
+      else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;
     doctor)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--json --quiet --verbose --timeout --adapter --no-color --help --version" -- "$cur"));
       else COMPREPLY=($(compgen -W "socketcam" -- "$cur")); fi ;;

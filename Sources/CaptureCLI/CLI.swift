@@ -157,6 +157,7 @@ public enum CaptureCLI {
         outcome = try await ServeCommand.run(try ServeCommand.Options(parsed, context.frontEnds), context)
       case "partnership":
         outcome = .status(try await PartnershipCommand.run(try PartnershipCommand.Options(parsed), context))
+      case "fleet": outcome = try await FleetCommand.run(try FleetCommand.Options(parsed, context), context)
       case "doctor": outcome = await DoctorCommand.run(try DoctorCommand.Options(parsed), context)
       case "__generate-docs": outcome = .status(try GenerateDocsCommand.run(parsed, context))
       default: throw UsageError(message: ArgumentParser.unknownCommandMessage(command.name))

@@ -44,6 +44,10 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   private let devices = Mutex<[String: DeviceInfo]>([:])
   private let since = Timestamp.now()
   private let outage = Mutex<Bool>(false)
+  /// The ids of the devices open now, for the desired state (which applies to all of them).
+  private let openIDs = OpenDeviceIDs()
+  /// `PREFIX/HOST/desired` and `PREFIX/HOST/applied` (docs/fleet.md §9.4).
+  private let desiredState: DesiredState
 
   /// Opens (or recovers) the spool under `stateDirectory`.
   public init(settings: FleetSettings, stateDirectory: FilePath, hooks: Hooks) throws(CaptureError) {
@@ -68,6 +72,10 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     } else {
       commands = nil
     }
+    let openIDs = self.openIDs
+    desiredState = DesiredState(
+      topics: settings.topics, run: settings.commands != .off ? hooks.run : nil, devices: { openIDs.ids },
+      publish: { _ = relay.publish($0) }, warn: hooks.warn)
   }
 
   /// The Last Will: the broker publishes it (retained) when the connection ends without a DISCONNECT.
@@ -83,7 +91,9 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   /// `--confirm-delivery`, a decoded code returns once it is durable (spool) or acknowledged (broker).
   public func take(_ event: Event) async -> Delivery {
     switch event.payload {
-    case .deviceArrival: updateDevices { $0[event.device.id] = event.device }
+    case .deviceArrival:
+      updateDevices { $0[event.device.id] = event.device }
+      desiredState.deviceArrived()
     case .deviceRemoval: updateDevices { $0.removeValue(forKey: event.device.id) }
     default: break
     }
@@ -125,6 +135,7 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   public func stop(grace: Duration = .seconds(2)) async {
     // Remote commands still running are cut first: none may hold the stop (SIGTERM always ends capture).
     commands?.stop()
+    desiredState.stop()
     await publisher.stop(grace: grace)
   }
 
@@ -141,6 +152,8 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     _ = relay.publish(statusMessage(online: true))
     publishDevices()
     if commands != nil { relay.subscribe(topics.commands, qos: 1) }
+    // Always, --mqtt-commands or not: a host that does not apply says so on its applied topic.
+    relay.subscribe(topics.desired, qos: 1)
     publisher.linkConnected()
   }
 
@@ -166,6 +179,10 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   public func acknowledged(_ messageID: Int32) { publisher.acknowledged(messageID) }
 
   public func received(_ message: MQTTMessage) {
+    if message.topic == topics.desired {
+      desiredState.received(message.payload)
+      return
+    }
     guard let commands, message.topic == topics.commands else { return }
     let payload = message.payload
     Task { await commands.handle(payload) }
@@ -202,7 +219,11 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   }
 
   private func updateDevices(_ change: (inout [String: DeviceInfo]) -> Void) {
-    devices.withLock { change(&$0) }
+    let ids = devices.withLock { d in
+      change(&d)
+      return d.keys.sorted()
+    }
+    openIDs.ids = ids
     publishDevices()
   }
 
@@ -219,6 +240,15 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     let json = JSON.object(["devices": .array(open.map(Self.device))])
     _ = relay.publish(
       MQTTMessage(topic: topics.devices, payload: Array(json.serialized.utf8), qos: 1, retain: true))
+  }
+}
+
+/// The ids of the open devices, readable from the desired state's runs.
+final class OpenDeviceIDs: Sendable {
+  private let value = Mutex<[String]>([])
+  var ids: [String] {
+    get { value.withLock { $0 } }
+    set { value.withLock { $0 = newValue } }
   }
 }
 

@@ -17,6 +17,10 @@ public struct Topics: Sendable, Equatable {
   public var devices: String { "\(base)/devices" }
   /// Requests (with --mqtt-commands).
   public var commands: String { "\(base)/commands" }
+  /// Retained, written by `capture fleet apply`: the profile this host should have (docs/fleet.md §9.4).
+  public var desired: String { "\(base)/desired" }
+  /// Retained, written by the host: what became of the desired state it last applied.
+  public var applied: String { "\(base)/applied" }
   /// `PREFIX/HOST/events/DEVICE/EVENT`, QoS 1.
   public func event(device: String, kind: String) -> String {
     "\(base)/events/\(Self.escape(device))/\(kind)"

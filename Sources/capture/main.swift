@@ -22,7 +22,8 @@ let frontEnds = FrontEnds(
   service: { address, log in
     ServiceFrontEnd(
       .init(host: address.host, port: address.port, allowedOrigins: address.allowedOrigins, log: log))
-  })
+  },
+  controller: { options, log throws(CaptureError) in try FleetControllerOptions.make(options, log: log) })
 // argv as bytes: CommandLine.arguments decodes each argument lossily, and a file name need not be UTF-8.
 let rawArguments = (1..<Int(CommandLine.argc)).map { index in
   CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))) }.map {

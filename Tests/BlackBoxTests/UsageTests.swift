@@ -17,6 +17,7 @@ struct UsageTests {
     ("listen", "Stream events: decoded data, arrivals, removals, battery."),
     ("serve", "Serve CaptureJS web apps: the Capture service on 127.0.0.1:18481."),
     ("partnership", "Show, set or reset the Bluetooth partnership (bond) with a device."),
+    ("fleet", "See and provision every host of a fleet through its MQTT broker."),
     ("doctor", "Check what stands between this host and its scanners, and say how to fix it."),
   ]
 

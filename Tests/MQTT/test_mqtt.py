@@ -173,10 +173,16 @@ class Capture:
         return out
 
     def wait_exit(self, seconds=20):
+        """The exit status once the process ended and its output was read to the end (None after
+        `seconds`). The readers are waited for: a process's exit does not mean its last lines are in
+        err_lines yet (CI, on a loaded machine: exit 18 seen with no stderr line read)."""
         try:
-            return self.proc.wait(seconds)
+            status = self.proc.wait(seconds)
         except subprocess.TimeoutExpired:
             return None
+        for t in self.readers:
+            t.join(30)
+        return status
 
     def terminate(self, seconds=15):
         """SIGTERM, the clean stop; the exit status."""

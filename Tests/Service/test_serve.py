@@ -904,7 +904,7 @@ class LifecycleTests(AsyncTestCase):
         service = Service([f"tcp://127.0.0.1:{device.getsockname()[1]}", scanner.selector], port=port, wait=False)
         self.addCleanup(service.stop)
         status = service.proc.wait(20)
-        service._reader.join(2)
+        service._reader.join(30)
         self.assertNotEqual(status, 0)
         text = "\n".join(service.stderr())
         self.assertIn(str(port), text)

@@ -34,6 +34,8 @@ GUEST_PACKAGES = [
     "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
     "libzbar0", "libstdc++6", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
     "libwebsockets17", "libmosquitto1", "rfkill",
+    # The camera scenarios: v4l2-ctl sets vivid's DV timings, controls and formats (camera.py).
+    "v4l-utils",
 ]
 # Module directories copied whole from the host's kernel (relative to kernel/): Bluetooth and all
 # crypto (the kernel asks for ECDH, CMAC, a DRBG… by name when SSP/SMP need them). The modules init
@@ -44,6 +46,9 @@ GUEST_MODULES = [
     "bluetooth", "hci_vhci", "rfcomm", "ecdh_generic", "ecc", "cmac", "ccm", "drbg", "jitterentropy_rng",
     "aesni_intel", "sha256_generic", "hmac",
 ]
+# In the image with their dependencies but not loaded at boot: the camera scenarios load vivid
+# themselves, with the options each needs (camera.py), and unload it to take the camera away.
+ON_DEMAND_MODULES = ["vivid"]
 SUITE = "bookworm"
 IMAGE_VERSION = "1"
 DEFAULT_CACHE = "/tmp/capture-vm-image"
@@ -79,7 +84,7 @@ def apt_sources():
 def image_key(release):
     digest = hashlib.sha256()
     for part in [IMAGE_VERSION, SUITE, release, " ".join(GUEST_PACKAGES), " ".join(MODULE_DIRS),
-                 " ".join(GUEST_MODULES)]:
+                 " ".join(GUEST_MODULES), " ".join(ON_DEMAND_MODULES)]:
         digest.update(part.encode() + b"\0")
     with open(os.path.join(HERE, "init"), "rb") as f:
         digest.update(f.read())
@@ -118,7 +123,7 @@ def build_image(cache, rebuild=False):
             else:
                 shutil.copy2(source, destination)
         # The modules init loads, with everything they depend on (modprobe resolves that on the host).
-        for name in ["virtio_pci", "9pnet_virtio", "9p"] + GUEST_MODULES:
+        for name in ["virtio_pci", "9pnet_virtio", "9p"] + GUEST_MODULES + ON_DEMAND_MODULES:
             shown = subprocess.run(["modprobe", "-D", "-S", release, name], capture_output=True, text=True,
                                    check=True).stdout
             for line in shown.splitlines():
@@ -158,11 +163,48 @@ def build_image(cache, rebuild=False):
     return kernel, initrd
 
 
+# The camera scenarios' pictures: (name, zint symbology, data, frame size). Drawn at each run by zint
+# (Debian's zint: -b 58 QR Code, 71 Data Matrix, 20 Code 128, 13 EAN-13) and centred on a white frame
+# by ImageMagick, as 8-bit PGM; camera.py turns them into the pixel format under test.
+FRAMES = [
+    ("qr-640", 58, "capture vm tier: QR Code", (640, 480)),
+    ("qr2-640", 58, "capture vm tier: another QR Code", (640, 480)),
+    ("dm-640", 71, "capture vm tier: Data Matrix", (640, 480)),
+    ("c128-640", 20, "CAPTURE-VM-128", (640, 480)),
+    ("ean-640", 13, "400638133393", (640, 480)),
+    ("blank-640", None, "", (640, 480)),
+    ("qr-1280", 58, "capture vm tier: QR Code at 720p", (1280, 720)),
+    ("ean-1280", 13, "978020137962", (1280, 720)),
+    ("blank-1280", None, "", (1280, 720)),
+]
+
+
+def draw_frames(directory):
+    os.makedirs(directory, exist_ok=True)
+    for name, symbology, data, (width, height) in FRAMES:
+        target = os.path.join(directory, f"{name}.pgm")
+        if symbology is None:
+            subprocess.run(["convert", "-size", f"{width}x{height}", "xc:white", "-depth", "8", target], check=True)
+            continue
+        png = os.path.join(directory, f"{name}.png")
+        # Module sizes that fit the frame with the quiet zones (zint's scale 1 is 2 pixels a module).
+        scale = {58: "4", 71: "4", 20: "1.5", 13: "3"}[symbology] if width <= 640 else "6"
+        subprocess.run(["zint", "-b", str(symbology), f"--scale={scale}", "-d", data, "-o", png], check=True)
+        subprocess.run(["convert", png, "-background", "white", "-gravity", "center", "-extent",
+                        f"{width}x{height}", "-colorspace", "Gray", "-depth", "8", target], check=True)
+        os.remove(png)
+
+
 def run(kernel, initrd, binary, scenarios, share):
     """Boots the VM once; the guest runs the scenarios in order. Returns the results (or None)."""
     os.makedirs(share, exist_ok=True)
-    for name in ["guest.sh", "scenarios.py", "scanner.py", "d600.py"]:
+    for name in ["guest.sh", "scenarios.py", "scanner.py", "d600.py", "camera.py"]:
         shutil.copy2(os.path.join(HERE, name), share)
+    if any(name.startswith(("camera-", "bench-camera")) for name in scenarios):
+        draw_frames(os.path.join(share, "frames"))
+    if "bench-camera" in scenarios:
+        # The peer: the host's zbarcam (zbar-tools, a bench package); the guest has its libzbar0.
+        shutil.copy2(shutil.which("zbarcam") or "/usr/bin/zbarcam", os.path.join(share, "zbarcam"))
     os.chmod(os.path.join(share, "guest.sh"), 0o755)
     shutil.copy2(binary, os.path.join(share, "capture"))
     with open(os.path.join(share, "scenarios"), "w") as f:
@@ -219,7 +261,7 @@ def main():
     sys.path.insert(0, HERE)
     import scenarios as catalogue  # noqa: E402  (the guest's catalogue, read for the names only)
     names = args.scenarios or list(catalogue.SCENARIOS)
-    unknown = [n for n in names if n not in catalogue.SCENARIOS]
+    unknown = [n for n in names if n not in catalogue.SCENARIOS and n not in catalogue.BENCHES]
     if unknown:
         raise SystemExit(f"vm: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(catalogue.SCENARIOS)}")
     names = names * max(1, args.repeat)

@@ -377,6 +377,61 @@ enum CommandTree {
     ],
     examples: [("capture partnership status AA:BB:CC:DD:EE:FF", "Is the scanner bonded to this host?")])
 
+  /// `capture fleet` (docs/fleet.md §9): the controller of a fleet of `listen --mqtt` hosts, one more
+  /// client of their broker.
+  static let fleet = CommandSpec(
+    name: "fleet", abstract: "See and provision every host of a fleet through its MQTT broker.",
+    synopsis: [
+      "hosts [--hosts GLOB] [--host ID]... --mqtt URL",
+      "run [--hosts GLOB] [--host ID]... --mqtt URL -- COMMAND [ARGS...]",
+      "watch [--hosts GLOB] [--host ID]... [--events LIST] [--count N] --mqtt URL",
+      "apply PROFILE [--device SELECTOR] [--dry-run] [--wait DUR] [--hosts GLOB] [--host ID]... --mqtt URL",
+      "status [--hosts GLOB] [--host ID]... --mqtt URL",
+    ],
+    discussion:
+      "The other end of listen --mqtt and serve --mqtt: one more client of the broker (no server), with the same --mqtt URL, TLS and password-file options. hosts lists every host under PREFIX from the retained PREFIX/HOST/status and PREFIX/HOST/devices topics (host, online or offline, since when, its devices); the retained messages are read until a marker the controller publishes to itself comes back, bounded by --timeout (default 10s). run sends COMMAND ARGS (list, get, set, trigger; connect and remove where the host allows all) to every selected online host's PREFIX/HOST/commands with one fresh request id and prints each host's reply (HOST, exit status, the reply document; --json: one document {\"hosts\":[...],\"id\"}); a host offline or silent until --timeout is listed as such. Exit status: 0 when every selected host answered 0, else the first failing host's status in host order, else 42 when hosts did not answer. watch prints the events of the selected hosts as one stream (--json: the published event objects, with host and eventId, as JSON Lines; plain: HOST, DEVICE and the code's text or the event's name), each eventId once; --count N stops after N events (exit 0), --timeout ends it with 42. apply validates PROFILE (a file or - as set --from reads it) before anything is published, then publishes it retained as the desired state on PREFIX/HOST/desired of each selected host, with a fresh version; a host running with --mqtt-commands applies it when it connects and whenever it changes, writing only the properties that differ, and publishes the outcome retained on PREFIX/HOST/applied (a host without --mqtt-commands answers refused, 37). --device SELECTOR applies it to that device only (default: every device the host has open); --dry-run publishes nothing; --wait DUR waits for the applied reports of this version and prints them per host and device (changed, unchanged, failed). status shows the desired and applied versions per host. --hosts GLOB selects the known hosts whose id matches GLOB (fnmatch; a GLOB that matches none is exit 17, ESKT_NOTFOUND); --host ID (repeatable) names a host whether it is known or not. A broker that refuses the user or password exits 37, a TLS failure 24, a broker that cannot be reached within --timeout 42.",
+    operands: [
+      OperandSpec(
+        name: "ACTION", kind: .choice(["hosts", "run", "watch", "apply", "status"]),
+        help: "hosts, run, watch, apply or status."),
+      OperandSpec(
+        name: "ARGS", help: "run: the command and its arguments (after --); apply: the PROFILE.",
+        isOptional: true, isRepeating: true),
+    ],
+    options: [
+      OptionSpec(
+        long: "hosts", valueName: "GLOB", help: "Only the known hosts whose id matches GLOB (*, ?, [...])."),
+      OptionSpec(
+        long: "host", valueName: "ID", help: "This host, known or not; repeatable.", isRepeatable: true),
+      OptionSpec(
+        long: "events", valueName: "LIST", kind: .eventList,
+        help: "watch: only these events (comma-separated)."),
+      OptionSpec(long: "count", valueName: "N", kind: .count, help: "watch: stop after N events."),
+      OptionSpec(
+        long: "device", valueName: "SELECTOR", kind: .device,
+        help: "apply: the device of each host the profile is for (default: every device it has open)."),
+      OptionSpec(long: "dry-run", help: "apply: check the profile and show the hosts; publish nothing."),
+      OptionSpec(
+        long: "wait", valueName: "DUR", kind: .duration,
+        help: "apply: wait up to DUR for every selected host's applied report; exit 42 when one is missing."),
+      OptionSpec(
+        long: "mqtt", valueName: "URL",
+        help:
+          "The fleet's broker and topic prefix, mqtt://[USER@]HOST[:PORT]/PREFIX or mqtts://..., as the hosts' listen --mqtt; required."
+      ),
+    ] + mqttOptions.filter { ["mqtt-ca", "mqtt-cert", "mqtt-key", "mqtt-password-file"].contains($0.long) },
+    examples: [
+      ("capture fleet hosts --mqtt mqtt://broker.example/acme", "Every host and its scanners."),
+      (
+        "capture fleet run --hosts 'till-*' --mqtt mqtt://broker.example/acme -- get socketcam battery-level",
+        "Ask every till for its battery level."
+      ),
+      (
+        "capture fleet apply store.json --wait 30s --mqtt mqtt://broker.example/acme",
+        "Provision every host, and wait for their reports."
+      ),
+    ])
+
   static let doctor = CommandSpec(
     // No operands: the bare synopsis, as list's.
     name: "doctor", abstract: "Check what stands between this host and its scanners, and say how to fix it.",
@@ -398,7 +453,8 @@ enum CommandTree {
     isHidden: true)
 
   static let commands: [CommandSpec] = [
-    discover, connect, remove, list, trigger, get, set, listen, serve, partnership, doctor, generateDocs,
+    discover, connect, remove, list, trigger, get, set, listen, serve, partnership, fleet, doctor,
+    generateDocs,
   ]
   static var visibleCommands: [CommandSpec] { commands.filter { !$0.isHidden } }
 

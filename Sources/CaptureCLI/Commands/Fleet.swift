@@ -10,13 +10,19 @@ public struct FrontEnds: Sendable {
   public var fleet: (@Sendable (any FrontEndOptions) throws(CaptureError) -> (any FrontEndRequest)?)?
   /// `capture serve`'s Capture service, bound to the address given.
   public var service: (@Sendable (ServiceAddress, FrontEndLog) -> any FrontEnd)?
+  /// `capture fleet`'s controller, made from `--mqtt URL` and its TLS and password options (checked
+  /// as usage: thrown ESKT_INVALIDPARAMETER); it connects on first use.
+  public var controller:
+    (@Sendable (any FrontEndOptions, FrontEndLog) throws(CaptureError) -> any FleetControl)?
 
   public init(
     fleet: (@Sendable (any FrontEndOptions) throws(CaptureError) -> (any FrontEndRequest)?)? = nil,
-    service: (@Sendable (ServiceAddress, FrontEndLog) -> any FrontEnd)? = nil
+    service: (@Sendable (ServiceAddress, FrontEndLog) -> any FrontEnd)? = nil,
+    controller: (@Sendable (any FrontEndOptions, FrontEndLog) throws(CaptureError) -> any FleetControl)? = nil
   ) {
     self.fleet = fleet
     self.service = service
+    self.controller = controller
   }
 
   /// No front end but the printer: `--mqtt` is a usage error, `serve` is not supported.

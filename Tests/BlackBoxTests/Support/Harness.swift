@@ -143,6 +143,13 @@ enum Shape {
     "remove": ["usage: capture remove DEVICE"],
     "list": ["usage: capture list"],
     "doctor": ["usage: capture doctor"],
+    "fleet": [
+      "usage: capture fleet hosts [--hosts GLOB] [--host ID]... --mqtt URL",
+      "       capture fleet run [--hosts GLOB] [--host ID]... --mqtt URL -- COMMAND [ARGS...]",
+      "       capture fleet watch [--hosts GLOB] [--host ID]... [--events LIST] [--count N] --mqtt URL",
+      "       capture fleet apply PROFILE [--device SELECTOR] [--dry-run] [--wait DUR] [--hosts GLOB] [--host ID]... --mqtt URL",
+      "       capture fleet status [--hosts GLOB] [--host ID]... --mqtt URL",
+    ],
     "trigger": ["usage: capture trigger DEVICE start|stop|continuous|enable|disable [--wait] [SOURCE]"],
     "get": [
       "usage: capture get DEVICE PROPERTY...", "       capture get DEVICE --all", "       capture get --list",
