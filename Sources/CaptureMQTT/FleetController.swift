@@ -11,8 +11,9 @@ import Synchronization
 /// controller publishes a marker (QoS 1, not retained) on a topic of its own that it subscribed to
 /// as well, `PREFIX/@fleet/CLIENTID/N`, and the burst is over when the marker comes back: the broker
 /// handles one client's packets in order and queues what it sends that client in one ordered queue
-/// (mosquitto does; MQTT 3.1.1 §4.6 orders the messages of one topic only, so a broker that reorders
-/// across topics could end the wait early — the retained state is then read again by the next call).
+/// (mosquitto does; the MQTT 3.1.1 standard, section 4.6, orders the messages of one topic only, so
+/// a broker that reorders across topics could end the wait early — the retained state is then read
+/// again by the next call).
 /// `@` cannot be in a host id (docs/fleet.md §1), so the marker never looks like a host's topic.
 public final class FleetController: FleetControl, MQTTConnectionDelegate {
   private let url: BrokerURL
@@ -163,7 +164,7 @@ public final class FleetController: FleetControl, MQTTConnectionDelegate {
       return (s.nextID, s.connection)
     }
     // Again even when subscribed before: a repeated SUBSCRIBE sends the retained messages again
-    // (MQTT 3.1.1 §3.8.4).
+    // (the MQTT 3.1.1 standard, section 3.8.4).
     for filter in full { connection?.subscribe(filter, qos: 1) }
     try await publishAcknowledged(
       MQTTMessage(topic: "\(markerBase)/\(token)", payload: [], qos: 1, retain: false), until: deadline)

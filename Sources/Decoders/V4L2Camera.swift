@@ -34,6 +34,21 @@ public final class V4L2Camera {
       case .mjpeg: 3
       }
     }
+
+    /// Bytes a frame holds per pixel, in halves (GREY 2, 4:2:0 3, 4:2:2 4, RGB 6; MJPEG 0, its size is
+    /// the picture's): among formats of one cost the smaller frame wins, as it is less to carry over
+    /// USB or DMA and less memory touched for the same gray picture (the gray copy itself is the same).
+    /// vivid, a driver that offers every format, lists 4:2:2 planar before GREY; the first offered
+    /// would win a tie otherwise.
+    var frameHalfBytesPerPixel: Int {
+      switch self {
+      case .grey: 2
+      case .nv12, .nv21, .yuv420, .yvu420, .nv12m, .nv21m, .yuv420m, .yvu420m: 3
+      case .nv16, .nv61, .yuv422p, .nv16m, .nv61m, .yuv422m, .yvu422m, .yuyv, .yvyu, .uyvy, .vyuy: 4
+      case .rgb24, .bgr24: 6
+      case .mjpeg: 0
+      }
+    }
   }
 
   /// How a node's buffers are laid out (videodev2.h enum v4l2_buf_type): one plane per buffer
@@ -392,7 +407,9 @@ public final class V4L2Camera {
   /// The format to ask for: `forced` when the camera offers it, else the cheapest to turn into gray
   /// (PixelFormat.cost: a luma plane's rows copied, then a byte pick, then RGB arithmetic, then an
   /// MJPEG decode), formats the driver only emulates (libv4l conversions, V4L2_FMT_FLAG_EMULATED)
-  /// last; the first offered wins a tie. Neither → `.unsupportedFormat` naming what it offers.
+  /// last; among those of one cost the smallest frame (`frameHalfBytesPerPixel`: GREY before NV12
+  /// before 422P), and the first offered wins a remaining tie. Neither → `.unsupportedFormat` naming
+  /// what it offers.
   static func choose(_ offers: [Offer], forced: PixelFormat?, path: String) throws(ImageError) -> (
     format: PixelFormat, fourcc: UInt32
   ) {
@@ -401,6 +418,7 @@ public final class V4L2Camera {
       guard let format = pixelFormat(offer.fourcc), forced == nil || format == forced else { continue }
       var rank = format.cost
       if offer.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0 { rank += 4 }
+      rank = rank * 8 + format.frameHalfBytesPerPixel
       if best == nil || rank < best!.rank { best = (rank, format, offer.fourcc) }
     }
     if let best { return (best.format, best.fourcc) }

@@ -160,6 +160,26 @@ import Testing
     #expect(jpeg.format == .mjpeg && jpeg.fourcc == Self.offer("JPEG").fourcc)
   }
 
+  @Test(
+    "among formats of one cost the smallest frame wins: GREY, then 4:2:0, then 4:2:2, in any order offered")
+  func smallestFrameWinsATie() throws {
+    // vivid's order: packed 4:2:2 first, then 422P, YU12, NV12, NV16, …, GREY later.
+    let vivid = ["YUYV", "UYVY", "422P", "YU12", "NV12", "NV16", "GREY", "RGB3"].map { Self.offer($0) }
+    #expect(try V4L2Camera.choose(vivid, forced: nil, path: "cam").format == .grey)
+    let noGrey = ["NV16", "422P", "NV21", "NV12"].map { Self.offer($0) }
+    #expect(try V4L2Camera.choose(noGrey, forced: nil, path: "cam").format == .nv21)
+    // Cost still comes first: packed 4:2:2 (a byte pick) loses to a planar 4:2:2 (rows copied) of the
+    // same size, and an emulated GREY to a native NV16.
+    #expect(
+      try V4L2Camera.choose(["YUYV", "NV16"].map { Self.offer($0) }, forced: nil, path: "cam").format == .nv16
+    )
+    #expect(
+      try V4L2Camera.choose(
+        [Self.offer("GREY", emulated: true), Self.offer("NV16")], forced: nil, path: "cam"
+      )
+      .format == .nv16)
+  }
+
   @Test("a forced format the camera does not offer names what it offers; no readable format names both lists")
   func formatRefusals() {
     #expect(
