@@ -19,6 +19,7 @@ the picture is the same gray). The output node is fed by memory-mapped streaming
 """
 
 import ctypes
+import errno
 import fcntl
 import mmap
 import os
@@ -112,16 +113,34 @@ def dv_timings_index(device, width, height, log):
     raise CameraFailure(f"{device}: no {width}x{height} progressive DV timings")
 
 
-def configure(capture, output, width, height, fourcc, log, multiplanar=False):
+def capture_format(capture, log):
+    """The capture node's current (width, height, fourcc), as v4l2-ctl --get-fmt-video prints them."""
+    shown = run(["v4l2-ctl", "-d", capture, "--get-fmt-video"], log).stdout
+    size = fourcc = None
+    for row in shown.splitlines():
+        key, _, value = row.strip().partition(":")
+        if key.strip() == "Width/Height":
+            size = tuple(int(v) for v in value.strip().split("/"))
+        elif key.strip() == "Pixel Format":
+            fourcc = value.strip().split("'")[1]
+    if size is None or fourcc is None:
+        raise CameraFailure(f"{capture}: no format in {shown!r}")
+    return size[0], size[1], fourcc
+
+
+def configure(capture, output, width, height, fourcc, log, streaming=False):
     """The loop set up for W×H frames of `fourcc` on both sides; returns the output's line length and
-    frame size as the driver set them."""
-    for device in (capture, output):
+    frame size as the driver set them. `streaming`: a reader already streams from the capture node,
+    which then refuses new DV timings and formats (EBUSY): only the output side and the controls are
+    set, and the caller passes the capture node's own size and format."""
+    for device in (output,) if streaming else (capture, output):
         index = dv_timings_index(device, width, height, log)
         run(["v4l2-ctl", "-d", device, f"--set-dv-bt-timings=index={index}"], log)
     # Loop Video on; the OSD text (counters, the time) off, so nothing is drawn over the looped picture.
     run(["v4l2-ctl", "-d", capture, "-c", "loop_video=1,osd_text_mode=2"], log)
     spec = f"width={width},height={height},pixelformat={fourcc}"
-    run(["v4l2-ctl", "-d", capture, f"--set-fmt-video={spec}"], log)
+    if not streaming:
+        run(["v4l2-ctl", "-d", capture, f"--set-fmt-video={spec}"], log)
     run(["v4l2-ctl", "-d", output, f"--set-fmt-video-out={spec}"], log)
     shown = run(["v4l2-ctl", "-d", output, "--get-fmt-video-out"], log).stdout
     line, size = None, None
@@ -325,7 +344,12 @@ class Writer:
             self.lock.notify_all()
         self.thread.join(10)
         if self.streaming:
-            fcntl.ioctl(self.fd, VIDIOC_STREAMOFF, struct.pack("=i", self.type))
+            try:
+                fcntl.ioctl(self.fd, VIDIOC_STREAMOFF, struct.pack("=i", self.type))
+            except OSError as error:
+                # A disconnected device (vivid's Disconnect control, camera-removal) answers ENODEV.
+                if error.errno != errno.ENODEV:
+                    raise
         for mapped in self.maps:
             mapped.close()
         os.close(self.fd)

@@ -839,11 +839,18 @@ EXIT_NOT_AVAILABLE = 32
 class Camera:
     """vivid loaded and looped at W×H in `fourcc`, and the writer of its output node."""
 
-    def __init__(self, ctx, width=640, height=480, fourcc="GREY", multiplanar=False):
+    def __init__(self, ctx, width=640, height=480, fourcc="GREY", multiplanar=False, nodes=None):
+        """`nodes`: vivid's (capture, output), loaded already and streamed from by a reader that opened
+        the capture node as it came back: the loop follows the capture node's own size and format."""
         import camera
         self.ctx = ctx
-        self.capture, self.output = camera.load(ctx.log, multiplanar=multiplanar)
-        line, size = camera.configure(self.capture, self.output, width, height, fourcc, ctx.log)
+        if nodes:
+            self.capture, self.output = nodes
+            width, height, fourcc = camera.capture_format(self.capture, ctx.log)
+        else:
+            self.capture, self.output = camera.load(ctx.log, multiplanar=multiplanar)
+        line, size = camera.configure(self.capture, self.output, width, height, fourcc, ctx.log,
+                                      streaming=nodes is not None)
         # vm.py draws the frames of each size as NAME-WIDTH.pgm.
         directory = os.path.join(ctx.share, "frames")
         frames = {name[:-4]: os.path.join(directory, name) for name in os.listdir(directory)
@@ -1050,9 +1057,15 @@ def camera_removal(ctx):
     camera.wait_for(lambda: fds_on(process.pid, cam.capture) == 0, 30, "capture's descriptor closed")
     cam.close()
     ctx.cleanups.remove(cam.close)
-    cam = Camera(ctx)
-    cam.show("qr2-640")
+    # Plugged in again: capture, looking for the node every 250 ms, opens it as soon as it is there and
+    # streams in vivid's default size (its HDMI input's DV timings), so the loop follows that.
+    nodes = camera.load(ctx.log)
     wait_output(out, lambda text: text.count('"deviceArrival"') >= 2, 60, "the arrival after the replug")
+    camera.wait_for(lambda: fds_on(process.pid, nodes[0]) > 0, 30, "capture's descriptor on the node again")
+    cam = Camera(ctx, nodes=nodes)
+    check(cam.width in (640, 1280), f"vivid's default size {cam.width}x{cam.height} has frames drawn")
+    name = "qr2-640" if cam.width == 640 else "qr-1280"
+    cam.show(name)
     wait_output(out, lambda text: text.count('"decodedData"') >= 2, 120, "the read after the replug")
     process.terminate()
     code, stdout, _ = finish(ctx, process, out, err, 60)
@@ -1060,7 +1073,7 @@ def camera_removal(ctx):
     events = json_lines(stdout)
     equal([e["event"] for e in events], ["deviceArrival", "decodedData", "deviceRemoval", "deviceArrival",
                                          "decodedData", "deviceRemoval"], "the events")
-    equal([c[0] for c in decoded(events)], [FRAME_CODES["qr-640"][0], FRAME_CODES["qr2-640"][0]], "the codes")
+    equal([c[0] for c in decoded(events)], [FRAME_CODES["qr-640"][0], FRAME_CODES[name][0]], "the codes")
 
 
 def camera_not_capture(ctx):
