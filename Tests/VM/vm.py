@@ -34,8 +34,9 @@ GUEST_PACKAGES = [
     "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
     "libzbar0", "libstdc++6", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
     "libwebsockets17", "libmosquitto1", "rfkill",
-    # The camera scenarios: v4l2-ctl sets vivid's DV timings, controls and formats (camera.py).
-    "v4l-utils",
+    # The camera scenarios: v4l2-ctl sets vivid's DV timings, controls and formats (camera.py);
+    # camera-serve's CaptureJS client is Tests/Service's, on python3-websockets.
+    "v4l-utils", "python3-websockets",
 ]
 # Module directories copied whole from the host's kernel (relative to kernel/): Bluetooth and all
 # crypto (the kernel asks for ECDH, CMAC, a DRBG… by name when SSP/SMP need them). The modules init
@@ -202,6 +203,8 @@ def run(kernel, initrd, binary, scenarios, share):
         shutil.copy2(os.path.join(HERE, name), share)
     if any(name.startswith(("camera-", "bench-camera")) for name in scenarios):
         draw_frames(os.path.join(share, "frames"))
+    if "camera-serve" in scenarios:
+        shutil.copy2(os.path.join(HERE, "..", "Service", "serve_harness.py"), share)
     if "bench-camera" in scenarios:
         # The peer: the host's zbarcam (zbar-tools, a bench package); the guest has its libzbar0.
         shutil.copy2(shutil.which("zbarcam") or "/usr/bin/zbarcam", os.path.join(share, "zbarcam"))
