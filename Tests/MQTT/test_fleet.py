@@ -17,6 +17,8 @@ import tempfile
 import time
 import unittest
 
+import paho.mqtt.client as paho
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "Service"))
@@ -28,6 +30,7 @@ EXIT_NOT_FOUND = 17  # ESKT_NOTFOUND: a --hosts GLOB that matches no known host
 EXIT_INVALID_PARAMETER = 18  # ESKT_INVALIDPARAMETER: usage, and a profile set --from rejects
 EXIT_COMMAND_DENIED = 37  # ESKT_COMMANDDENIED: a host without --mqtt-commands refuses a desired state
 EXIT_TIMED_OUT = 42  # ESKT_REQUESTTIMEDOUT: hosts that did not answer, applied reports missing
+EXIT_INVALID_FORMAT = 85  # ESKT_INVALIDFORMAT: a reply or report whose exit no capture host sends
 
 
 def setUpModule():
@@ -219,6 +222,50 @@ class FleetTests(unittest.TestCase):
         report = doc["hosts"][0]["applied"]
         self.assertEqual(report["error"]["name"], "ESKT_COMMANDDENIED", report)
         self.assertIn("--mqtt-commands", report["error"]["message"])
+
+    def test_a_forged_exit_in_a_reply_or_an_applied_report_is_a_failure_never_a_crash(self):
+        # A "host" that is this test's client: online by its retained status, it answers every request
+        # and every desired state with an exit no capture sends. fleet used to negate the exit as it
+        # came: Int32.min trapped (the controller crashed), -5 became a warning code (exit 0) and 256
+        # exit 255. Each is now ESKT_INVALIDFORMAT (85), a failure.
+        forged = {"exit": None}
+        base = f"{PREFIX}/forged"
+
+        def on_message(client, userdata, msg):
+            if not msg.payload:
+                return
+            doc = json.loads(msg.payload)
+            if msg.topic == f"{base}/commands":
+                client.publish(f"{base}/replies/{doc['id']}", json.dumps({"id": doc["id"], "exit": forged["exit"]}),
+                               qos=1)
+            elif msg.topic == f"{base}/desired":
+                client.publish(f"{base}/applied", json.dumps(
+                    {"version": doc["version"], "host": "forged", "exit": forged["exit"], "time": "now",
+                     "devices": [{"device": "x", "exit": forged["exit"], "changed": [], "unchanged": [],
+                                  "failed": []}]}), qos=1, retain=True)
+
+        host = paho.Client(client_id="forged-host", protocol=paho.MQTTv311)
+        host.on_message = on_message
+        host.connect(self.broker_.host, self.broker_.port)
+        host.subscribe([(f"{base}/commands", 1), (f"{base}/desired", 1)])
+        host.loop_start()
+        self.addCleanup(host.disconnect)
+        self.addCleanup(host.loop_stop)
+        host.publish(f"{base}/status", json.dumps({"host": "forged", "since": "2026-12-05T00:00:00.000Z",
+                                                  "state": "online", "version": "x"}), qos=1, retain=True).wait_for_publish(10)
+        path = self.profile([{"name": "friendly-name", "value": "Fleet reader"}])
+        for exit in (-2147483648, -5, 256, 1.5):
+            forged["exit"] = exit
+            r, doc = self.fleet("--timeout", "20s", "run", "--host", "forged", "--", "list")
+            self.assertEqual(r.returncode, EXIT_INVALID_FORMAT, (exit, r.stderr))
+            self.assertEqual(doc["hosts"][0]["exit"], EXIT_INVALID_FORMAT, doc)
+            r, doc = self.fleet("--timeout", "20s", "apply", path, "--host", "forged", "--wait", "20s")
+            self.assertEqual(r.returncode, EXIT_INVALID_FORMAT, (exit, r.stderr))
+            r, _ = self.fleet("apply", path, "--host", "forged", "--wait", "20s", json_out=False)
+            self.assertEqual((r.returncode, r.stdout.split("\t")[:3]), (EXIT_INVALID_FORMAT, ["forged", "x", "85"]),
+                             (exit, r.stdout, r.stderr))
+            r, doc = self.fleet("status", "--host", "forged", json_out=False)
+            self.assertEqual((r.returncode, r.stdout.split()[-1]), (0, "failed"), (exit, r.stdout, r.stderr))
 
     def test_a_broker_refusing_the_controller_exits_as_listen_does(self):
         r, _ = self.fleet("hosts", json_out=False)

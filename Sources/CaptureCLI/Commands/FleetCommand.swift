@@ -190,8 +190,7 @@ enum FleetCommand {
     var silent = false
     for host in selected {
       if case .object(let reply)? = got[host] {
-        var exit: Int32 = 85
-        if case .number(let n)? = reply["exit"], let e = Int32(exactly: n) { exit = e }
+        let exit = FleetState.exitStatus(reply["exit"])
         if exit != 0 && failure == nil { failure = exit }
         var document = reply
         document.removeValue(forKey: "id")
@@ -209,6 +208,7 @@ enum FleetCommand {
     context.output.document(
       ResultDocument(
         json: .object(["id": .string(id), "hosts": .array(documents)]), plain: .table(rows, separator: "\t")))
+    // failure is 1-255 (FleetState.exitStatus), so negating it cannot trap.
     if let failure { return .status(ResultCode(-failure)) }
     return silent ? .status(.requestTimedOut) : .success
   }
@@ -322,6 +322,7 @@ enum FleetCommand {
       ResultDocument(
         json: .object(["version": .string(version), "hosts": .array(documents)]),
         plain: .table(rows, separator: "\t")))
+    // failure is 1-255 (FleetState.exitStatus), so negating it cannot trap.
     if let failure { return .status(ResultCode(-failure)) }
     return missing ? .status(.requestTimedOut) : .success
   }
