@@ -24,7 +24,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "Service"))
 from broker import Broker, Subscriber, retained  # noqa: E402
 from serve_harness import DataManSimulator, PtyScanner, capture_bin  # noqa: E402
-from test_mqtt import PREFIX, Capture, topic_safe  # noqa: E402
+from test_mqtt import PREFIX, Capture, spool_records, topic_safe  # noqa: E402
 
 EXIT_NOT_FOUND = 17  # ESKT_NOTFOUND: a --hosts GLOB that matches no known host
 EXIT_INVALID_PARAMETER = 18  # ESKT_INVALIDPARAMETER: usage, and a profile set --from rejects
@@ -266,6 +266,38 @@ class FleetTests(unittest.TestCase):
                              (exit, r.stdout, r.stderr))
             r, doc = self.fleet("status", "--host", "forged", json_out=False)
             self.assertEqual((r.returncode, r.stdout.split()[-1]), (0, "failed"), (exit, r.stdout, r.stderr))
+
+    def test_an_applied_report_made_while_the_spool_drains_a_backlog_is_published(self):
+        # A store offline with codes spooled comes back: its spool republishes them, 256 at a time (the
+        # transport's bound), and the desired state waiting for it is applied meanwhile. The report
+        # used to be dropped when the transport had no room for it, and the host stayed "pending".
+        broker = Broker(persistence=True)
+        self.addCleanup(broker.close)
+        url = f"mqtt://{broker.host}:{broker.port}/{PREFIX}"
+        scanner = PtyScanner()
+        self.addCleanup(scanner.close)
+        sub = Subscriber(broker, f"{PREFIX}/backlog/#")
+        self.addCleanup(sub.close)
+        cap = Capture(broker, [scanner.selector], extra=["--mqtt", url, "--mqtt-host-id", "backlog", "--mqtt-commands"],
+                      json_out=False, mqtt=False)
+        self.addCleanup(cap.close)
+        self.assertTrue(scanner.wait_opened(), cap.describe())
+        sub.wait(lambda m: m.topic.endswith("/deviceArrival"), 30, what="the arrival")
+        broker.stop()
+        for n in range(5000):
+            scanner.write(f"B-{n:05d}")
+        cap.wait_for(lambda: any("events are spooled" in line for line in cap.stderr()), 30, "the outage")
+        cap.wait_for(lambda: any(b'"B-04999"' in payload for _, payload in spool_records(cap.state, "backlog")[-5:]),
+                     120, "the backlog spooled")
+        broker.start()
+        desired = {"profile": {"properties": [{"name": "friendly-name", "value": "x"}]}, "version": "v-backlog"}
+        publisher = Subscriber(broker, f"{PREFIX}/backlog/applied")
+        self.addCleanup(publisher.close)
+        publisher.client.publish(f"{PREFIX}/backlog/desired", json.dumps(desired), qos=1, retain=True).wait_for_publish(10)
+        report = publisher.wait(lambda m: m.payload and m.json().get("version") == "v-backlog", 60,
+                                what="the applied report").json()
+        # A serial scanner has no friendly-name to write: a report all the same, saying so.
+        self.assertEqual((report["host"], report["devices"][0]["device"]), ("backlog", scanner.selector), report)
 
     def test_a_broker_refusing_the_controller_exits_as_listen_does(self):
         r, _ = self.fleet("hosts", json_out=False)
