@@ -9,11 +9,14 @@ Run: CAPTURE_BIN=.build/debug/capture /usr/bin/python3 -m unittest discover -s T
 """
 import json
 import os
+import queue
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -38,6 +41,62 @@ def setUpModule():
         raise unittest.SkipTest(f"*** SKIPPED: no capture binary at {capture_bin()} (set CAPTURE_BIN)")
     if not os.access("/usr/sbin/mosquitto", os.X_OK):
         raise unittest.SkipTest("*** SKIPPED: no /usr/sbin/mosquitto (Debian package mosquitto)")
+
+
+class DelayProxy:
+    """A TCP proxy in front of the broker that hands on each chunk the broker sends `delay` seconds
+    after it came (in order): a broker far away, whose every PUBACK comes a round trip late. What the
+    client sends goes on at once."""
+
+    def __init__(self, broker, delay):
+        self.broker, self.delay = broker, delay
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection((self.broker.host, self.broker.port))
+            self.sockets += [client, upstream]
+            threading.Thread(target=self._pipe, args=(client, upstream, 0), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, self.delay), daemon=True).start()
+
+    def _pipe(self, source, sink, delay):
+        due = queue.Queue()
+
+        def send():
+            while True:
+                at, data = due.get()
+                if data is None:
+                    return
+                time.sleep(max(0.0, at - time.monotonic()))  # the latency this proxy models
+                try:
+                    sink.sendall(data)
+                except OSError:
+                    return
+        threading.Thread(target=send, daemon=True).start()
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            due.put((time.monotonic() + delay, data or None))
+            if not data:
+                try:
+                    sink.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                return
+
+    def close(self):
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
 
 
 class FleetTests(unittest.TestCase):
@@ -298,6 +357,23 @@ class FleetTests(unittest.TestCase):
                                 what="the applied report").json()
         # A serial scanner has no friendly-name to write: a report all the same, saying so.
         self.assertEqual((report["host"], report["devices"][0]["device"]), ("backlog", scanner.selector), report)
+
+    def test_apply_to_300_hosts_behind_a_slow_broker_publishes_them_at_once(self):
+        # Every PUBACK 50 ms late (a broker across a WAN): one desired state after the other, each
+        # waiting for its PUBACK, took 300 x 50 ms = 15 s, and --timeout 5s ran out (exit 42).
+        proxy = DelayProxy(self.broker_, 0.05)
+        self.addCleanup(proxy.close)
+        path = self.profile([{"name": "friendly-name", "value": "Fleet reader"}])
+        names = [f"far-{n:03d}" for n in range(300)]
+        argv = [capture_bin(), "--json", "--timeout", "5s", "fleet", "--mqtt", f"mqtt://127.0.0.1:{proxy.port}/{PREFIX}",
+                "apply", path] + [word for name in names for word in ("--host", name)]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["hosts"], names)
+        desired = Subscriber(self.broker_, f"{PREFIX}/+/desired")
+        self.addCleanup(desired.close)
+        got = desired.wait_count(lambda m: m.retain, len(names), seconds=30)
+        self.assertEqual(sorted(m.topic for m in got), [f"{PREFIX}/{n}/desired" for n in names])
 
     def test_a_broker_refusing_the_controller_exits_as_listen_does(self):
         r, _ = self.fleet("hosts", json_out=False)
