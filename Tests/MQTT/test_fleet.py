@@ -375,6 +375,32 @@ class FleetTests(unittest.TestCase):
         got = desired.wait_count(lambda m: m.retain, len(names), seconds=30)
         self.assertEqual(sorted(m.topic for m in got), [f"{PREFIX}/{n}/desired" for n in names])
 
+    def test_watch_keeps_at_most_64_mib_waiting_for_a_reader_that_stopped(self):
+        # 151 events of 1.5 MiB for a watch whose stdout nobody reads: it used to keep every one
+        # (65,536 events of up to 2 MiB could wait: 128 GiB); past 64 MiB the newest are now lost.
+        watch = subprocess.Popen([capture_bin(), "--json", "fleet", "watch", "--mqtt", self.url],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: watch.poll() is None and (watch.kill(), watch.wait()))
+        self.addCleanup(watch.stdout.close)
+        self.addCleanup(watch.stderr.close)
+        deadline = time.monotonic() + 30
+        while not re.search(r"capture-fleet-\S+ 1 fleet/\+/events/#", self.broker_.tail(200)):
+            self.assertLess(time.monotonic(), deadline, f"the watch never subscribed\n{self.broker_.tail()}")
+            time.sleep(0.05)
+        client = re.search(r"(capture-fleet-\S+) 1 fleet/\+/events/#", self.broker_.tail(200)).group(1)
+        text = "x" * (3 << 19)
+        for n in range(151):
+            event = {"event": "decodedData", "eventId": f"big-epoch-{n}", "host": "big", "text": text}
+            self.sub.client.publish(f"{PREFIX}/big/events/dev/decodedData", json.dumps(event), qos=1).wait_for_publish(30)
+        # The watch acknowledged all 151 (its PUBACK of one follows the hand-over of the one before).
+        deadline = time.monotonic() + 60
+        while open(self.broker_.log, errors="replace").read().count(f"Received PUBACK from {client} ") < 151:
+            self.assertLess(time.monotonic(), deadline, "the watch did not take the 151 events")
+            time.sleep(0.1)
+        with open(f"/proc/{watch.pid}/status") as f:
+            rss_mb = int(next(line for line in f if line.startswith("VmRSS:")).split()[1]) / 1024
+        self.assertLess(rss_mb, 160, "the events waiting for stdout are not bounded")
+
     def test_a_broker_refusing_the_controller_exits_as_listen_does(self):
         r, _ = self.fleet("hosts", json_out=False)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -213,6 +213,11 @@ enum FleetCommand {
 
   // MARK: - watch
 
+  /// The largest event `watch` reads (a host's events are a few hundred bytes).
+  static let watchEventBytes = 2 << 20
+  /// The most payload bytes waiting for stdout, beside the 65,536 events (docs/fleet.md §9.3).
+  static let watchBytes = 64 << 20
+
   static func watch(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
     let controller = options.controller
     let (stream, continuation) = AsyncStream<FleetMessage>.makeStream(
@@ -220,13 +225,19 @@ enum FleetCommand {
     let selection = options.selection
     let wanted = options.events.map { Set($0.map(\.rawValue)) }
     let connectBy = deadline(context)
-    try await controller.subscribe(["+/events/#"], until: connectBy) { message in
-      guard message.levels.count == 3, message.levels[0] == "events", selection.matches(message.host),
-        wanted?.contains(message.levels[2]) ?? true
+    let budget = ByteBudget(watchBytes)
+    try await controller.subscribe(["+/events/#"], until: connectBy) { received in
+      guard received.levels.count == 3, received.levels[0] == "events", selection.matches(received.host),
+        wanted?.contains(received.levels[2]) ?? true
       else { return }
-      if case .dropped = continuation.yield(message) {
-        // More than 65,536 events waiting for stdout: a reader that stopped reading.
-      }
+      // A payload over the event bound is not kept: the reader below refuses it all the same (and
+      // warns), and 65,536 of them waiting would have been 128 GiB.
+      var message = received
+      if message.payload.count > watchEventBytes { message.payload = [] }
+      // More than 65,536 events or 64 MiB waiting for stdout: a reader that stopped reading; the
+      // newest are lost.
+      guard budget.take(message.payload.count) else { return }
+      if case .dropped = continuation.yield(message) { budget.give(message.payload.count) }
     }
     let timer = context.globals.timeout.map { timeout in
       Task {
@@ -237,7 +248,8 @@ enum FleetCommand {
     var deduplicator = EventDeduplicator()
     var printed = 0
     for await message in stream {
-      guard let event = FleetState.object(message.payload, limit: 2 << 20) else {
+      budget.give(message.payload.count)
+      guard let event = FleetState.object(message.payload, limit: watchEventBytes) else {
         context.output.warn(
           "fleet watch: skipped a message on \(message.host)/\(message.levels.joined(separator: "/")) that is not a JSON object"
         )
@@ -416,6 +428,22 @@ enum FleetCommand {
       ResultDocument(json: .object(["hosts": .array(documents)]), plain: .table(rows, separator: "\t")))
     return .success
   }
+}
+
+/// Bytes that may be waiting at once: taken when a message is queued, given back when it is read.
+final class ByteBudget: Sendable {
+  private let limit: Int
+  private let used = Mutex(0)
+  init(_ limit: Int) { self.limit = limit }
+  /// False (nothing taken) when `count` more would pass the limit.
+  func take(_ count: Int) -> Bool {
+    used.withLock { used in
+      guard count <= limit - used else { return false }
+      used += count
+      return true
+    }
+  }
+  func give(_ count: Int) { used.withLock { $0 -= count } }
 }
 
 /// The first error of concurrent work.
