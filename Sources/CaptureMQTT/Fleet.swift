@@ -39,6 +39,8 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   public let topics: Topics
   public let publisher: Publisher
   private let relay = LinkRelay()
+  /// The host's own messages (status, devices, replies, applied reports) the transport had no room for.
+  private let outbox: ControlOutbox
   private let hooks: Hooks
   private let commands: CommandService?
   private let devices = Mutex<[String: DeviceInfo]>([:])
@@ -60,13 +62,14 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
       hooks.warn("MQTT spool: \(spool.unacknowledgedCount) events from before wait for the broker")
     }
     publisher = Publisher(spool: spool, link: relay, warn: hooks.warn)
-    let relay = self.relay
+    let outbox = ControlOutbox(link: relay, warn: hooks.warn)
+    self.outbox = outbox
     if settings.commands != .off, let run = hooks.run {
       commands = CommandService(
         topics: settings.topics, allowed: CommandAllowList.allowed(settings.commands),
         limits: settings.commandLimits, path: spool.directory + "/replies.json", runner: run,
         reply: { topic, bytes in
-          _ = relay.publish(MQTTMessage(topic: topic, payload: bytes, qos: 1, retain: false))
+          outbox.send(MQTTMessage(topic: topic, payload: bytes, qos: 1, retain: false))
         },
         warn: hooks.warn)
     } else {
@@ -75,7 +78,7 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     let openIDs = self.openIDs
     desiredState = DesiredState(
       topics: settings.topics, run: settings.commands != .off ? hooks.run : nil, devices: { openIDs.ids },
-      publish: { _ = relay.publish($0) }, warn: hooks.warn)
+      publish: { outbox.send($0) }, warn: hooks.warn)
   }
 
   /// The Last Will: the broker publishes it (retained) when the connection ends without a DISCONNECT.
@@ -149,7 +152,10 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
       return down
     }
     if wasDown { hooks.warn("MQTT broker \(settings.url.host):\(settings.url.port) reachable again") }
-    _ = relay.publish(statusMessage(online: true))
+    // What waited for room goes first, then this connection's status: all before the spool's records
+    // (published again from the first unacknowledged one), which would take every slot of a backlog.
+    outbox.flush()
+    outbox.send(statusMessage(online: true))
     publishDevices()
     if commands != nil { relay.subscribe(topics.commands, qos: 1) }
     // Always, --mqtt-commands or not: a host that does not apply says so on its applied topic.
@@ -176,7 +182,11 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
     }
   }
 
-  public func acknowledged(_ messageID: Int32) { publisher.acknowledged(messageID) }
+  public func acknowledged(_ messageID: Int32) {
+    // A slot is free: the outbox takes it before the spool refills it (a backlog would take them all).
+    outbox.flush()
+    publisher.acknowledged(messageID)
+  }
 
   public func received(_ message: MQTTMessage) {
     if message.topic == topics.desired {
@@ -238,7 +248,7 @@ public final class Fleet: MQTTConnectionDelegate, Sendable {
   private func publishDevices() {
     let open = devices.withLock { $0.values.sorted { $0.id < $1.id } }
     let json = JSON.object(["devices": .array(open.map(Self.device))])
-    _ = relay.publish(
+    outbox.send(
       MQTTMessage(topic: topics.devices, payload: Array(json.serialized.utf8), qos: 1, retain: true))
   }
 }
@@ -249,6 +259,69 @@ final class OpenDeviceIDs: Sendable {
   var ids: [String] {
     get { value.withLock { $0 } }
     set { value.withLock { $0 = newValue } }
+  }
+}
+
+/// The host's own messages — its status, devices, remote command replies and applied reports — that
+/// the transport could not take when they were made: it was not connected, or its 256 unacknowledged
+/// messages (MQTTConnection.outstandingLimit) were in flight, which is what a spool draining a backlog
+/// after an outage does (docs/fleet.md §4). Dropped, a reply never came and an applied report was
+/// never seen (the host stayed "pending" until its next connection). They wait here, in order, and
+/// go out as soon as there is room: on each connection and each PUBACK, before the spool takes the
+/// slot. A retained topic keeps only its newest message (the broker keeps no other); at most
+/// `maximumBytes` wait, the oldest dropped past that with a warning (replies are at most 1 MiB each).
+/// The lock is held while publishing, so two threads never reorder the queue; the transport calls
+/// its delegate outside its own lock (Sources/MosquittoClient/Core.swift), so the order of the two
+/// locks is always this one, then the transport's.
+final class ControlOutbox: Sendable {
+  static let maximumBytes = 8 << 20
+  private struct State {
+    var queue: [MQTTMessage] = []
+    var bytes = 0
+  }
+  private let state = Mutex(State())
+  private let link: any MQTTLink
+  private let warn: @Sendable (String) -> Void
+
+  init(link: any MQTTLink, warn: @escaping @Sendable (String) -> Void) {
+    self.link = link
+    self.warn = warn
+  }
+
+  var waiting: Int { state.withLock { $0.queue.count } }
+
+  /// Published now when nothing waits and the transport takes it; queued otherwise.
+  func send(_ message: MQTTMessage) {
+    let dropped = state.withLock { s -> Int in
+      if s.queue.isEmpty, link.publish(message) != nil { return 0 }
+      if message.retain, let old = s.queue.firstIndex(where: { $0.retain && $0.topic == message.topic }) {
+        s.bytes -= s.queue[old].payload.count
+        s.queue.remove(at: old)
+      }
+      s.queue.append(message)
+      s.bytes += message.payload.count
+      var dropped = 0
+      while s.bytes > Self.maximumBytes, s.queue.count > 1 {
+        s.bytes -= s.queue.removeFirst().payload.count
+        dropped += 1
+      }
+      return dropped
+    }
+    if dropped > 0 {
+      warn("MQTT: \(dropped) messages waiting for the broker dropped (more than 8 MiB waited)")
+    }
+  }
+
+  /// As many waiting messages as the transport takes now, in order.
+  func flush() {
+    state.withLock { s in
+      var sent = 0
+      while sent < s.queue.count, link.publish(s.queue[sent]) != nil {
+        s.bytes -= s.queue[sent].payload.count
+        sent += 1
+      }
+      if sent > 0 { s.queue.removeFirst(sent) }
+    }
   }
 }
 

@@ -84,6 +84,25 @@ import Testing
     #expect(warnings[0] == "fleet: skipped the retained bad-1/status: not a JSON object")
   }
 
+  /// A reply's or report's exit comes from the network: only 0–255 is a host's exit status; anything
+  /// else is ESKT_INVALIDFORMAT (85), a failure, and never negated (Int32.min trapped, -5 exited 0).
+  @Test func anExitOutside0To255IsInvalidFormatNeverNegated() {
+    #expect(FleetState.exitStatus(.number(0)) == 0)
+    #expect(FleetState.exitStatus(.number(37)) == 37)
+    #expect(FleetState.exitStatus(.number(255)) == 255)
+    for forged: JSON in [
+      .number(-2_147_483_648), .number(Int64.min), .number(-5), .number(256), .literal("1.5"), .string("0"),
+      .null,
+    ] {
+      #expect(FleetState.exitStatus(forged) == 85)
+    }
+    #expect(FleetState.exitStatus(nil) == 85)
+    #expect(FleetState.exit(["exit": .number(-2_147_483_648)]) == 85)
+    #expect(
+      FleetState.appliedLines(
+        "h", ["devices": .array([.object(["device": .string("d"), "exit": .number(-5)])])])[0][2] == "85")
+  }
+
   @Test func eventIDsSplitFromTheRightSinceAHostIDMayHoldDashes() {
     #expect(EventDeduplicator.split("till-3-mx5cbng7axj-3")?.stream == "till-3-mx5cbng7axj")
     #expect(EventDeduplicator.split("till-3-mx5cbng7axj-3")?.seq == 3)

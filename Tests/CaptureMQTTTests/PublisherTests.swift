@@ -209,7 +209,8 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
     #expect(status.message.retain)
     #expect(text(status.message).hasPrefix(#"{"host":"till-3","since":""#))
     #expect(text(status.message).contains(#""state":"online""#))
-    #expect(link.subscribed == ["acme/till-3/commands"])
+    // The desired state is subscribed to with or without --mqtt-commands (docs/fleet.md §9.4).
+    #expect(link.subscribed == ["acme/till-3/commands", "acme/till-3/desired"])
     let arrival = Event(time: .now(), device: Self.device, payload: .deviceArrival)
     #expect(await fleet.take(arrival) == .safe)
     let devices = try #require(link.sent.last { $0.message.topic == "acme/till-3/devices" })
@@ -227,6 +228,23 @@ func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, 
         #"{"device":{"id":"/dev/ttyACM0","name":"S740","type":5,"typeName":"SocketCamC820"},"event":"deviceArrival","eventId":"till-3-"#
       ))
     #expect(text(event).hasSuffix(#"-0","host":"till-3","time":""# + arrival.time.iso8601 + #""}"#))
+    await fleet.stop(grace: .zero)
+  }
+
+  /// A status the transport had no room for (a spool backlog in flight, docs/fleet.md §4) waits and
+  /// goes out with the next PUBACK; it was dropped, and the retained status stayed the Will's offline.
+  @Test func theOnlineStatusWaitsForRoomAndGoesOutOnTheNextAcknowledgement() async throws {
+    let dir = TemporaryDirectory()
+    let fleet = try Self.fleet(dir)
+    let link = RecordingLink()
+    try fleet.connect(link: link)
+    link.setUp(false)
+    fleet.connected()
+    #expect(link.sent.isEmpty)
+    link.setUp(true)
+    fleet.acknowledged(4242)
+    #expect(link.sent.map(\.message.topic).prefix(2) == ["acme/till-3/status", "acme/till-3/devices"])
+    #expect(text(link.sent[0].message).contains(#""state":"online""#))
     await fleet.stop(grace: .zero)
   }
 

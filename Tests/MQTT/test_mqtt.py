@@ -128,7 +128,7 @@ class Capture:
     with the same spool)."""
 
     def __init__(self, broker, devices=(), extra=(), command="listen", url=None, state=None, json_out=True,
-                 env=None, mqtt=True):
+                 env=None, mqtt=True, stdin=subprocess.DEVNULL):
         self.state = state or tempfile.mkdtemp(prefix="capture-mqtt-test.")
         self.own_state = state is None
         if mqtt and url is None:
@@ -143,7 +143,7 @@ class Capture:
         self.env = dict(os.environ, XDG_STATE_HOME=self.state, NO_COLOR="1", **(env or {}))
         self.out_lines, self.err_lines = [], []
         self.lock = threading.Lock()
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=stdin, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         self.readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.out_lines), daemon=True),
                         threading.Thread(target=self._read, args=(self.proc.stderr, self.err_lines), daemon=True)]
@@ -243,8 +243,9 @@ class Capture:
     def close(self):
         if self.proc.poll() is None:
             self.terminate()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            stream.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
         if self.own_state:
             shutil.rmtree(self.state, ignore_errors=True)
 

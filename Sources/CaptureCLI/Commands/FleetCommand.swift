@@ -178,10 +178,8 @@ enum FleetCommand {
     }
     let request: [String: JSON] = ["id": .string(id), "argv": .array(options.argv.map(JSON.string))]
     let payload = Array(JSON.object(request).serialized.utf8)
-    for host in asked {
-      try await controller.publish(
-        host: host, levels: ["commands"], payload: payload, retain: false, until: end)
-    }
+    try await publishAll(
+      asked, levels: ["commands"], payload: payload, retain: false, controller: controller, until: end)
     if !asked.isEmpty { await allIn.wait(until: end) }
     let got = replies.withLock { $0 }
     var rows: [[String]] = []
@@ -190,8 +188,7 @@ enum FleetCommand {
     var silent = false
     for host in selected {
       if case .object(let reply)? = got[host] {
-        var exit: Int32 = 85
-        if case .number(let n)? = reply["exit"], let e = Int32(exactly: n) { exit = e }
+        let exit = FleetState.exitStatus(reply["exit"])
         if exit != 0 && failure == nil { failure = exit }
         var document = reply
         document.removeValue(forKey: "id")
@@ -209,11 +206,17 @@ enum FleetCommand {
     context.output.document(
       ResultDocument(
         json: .object(["id": .string(id), "hosts": .array(documents)]), plain: .table(rows, separator: "\t")))
+    // failure is 1-255 (FleetState.exitStatus), so negating it cannot trap.
     if let failure { return .status(ResultCode(-failure)) }
     return silent ? .status(.requestTimedOut) : .success
   }
 
   // MARK: - watch
+
+  /// The largest event `watch` reads (a host's events are a few hundred bytes).
+  static let watchEventBytes = 2 << 20
+  /// The most payload bytes waiting for stdout, beside the 65,536 events (docs/fleet.md §9.3).
+  static let watchBytes = 64 << 20
 
   static func watch(_ options: Options, _ context: Context) async throws(CaptureError) -> CommandOutcome {
     let controller = options.controller
@@ -222,13 +225,19 @@ enum FleetCommand {
     let selection = options.selection
     let wanted = options.events.map { Set($0.map(\.rawValue)) }
     let connectBy = deadline(context)
-    try await controller.subscribe(["+/events/#"], until: connectBy) { message in
-      guard message.levels.count == 3, message.levels[0] == "events", selection.matches(message.host),
-        wanted?.contains(message.levels[2]) ?? true
+    let budget = ByteBudget(watchBytes)
+    try await controller.subscribe(["+/events/#"], until: connectBy) { received in
+      guard received.levels.count == 3, received.levels[0] == "events", selection.matches(received.host),
+        wanted?.contains(received.levels[2]) ?? true
       else { return }
-      if case .dropped = continuation.yield(message) {
-        // More than 65,536 events waiting for stdout: a reader that stopped reading.
-      }
+      // A payload over the event bound is not kept: the reader below refuses it all the same (and
+      // warns), and 65,536 of them waiting would have been 128 GiB.
+      var message = received
+      if message.payload.count > watchEventBytes { message.payload = [] }
+      // More than 65,536 events or 64 MiB waiting for stdout: a reader that stopped reading; the
+      // newest are lost.
+      guard budget.take(message.payload.count) else { return }
+      if case .dropped = continuation.yield(message) { budget.give(message.payload.count) }
     }
     let timer = context.globals.timeout.map { timeout in
       Task {
@@ -239,7 +248,8 @@ enum FleetCommand {
     var deduplicator = EventDeduplicator()
     var printed = 0
     for await message in stream {
-      guard let event = FleetState.object(message.payload, limit: 2 << 20) else {
+      budget.give(message.payload.count)
+      guard let event = FleetState.object(message.payload, limit: watchEventBytes) else {
         context.output.warn(
           "fleet watch: skipped a message on \(message.host)/\(message.levels.joined(separator: "/")) that is not a JSON object"
         )
@@ -304,10 +314,8 @@ enum FleetCommand {
       }
     }
     let payload = Array(JSON.object(desired).serialized.utf8)
-    for host in selected {
-      try await controller.publish(
-        host: host, levels: ["desired"], payload: payload, retain: true, until: end)
-    }
+    try await publishAll(
+      selected, levels: ["desired"], payload: payload, retain: true, controller: controller, until: end)
     guard let wait = options.wait else {
       context.output.document(
         ResultDocument(
@@ -322,8 +330,44 @@ enum FleetCommand {
       ResultDocument(
         json: .object(["version": .string(version), "hosts": .array(documents)]),
         plain: .table(rows, separator: "\t")))
+    // failure is 1-255 (FleetState.exitStatus), so negating it cannot trap.
     if let failure { return .status(ResultCode(-failure)) }
     return missing ? .status(.requestTimedOut) : .success
+  }
+
+  /// Publishes `payload` to every host, up to `inFlight` at once awaiting their PUBACK. One after the
+  /// other, each waiting for its PUBACK, costs a round trip per host: 300 hosts behind a broker 50 ms
+  /// away took 15 s, past the default --timeout of 10 s. 128 stays below the transport's 256
+  /// unacknowledged messages (MQTTConnection.outstandingLimit) with room for the markers; a publish
+  /// the transport cannot take yet is tried again by the controller until `end`. The first failure is
+  /// thrown once the publishes already started have ended; no new one starts after it.
+  static func publishAll(
+    _ hosts: [String], levels: [String], payload: [UInt8], retain: Bool, controller: any FleetControl,
+    until end: ContinuousClock.Instant, inFlight: Int = 128
+  ) async throws(CaptureError) {
+    let failure = FirstFailure()
+    await withTaskGroup(of: Void.self) { group in
+      var pending = hosts[...]
+      func start(_ host: String) {
+        group.addTask {
+          do throws(CaptureError) {
+            try await controller.publish(
+              host: host, levels: levels, payload: payload, retain: retain, until: end)
+          } catch {
+            failure.record(error)
+          }
+        }
+      }
+      while let host = pending.first, hosts.count - pending.count < inFlight {
+        pending = pending.dropFirst()
+        start(host)
+      }
+      while await group.next() != nil {
+        guard failure.error == nil, let host = pending.popFirst() else { continue }
+        start(host)
+      }
+    }
+    if let error = failure.error { throw error }
   }
 
   /// The applied reports as rows and documents, the first failure's exit, and whether one is missing.
@@ -384,6 +428,29 @@ enum FleetCommand {
       ResultDocument(json: .object(["hosts": .array(documents)]), plain: .table(rows, separator: "\t")))
     return .success
   }
+}
+
+/// Bytes that may be waiting at once: taken when a message is queued, given back when it is read.
+final class ByteBudget: Sendable {
+  private let limit: Int
+  private let used = Mutex(0)
+  init(_ limit: Int) { self.limit = limit }
+  /// False (nothing taken) when `count` more would pass the limit.
+  func take(_ count: Int) -> Bool {
+    used.withLock { used in
+      guard count <= limit - used else { return false }
+      used += count
+      return true
+    }
+  }
+  func give(_ count: Int) { used.withLock { $0 -= count } }
+}
+
+/// The first error of concurrent work.
+final class FirstFailure: Sendable {
+  private let state = Mutex<CaptureError?>(nil)
+  func record(_ error: CaptureError) { state.withLock { if $0 == nil { $0 = error } } }
+  var error: CaptureError? { state.withLock { $0 } }
 }
 
 /// A one-shot signal with a deadline: fired once, waited for once.

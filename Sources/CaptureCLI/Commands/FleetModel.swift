@@ -143,10 +143,18 @@ struct FleetState {
     return line
   }
 
-  /// An applied report's exit status (85 when it has none: not a report capture writes).
-  static func exit(_ report: [String: JSON]) -> Int32 {
-    if case .number(let n)? = report["exit"], let e = Int32(exactly: n) { return e }
-    return 85
+  /// An applied report's exit status (`exitStatus` of its `exit`).
+  static func exit(_ report: [String: JSON]) -> Int32 { exitStatus(report["exit"]) }
+
+  /// A host's exit status as its reply or applied report gives it, read from the network: an integer
+  /// 0–255, the range of an exit status (POSIX wait keeps 8 bits) and so of every exit a capture host
+  /// sends (docs/capture-sdk.md §1: the SKT codes negated, capped at 255). Anything else — no exit, a
+  /// negative number, one past 255, a fraction — is no capture host's and counts as a failure,
+  /// ESKT_INVALIDFORMAT (85): fail closed. Never negated as it came: `-Int32.min` traps, and a
+  /// negative exit negated is a positive SKT code, a warning, which `fleet` would have exited 0 on.
+  static func exitStatus(_ value: JSON?) -> Int32 {
+    if case .number(let n)? = value, (0...255).contains(n) { return Int32(n) }
+    return ExitStatus.of(.invalidFormat)
   }
 
   /// An applied report as plain rows: one per device, HOST DEVICE EXIT and the changed, unchanged
@@ -170,8 +178,7 @@ struct FleetState {
       }
       var id = "?"
       if case .string(let s)? = d["device"] { id = s }
-      var code: Int32 = 85
-      if case .number(let n)? = d["exit"], let e = Int32(exactly: n) { code = e }
+      let code = exitStatus(d["exit"])
       let changed = names("changed")
       let failed = names("failed")
       var words = changed.isEmpty ? "nothing written" : "changed: " + changed.joined(separator: ", ")
