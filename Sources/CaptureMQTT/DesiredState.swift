@@ -152,6 +152,16 @@ final class DesiredState: Sendable {
       return
     }
     let targets = desired.device.map { [$0] } ?? devices()
+    // No device open to apply it to (the host started before its scanner, or has none): not applied.
+    // A report of exit 0 would show the host converged; it is applied again when a device arrives.
+    guard !targets.isEmpty else {
+      report(
+        version: desired.version, exit: ExitStatus.of(.notFound),
+        error: CaptureError(
+          .notFound, "no device is open to apply the profile to; it is applied when one arrives"),
+        devices: [])
+      return
+    }
     var results: [JSON] = []
     var first: Int32 = 0
     for target in targets {
