@@ -1378,8 +1378,21 @@ def restart_controllers(ctx):
     ctx.log(f"  (controllers restarted in {time.monotonic() - started:.1f} s)")
 
 
+def loopback_up():
+    """The loopback interface up (the VM has no network and init brings up nothing): camera-serve's
+    client talks to `capture serve` on 127.0.0.1. SIOCGIFFLAGS/SIOCSIFFLAGS (netdevice(7)) with
+    IFF_UP, struct ifreq as its name (16 bytes) and the flags (a short)."""
+    import socket
+    import struct
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14s", b"lo", 0, b"")
+        flags = struct.unpack("16sH14s", fcntl.ioctl(s, 0x8913, request))[1]
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14s", b"lo", flags | 0x1, b""))
+
+
 def setup(share, log):
     import dbus
+    loopback_up()
     logs = os.path.join(share, "logs")
     os.makedirs(logs, exist_ok=True)
     os.makedirs("/run/dbus", exist_ok=True)
