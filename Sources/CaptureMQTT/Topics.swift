@@ -1,3 +1,5 @@
+import CaptureContract
+
 /// The topic layout of one host (docs/fleet.md §1). Never renamed once published: consumers subscribe
 /// to these names.
 public struct Topics: Sendable, Equatable {
@@ -51,21 +53,7 @@ public struct Topics: Sendable, Equatable {
 
   /// The inverse of `escape` (for consumers and tests), and the broker URL's user name decoding:
   /// every `%XX` decoded, anything else kept as written.
-  public static func unescape(_ text: String) -> String {
-    var out: [UInt8] = []
-    var bytes = Array(text.utf8)[...]
-    while let byte = bytes.popFirst() {
-      if byte == UInt8(ascii: "%"), bytes.count >= 2,
-        let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
-      {
-        out.append(value)
-        bytes = bytes.dropFirst(2)
-      } else {
-        out.append(byte)
-      }
-    }
-    return String(decoding: out, as: UTF8.self)
-  }
+  public static func unescape(_ text: String) -> String { PercentEscape.unescape(text) }
 
   /// The longest topic prefix taken: room for HOST, the longest level after it and a device id, well
   /// inside the 65,535 bytes of an MQTT topic.

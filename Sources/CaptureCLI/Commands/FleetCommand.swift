@@ -257,7 +257,7 @@ enum FleetCommand {
       }
       if case .string(let eventID)? = event["eventId"], !deduplicator.isNew(eventID) { continue }
       let json = JSON.object(event)
-      var plain = "\(message.host)\t\(Topic.unescape(message.levels[1]))\t"
+      var plain = "\(message.host)\t\(PercentEscape.unescape(message.levels[1]))\t"
       if case .string(let text)? = event["text"] { plain += text } else { plain += message.levels[2] }
       try context.output.streamLine(context.globals.json ? json.serialized : plain)
       printed += 1
@@ -481,25 +481,5 @@ final class Signal: Sendable {
       if now { continuation.resume() }
     }
     timer.cancel()
-  }
-}
-
-/// Topic levels as docs/fleet.md §1 escapes them.
-enum Topic {
-  /// Every `%XX` decoded, anything else kept.
-  static func unescape(_ text: String) -> String {
-    var out: [UInt8] = []
-    var bytes = Array(text.utf8)[...]
-    while let byte = bytes.popFirst() {
-      if byte == UInt8(ascii: "%"), bytes.count >= 2,
-        let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
-      {
-        out.append(value)
-        bytes = bytes.dropFirst(2)
-      } else {
-        out.append(byte)
-      }
-    }
-    return String(decoding: out, as: UTF8.self)
   }
 }
