@@ -200,7 +200,12 @@ struct CameraRemovalTests {
     var events = again.events.makeAsyncIterator()
     #expect(Self.describe(await events.next()) == "arrival")
     let reading = Task { try await again.trigger(.continuousScan) }
-    while opens.count.load(ordering: .relaxed) < 2 { try await Task.sleep(for: .milliseconds(5)) }
+    // The second open (the read's), with a hang guard: a read that never opens fails here, not by hanging.
+    let deadline = ContinuousClock.now + .seconds(60)
+    while opens.count.load(ordering: .relaxed) < 2 && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    try #require(opens.count.load(ordering: .relaxed) >= 2, "the continuous read never opened the camera")
     await again.close()
     #expect(Self.describe(await events.next()) == "removal")
     #expect(Self.describe(await events.next()) == "end")
