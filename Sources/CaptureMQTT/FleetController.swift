@@ -131,12 +131,7 @@ public final class FleetController: FleetControl, MQTTConnectionDelegate {
       state.withLock { $0.connection = connection }
       connection.start()
     }
-    let timer = Task {
-      try? await Task.sleep(until: deadline, clock: .continuous)
-      _ = answer.offer(.some(self.timedOut("connecting")))
-    }
-    let outcome = await answer.wait()
-    timer.cancel()
+    let outcome = await answer.wait(until: deadline, orElse: .some(timedOut("connecting")))
     if let outcome { throw outcome }
   }
 
@@ -168,12 +163,7 @@ public final class FleetController: FleetControl, MQTTConnectionDelegate {
     for filter in full { connection?.subscribe(filter, qos: 1) }
     try await publishAcknowledged(
       MQTTMessage(topic: "\(markerBase)/\(token)", payload: [], qos: 1, retain: false), until: deadline)
-    let timer = Task {
-      try? await Task.sleep(until: deadline, clock: .continuous)
-      _ = arrived.offer(false)
-    }
-    let back = await arrived.wait()
-    timer.cancel()
+    let back = await arrived.wait(until: deadline, orElse: false)
     state.withLock { _ = $0.markers.removeValue(forKey: token) }
     guard back else {
       state.withLock { _ = $0.deliveries.removeValue(forKey: token) }
@@ -198,12 +188,7 @@ public final class FleetController: FleetControl, MQTTConnectionDelegate {
           return false
         }
         if early { return }
-        let timer = Task {
-          try? await Task.sleep(until: deadline, clock: .continuous)
-          _ = acknowledged.offer(false)
-        }
-        let done = await acknowledged.wait()
-        timer.cancel()
+        let done = await acknowledged.wait(until: deadline, orElse: false)
         state.withLock { _ = $0.acknowledgements.removeValue(forKey: mid) }
         if done { return }
         throw timedOut("waiting for the broker to acknowledge \(message.topic)")

@@ -378,12 +378,7 @@ public final class CommandService: Sendable {
       if s.stopped { task.cancel() }
       return task
     }
-    let timer = Task {
-      try? await Task.sleep(until: deadline, clock: .continuous)
-      _ = answer.offer(nil)
-    }
-    let result = await answer.wait()
-    timer.cancel()
+    let result = await answer.wait(until: deadline, orElse: nil)
     guard let result else {
       // Cut: the runner is asked to end (a watching command ends as on SIGINT, blocking work sees its
       // cancellation); the slot stays taken until it has returned.
@@ -582,6 +577,17 @@ final class FirstAnswer<Value: Sendable>: Sendable {
     }
     waiter.0?.resume(returning: value)
     return waiter.1
+  }
+
+  /// The answer, or `fallback` once `deadline` has passed without one (it is offered then, so an
+  /// answer that comes later loses).
+  func wait(until deadline: ContinuousClock.Instant, orElse fallback: Value) async -> Value {
+    let timer = Task {
+      try? await Task.sleep(until: deadline, clock: .continuous)
+      _ = self.offer(fallback)
+    }
+    defer { timer.cancel() }
+    return await wait()
   }
 
   /// The answer, once one is offered (one waiter).
