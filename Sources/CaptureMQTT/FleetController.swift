@@ -298,12 +298,7 @@ public enum FleetControllerOptions {
     return FleetController(
       url: url,
       endpoint: { () throws(CaptureError) -> MQTTEndpoint in
-        var password: String?
-        if let passwordFile {
-          let read = try PasswordFile.read(passwordFile)
-          if let warning = read.warning { warn(warning) }
-          password = read.password
-        }
+        let password = try PasswordFile.password(passwordFile, warn: warn)
         return MQTTEndpoint(
           host: url.host, port: url.port,
           tls: url.tls ? .init(caFile: caFile, certFile: certFile, keyFile: keyFile) : nil,

@@ -68,12 +68,7 @@ public struct FleetOptions: FrontEndRequest {
   /// The settings, with what needs reading: the host id (/etc/machine-id) and the password file.
   public func settings(warn: (String) -> Void) throws(CaptureError) -> FleetSettings {
     let host = try HostIdentity.resolve(hostID)
-    var password: String?
-    if let passwordFile {
-      let read = try PasswordFile.read(passwordFile)
-      if let warning = read.warning { warn(warning) }
-      password = read.password
-    }
+    let password = try PasswordFile.password(passwordFile, warn: warn)
     return FleetSettings(
       url: url, hostID: host, caFile: caFile, certFile: certFile, keyFile: keyFile, password: password,
       spoolMax: spoolMax, confirmDelivery: confirmDelivery, commands: commands, commandTimeout: commandTimeout

@@ -271,6 +271,15 @@ public enum PasswordFile {
   /// A password file larger than this is not one.
   public static let maximumSize = 4096
 
+  /// The password of `path` (nil without one), its permission warning told to `warn`: what `listen
+  /// --mqtt` and `fleet` both do when they connect.
+  public static func password(_ path: String?, warn: (String) -> Void) throws(CaptureError) -> String? {
+    guard let path else { return nil }
+    let read = try read(path)
+    if let warning = read.warning { warn(warning) }
+    return read.password
+  }
+
   /// The password, and a warning when the file can be read by its group or others (it should be 0600
   /// or 0400, like ssh's keys).
   public static func read(_ path: String) throws(CaptureError) -> (password: String, warning: String?) {
