@@ -18,6 +18,8 @@ import tempfile
 import time
 import traceback
 
+import camera  # the camera tier's vivid helpers (Tests/VM/camera.py, beside this file in the share)
+
 CODE = "EQ0000013158"
 # The channel the scanner's Serial Port record names; the host's --accept channel.
 SCANNER_CHANNEL = 3
@@ -842,7 +844,6 @@ class Camera:
     def __init__(self, ctx, width=640, height=480, fourcc="GREY", multiplanar=False, nodes=None):
         """`nodes`: vivid's (capture, output), loaded already and streamed from by a reader that opened
         the capture node as it came back: the loop follows the capture node's own size and format."""
-        import camera
         self.ctx = ctx
         if nodes:
             self.capture, self.output = nodes
@@ -865,7 +866,6 @@ class Camera:
 
     def reconfigure(self, fourcc):
         """The loop in another pixel format: both sides set again, a new writer for it."""
-        import camera
         self.writer.close()
         line, size = camera.configure(self.capture, self.output, self.width, self.height, fourcc, self.ctx.log)
         self.writer = camera.Writer(self.output, self.paths, self.width, self.height, fourcc, line, size,
@@ -876,7 +876,6 @@ class Camera:
         self.writer.show(name)
 
     def close(self):
-        import camera
         self.writer.close()
         camera.unload(self.ctx.log)
 
@@ -983,7 +982,6 @@ CAMERA_FORMATS = ["GREY", "NV12", "NV21", "NV16", "NV61", "YU12", "YV12", "422P"
 def read_format(ctx, cam, fourcc, name):
     """vivid's loop switched to `fourcc` (both sides; a new writer for the new frame size), `name` in
     view, and one `listen --camera --camera-format FOURCC --count 1` read of it."""
-    import camera
     cam.reconfigure(fourcc)
     cam.show(name)
     done = ctx.run(["--json", "listen", "--camera", cam.capture, "--camera-format", fourcc, "--count", "1",
@@ -1047,7 +1045,6 @@ def camera_removal(ctx):
     with ENODEV, as after a USB unplug) and plugged in again (vivid reloaded: the node is back): a
     deviceRemoval, the descriptor closed, a deviceArrival once the node is back, and the next code read;
     SIGTERM ends it with 0."""
-    import camera
     cam = Camera(ctx)
     cam.show("qr-640")
     process, out, err = ctx.start_capture(["--json", "listen", "--camera", cam.capture])
@@ -1094,7 +1091,7 @@ def camera_serve(ctx):
     texts = [FRAME_CODES[n][0] for n in ["qr-640", "dm-640", "qr2-640"]]
 
     def camera_closed(what):
-        camera_module().wait_for(lambda: fds_on(service.proc.pid, cam.capture) == 0, 60, what)
+        camera.wait_for(lambda: fds_on(service.proc.pid, cam.capture) == 0, 60, what)
 
     async def drive():
         client = await h.EventClient(service).open()
@@ -1124,11 +1121,6 @@ def camera_serve(ctx):
 
     asyncio.run(drive())
     ctx.log(f"  (serve stderr: {service.stderr()[-10:]})")
-
-
-def camera_module():
-    import camera
-    return camera
 
 
 def camera_not_capture(ctx):
@@ -1222,7 +1214,7 @@ def measure_reader(ctx, cam, command, names, switches):
             hit = [stamp for stamp, t in lines[seen:] if t == texts[name]]
             if not hit:
                 errors.seek(0)
-                shown = camera_module().run(["v4l2-ctl", "-d", cam.capture, "--get-fmt-video"], ctx.log).stdout
+                shown = camera.run(["v4l2-ctl", "-d", cam.capture, "--get-fmt-video"], ctx.log).stdout
                 raise Failure(f"{command[0]} did not read {name} in 60 s: {lines[seen:]}; its stderr: "
                               f"{errors.read()[-2000:]!r}; the capture format: {shown!r}")
             if index > 0:  # the first read includes the reader's start
