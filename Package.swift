@@ -5,6 +5,15 @@ import PackageDescription
 /// lib/libZXing.a. An absolute path: SwiftPM runs compilers and the linker from other directories.
 let zxingCpp = Context.packageDirectory + "/.build/zxing-cpp/current"
 
+/// Debian's multiarch triplet, where libdbus-1-dev puts dbus-arch-deps.h (/usr/lib/TRIPLET/dbus-1.0/include).
+#if arch(x86_64)
+  let multiarch = "x86_64-linux-gnu"
+#elseif arch(arm64)
+  let multiarch = "aarch64-linux-gnu"
+#else
+  #error("capture builds on Debian amd64 and arm64 (CLazyLibraries' trampolines)")
+#endif
+
 // Layers (docs/architecture.md §2): capture → front ends (CaptureCLI, CaptureService, CaptureMQTT) →
 // CaptureContract → CaptureCore → Drivers → transports (Decoders, DBus/BlueZ, Bluetooth, HTTPTransport,
 // MosquittoClient) → C shims. A front end never imports a driver, a device transport or another front end;
@@ -35,28 +44,40 @@ let package = Package(
     .target(name: "CaptureMQTT", dependencies: ["CaptureCore", "CaptureContract", "MosquittoClient"]),
     // libmosquitto (Debian's libmosquitto-dev 2.0) behind a small C shim; MosquittoClient runs its network
     // loop on a thread of its own.
-    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
-    .target(name: "MosquittoClient", dependencies: ["CMosquitto", "CaptureCore"]),
+    .target(name: "CMosquitto", dependencies: ["CLazyLibraries"]),
+    .target(name: "MosquittoClient", dependencies: ["CMosquitto", "CLazyLibraries", "CaptureCore"]),
     // The Capture service for CaptureJS web apps (`capture serve`): a front end of the engine over the
     // HTTP + WebSocket transport.
     .target(name: "CaptureService", dependencies: ["CaptureCore", "CaptureContract", "HTTPTransport"]),
     // libwebsockets behind a C shim (its header is too large and macro-laden to import): one event
     // loop thread serves every HTTP and WebSocket connection.
-    .target(name: "CWebSockets", linkerSettings: [.linkedLibrary("websockets")]),
-    .target(name: "HTTPTransport", dependencies: ["CWebSockets", "CaptureCore"]),
+    .target(name: "CWebSockets", dependencies: ["CLazyLibraries"]),
+    .target(name: "HTTPTransport", dependencies: ["CWebSockets", "CLazyLibraries", "CaptureCore"]),
     .target(name: "CaptureCore"),
+    // ZBar, libdbus, libwebsockets, libmosquitto and libbluetooth are loaded when a command first needs
+    // them, not at start-up: trampolines of the functions capture calls, filled in by cll_load
+    // (docs/architecture.md, "Libraries loaded on demand"). Their transports call cll_load before
+    // anything else; no target links them.
+    .target(name: "CLazyLibraries"),
     .target(name: "Drivers", dependencies: ["CaptureCore", "Decoders", "BlueZ", "Bluetooth"]),
     // BlueZ over D-Bus: a general libdbus client, then one Swift type per BlueZ interface. Drivers reach
     // BlueZ only through its typed API and do not import DBus.
-    .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
-    .target(name: "DBus", dependencies: ["CDBus"]),
+    // No pkgConfig: it would link libdbus-1 (CLazyLibraries loads it). Its headers' two directories
+    // (pkg-config --cflags dbus-1) are given to the one module that imports CDBus.
+    .systemLibrary(name: "CDBus", providers: [.apt(["libdbus-1-dev"])]),
+    .target(
+      name: "DBus", dependencies: ["CDBus", "CLazyLibraries"],
+      swiftSettings: [
+        .unsafeFlags(["-Xcc", "-I/usr/include/dbus-1.0", "-Xcc", "-I/usr/lib/\(multiarch)/dbus-1.0/include"])
+      ]),
     .target(name: "BlueZ", dependencies: ["DBus", "CaptureCore"]),
     // Bluetooth Classic: libbluetooth behind a C shim (macros Swift cannot import), then one
     // fakeable syscall seam in Swift.
-    .target(name: "CBluetooth", linkerSettings: [.linkedLibrary("bluetooth")]),
+    .target(name: "CBluetooth", dependencies: ["CLazyLibraries"]),
     .target(name: "Bluetooth", dependencies: ["CBluetooth", "CaptureCore"]),
-    .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2"]),
-    .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+    .target(name: "Decoders", dependencies: ["CZBar", "CZXing", "CImageIO", "CV4L2", "CLazyLibraries"]),
+    // No pkgConfig: it would link libzbar (CLazyLibraries loads it); zbar.h is in /usr/include.
+    .systemLibrary(name: "CZBar", providers: [.apt(["libzbar-dev"])]),
     // zxing-cpp is C++ only: a C-ABI shim keeps C++ interop out of every importer (docs/swift-on-linux.md).
     // zxing-cpp itself is the release pinned in deps/zxing-cpp.lock, built by `make deps`
     // (scripts/build-zxing-cpp) as a static library under .build/zxing-cpp/current and linked into

@@ -44,7 +44,7 @@ public final class ServiceListener: Sendable {
     case .addressInUse: CaptureError(.alreadyExisting, error.description)
     case .permissionDenied: CaptureError(.fileAccessDenied, error.description)
     case .badAddress: CaptureError(.invalidParameter, error.description)
-    case .systemError: CaptureError(.notAvailable, error.description)
+    case .systemError, .libraryUnavailable: CaptureError(.notAvailable, error.description)
     }
   }
 }

@@ -41,6 +41,7 @@ public final class DBusConnection: Sendable {
   /// registers with it (the `Hello` call), which gives the unique name. Blocks the calling thread for
   /// the connect and the Hello round trip.
   public init(address: String) throws(DBusError) {
+    try Library.load()
     _ = threadsInitialized
     if address.utf8.contains(0) { throw .invalidArgs("a D-Bus address cannot contain NUL") }
     var error = CDBus.DBusError()

@@ -103,7 +103,7 @@ public final class BarcodeReader: Sendable {
     let askZBar = useZBar && (zxingFound.isEmpty || addOnMissing)
     let askInverted = useZXing && zxingFound.isEmpty && zxingRead.error == nil && zxing.invertedMask != 0
     var flipped = askInverted ? Self.inverted(pixels) : []
-    var zbar: (symbols: [RawSymbol], addOns: [RawAddOn]) = ([], [])
+    var zbar: (symbols: [RawSymbol], addOns: [RawAddOn], error: String?) = ([], [], nil)
     var invertedRead: (symbols: [RawSymbol], error: String?) = ([], nil)
     var scanned = false
     if askZBar && askInverted && concurrentEngines {
@@ -134,19 +134,18 @@ public final class BarcodeReader: Sendable {
       }
     }
     var symbols = zxingRead.symbols + zbar.symbols + invertedRead.symbols
-    let problem = zxingRead.error ?? invertedRead.error
+    var problem = zxingRead.error ?? invertedRead.error ?? zbar.error
     // 3. Light linear codes on a dark ground, when nothing above found anything: ZBar scans the inverted
     // image (its own ZBAR_CFG_TEST_INVERTED would do so whenever ZBar alone found nothing, also for the
     // many images only zxing-cpp reads; and an inverted GS1 DataBar can read as another DataBar with a
     // valid check digit, seen on bench/corpus.py's inverted copies, so DataBar is kept out of it).
     if useZBar && symbols.isEmpty && zbar.addOns.isEmpty && problem == nil {
       if flipped.isEmpty { flipped = Self.inverted(pixels) }
-      if let scanner = ZBarScanner(symbologies: zbarSymbologies) {
-        var found = flipped.withUnsafeBufferPointer { scanner.scan($0, width: width, height: height) }
-        found.symbols.removeAll { Self.notReadInverted.contains($0.format) }
-        symbols = found.symbols
-        zbar.addOns = found.addOns
-      }
+      var found = flipped.withUnsafeBufferPointer { scanZBar($0, width: width, height: height) }
+      found.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+      symbols = found.symbols
+      zbar.addOns = found.addOns
+      problem = found.error
     }
     return (symbols, zbar.addOns, problem)
   }
@@ -157,11 +156,16 @@ public final class BarcodeReader: Sendable {
   }
 
   private func scanZBar(_ pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
-    symbols: [RawSymbol], addOns: [RawAddOn]
+    symbols: [RawSymbol], addOns: [RawAddOn], error: String?
   ) {
     // A scanner of this decode's own (see the type's comment: ZBar's QR reader keeps random state).
-    guard let scanner = ZBarScanner(symbologies: zbarSymbologies) else { return ([], []) }
-    return scanner.scan(pixels, width: width, height: height)
+    switch ZBarScanner.make(symbologies: zbarSymbologies) {
+    case .success(let scanner):
+      let found = scanner.scan(pixels, width: width, height: height)
+      return (found.symbols, found.addOns, nil)
+    case .failure(let failure):
+      return ([], [], failure.message)
+    }
   }
 
   /// Formats whose inverted image can decode as another valid symbol.

@@ -1,3 +1,4 @@
+import CLazyLibraries
 import CZBar
 
 /// A symbol as one decoder reported it, before normalization and merging.
@@ -82,7 +83,29 @@ final class ZBarScanner: @unchecked Sendable {
     return fourcc
   }()
 
-  init?(symbologies: [zbar_symbol_type_t]) {
+  /// Why ZBar cannot scan: libzbar did not load (cll_load's words), or it could not make a scanner.
+  struct Unavailable: Error {
+    let message: String
+  }
+
+  /// A scanner, after loading libzbar if this is the process's first ZBar scan (it is loaded on demand:
+  /// an image zxing-cpp reads never maps it; docs/architecture.md, "Libraries loaded on demand").
+  static func make(symbologies: [zbar_symbol_type_t]) -> Result<ZBarScanner, Unavailable> {
+    if let failure = loadFailure() { return .failure(Unavailable(message: failure)) }
+    guard let scanner = ZBarScanner(symbologies: symbologies) else {
+      return .failure(Unavailable(message: "ZBar cannot make a scanner (zbar_image_scanner_create failed)"))
+    }
+    return .success(scanner)
+  }
+
+  /// nil once libzbar is loaded; else why it cannot be ("ZBar cannot be loaded: libzbar.so.0: cannot
+  /// open shared object file: …").
+  static func loadFailure() -> String? {
+    guard cll_load(CLL_ZBAR) != 0 else { return nil }
+    return "ZBar cannot be loaded: \(String(cString: cll_error()))"
+  }
+
+  private init?(symbologies: [zbar_symbol_type_t]) {
     guard let scanner = zbar_image_scanner_create() else { return nil }
     self.scanner = scanner
     // 0.23 can publish every decode on D-Bus; a library user must not talk to the system bus (zbarimg

@@ -101,6 +101,9 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
   case badAddress(host: String, port: UInt16, detail: String)
   /// Any other failure of `operation` (socket, bind, listen, libwebsockets, a thread) with errno.
   case systemError(host: String, port: UInt16, operation: String, errno: Int32)
+  /// libwebsockets cannot be loaded (it is loaded by the first server, not at start-up): the dynamic
+  /// loader's words.
+  case libraryUnavailable(detail: String)
 
   public var description: String {
     switch self {
@@ -113,6 +116,8 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
       return "cannot listen on \(host):\(port): \(detail)"
     case .systemError(let host, let port, let operation, let code):
       return "cannot listen on \(host):\(port): \(operation): \(String(cString: strerror(code)))"
+    case .libraryUnavailable(let detail):
+      return "libwebsockets cannot be loaded: \(detail)"
     }
   }
 }

@@ -1,3 +1,4 @@
+import CLazyLibraries
 import CWebSockets
 import CaptureCore
 import Synchronization
@@ -40,6 +41,11 @@ public final class HTTPServer: ServerOutput {
   /// Binds and listens (or adopts `configuration.listenDescriptor`) before returning. Call `start`
   /// to serve.
   public init(configuration: Configuration, handler: any HTTPServerHandler) throws(HTTPServerError) {
+    // libwebsockets (and libssl, libcrypto under it) is loaded by the first server, not at start-up
+    // (docs/architecture.md, "Libraries loaded on demand"); every cws_ call comes after this.
+    guard cll_load(CLL_WEBSOCKETS) == 0 else {
+      throw .libraryUnavailable(detail: String(cString: cll_error()))
+    }
     self.configuration = configuration
     let fd: Int32
     if let inherited = configuration.listenDescriptor {

@@ -1,3 +1,4 @@
+import CLazyLibraries
 import CMosquitto
 import CaptureCore
 import Synchronization
@@ -63,6 +64,11 @@ final class Core: Sendable {
   let broker: String
 
   init(endpoint: MQTTEndpoint, will: MQTTMessage?, delegate: any MQTTConnectionDelegate) throws(MQTTError) {
+    // libmosquitto is loaded by the first connection, not at start-up (docs/architecture.md, "Libraries
+    // loaded on demand"); everything below and every later call works on what this made.
+    guard cll_load(CLL_MOSQUITTO) == 0 else {
+      throw .library("libmosquitto cannot be loaded: \(String(cString: cll_error()))")
+    }
     try Settings.check(endpoint, will: will)
     self.endpoint = endpoint
     self.delegate = delegate

@@ -43,7 +43,14 @@ struct HostDoctor: Sendable {
     rows += HostChecks.nodes(.serial, local.serial)
     rows += HostChecks.video(local.video, identities: local.videoIdentities)
     rows.append(HostChecks.stateFile(local.state, access: local.stateAccess))
-    rows.append(HostCheck(.zbar, status: .ok, message: "ZBar \(DecoderLibraries.zbarVersion)"))
+    switch DecoderLibraries.zbarVersion {
+    case .success(let version): rows.append(HostCheck(.zbar, status: .ok, message: "ZBar \(version)"))
+    case .failure(let failure):
+      rows.append(
+        HostCheck(
+          .zbar, status: .failure, message: failure.message, fix: "sudo apt-get install libzbar0",
+          code: .notAvailable))
+    }
     rows.append(HostCheck(.zxing, status: .ok, message: "zxing-cpp \(DecoderLibraries.zxingVersion)"))
     return rows
   }
