@@ -27,6 +27,10 @@ import unittest
 
 import debian_root
 
+# The sonames capture loads when a command needs them (Sources/CLazyLibraries/loader.c): not in the
+# binary's DT_NEEDED, in the package's Depends.
+ON_DEMAND = ["libzbar.so.0", "libdbus-1.so.3", "libwebsockets.so.17", "libmosquitto.so.1", "libbluetooth.so.3"]
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The root: apt (the variant) plus what the checks use, man-db for `man -w` and bash-completion for
 # the completion loader. Nothing of Swift: the package must bring or link everything it needs.
@@ -132,7 +136,8 @@ class PackageTests(unittest.TestCase):
         synopsis, _, long_text = field(self.deb, "Description").partition("\n")
         self.assertTrue(synopsis and long_text.strip(), "a synopsis and a long description")
         depends = [d.strip().split()[0] for d in field(self.deb, "Depends").split(",")]
-        # What the binary links (dpkg-shlibdeps); no Swift runtime package (there is none in Debian).
+        # What the binary links (dpkg-shlibdeps) and what it loads on demand (packaging/debian/control); no
+        # Swift runtime package (there is none in Debian).
         for library in ["libc6", "libstdc++6", "libzbar0", "libdbus-1-3", "libbluetooth3", "libwebsockets17",
                         "libmosquitto1", "libpng16-16", "libjpeg62-turbo"]:
             self.assertIn(library, depends)
@@ -368,10 +373,24 @@ printf '%s\n' "${COMPREPLY[@]}"
         libraries = self.in_root("ldd /usr/bin/capture")
         self.assertNotIn("libswift", libraries)
         self.assertNotIn("not found", libraries)
-        self.assertIn("libzbar.so.0", libraries)
+        # Loaded on demand (docs/architecture.md §2, "Libraries loaded on demand"): not linked.
+        for soname in ON_DEMAND:
+            self.assertNotIn(soname, libraries)
         found = self.in_root("find / -xdev \\( -name 'libswift*' -o -name swift -o -name swiftc "
                              "-o -name 'swift-*' \\) -print; ls -d /usr/lib/swift /opt/swift 2>/dev/null; true")
         self.assertEqual(found, "", "a Swift runtime or toolchain in the root")
+
+    def test_6_the_libraries_loaded_on_demand_are_installed_whole(self):
+        # dlopen(3) finds a soname through ld.so.cache: each is there (the package's Depends installed
+        # it) and resolves everything it links in turn.
+        cache = self.in_root("ldconfig -p")
+        for soname in ON_DEMAND:
+            match = re.search(r"^\s*" + re.escape(soname) + r" \([^)]*\) => (\S+)$", cache, re.M)
+            self.assertIsNotNone(match, f"{soname} is not in the root's ld.so.cache")
+            self.assertNotIn("not found", self.in_root(f"ldd {shlex.quote(match.group(1))}"), soname)
+        # And capture loads one for real: doctor's zbar row, an actual dlopen of libzbar.so.0.
+        result = self.chroot("capture doctor 2>/dev/null | grep '^ok zbar: ZBar '; true")
+        self.assertRegex(result.stdout, r"^ok zbar: ZBar \d+\.\d+\.\d+\n$", result.stderr)
 
     def test_9_remove_leaves_nothing(self):
         listed = [p for p in self.in_root("dpkg -L capture").splitlines() if p.startswith("/")]
