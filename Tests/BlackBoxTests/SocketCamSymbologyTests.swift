@@ -27,7 +27,7 @@ struct SocketCamSymbologyTests {
     }
   }
 
-  // zint 2.11 (Debian 12) draws no DX film edge; zxing-cpp's own test images are not ours to copy.
+  // zint 2.11 (Debian 12) draws no DX film edge: SocketCamTests reads a fixture (Tests/Fixtures/README.md).
   @Test(
     "each symbology zxing-cpp 3 added reaches the output with its data source",
     arguments: [

@@ -40,6 +40,25 @@ struct SocketCamTests {
       events.first?["bytes"]?.string.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } == sample.bytes)
   }
 
+  /// Tests/Fixtures/README.md says how the image was drawn (zint 2.11 cannot).
+  @Test("a DX film edge code reads as capture's DX Film Edge data source (513) and can be turned off")
+  func dxFilmEdge() async throws {
+    let image = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .appendingPathComponent("../Fixtures/dx-film-edge-77-2-3A.png").standardized.path
+    let sandbox = try Sandbox()
+    let outcome = try await sandbox.capture("--json", "trigger", "socketcam", "start", "--image", image)
+    #expect(outcome.status == 0, "\(outcome)")
+    let events = Shape.jsonLines(outcome)
+    #expect(events.count == 1, "\(outcome)")
+    #expect(events.first?["text"]?.string == "77-2/3A")
+    #expect(events.first?["dataSource"]?["id"]?.int == 513)
+    #expect(events.first?["dataSource"]?["name"]?.string == "DX Film Edge")
+    let off = try await sandbox.capture("set", "socketcam", "data-source", "dx-film-edge", "disable")
+    #expect(off.status == 0, "\(off)")
+    let none = try await sandbox.capture("trigger", "socketcam", "start", "--image", image)
+    #expect(none.status == 17, "\(none)")
+  }
+
   @Test("QR Code corner points are the symbol's corners, clockwise from top-left")
   func qrPoints() async throws {
     let images = try await Images.get()
