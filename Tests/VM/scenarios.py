@@ -11,6 +11,7 @@ results. The host side (vm.py) reads SCENARIOS for the names only.
 import fcntl
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -1186,10 +1187,27 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_reader(ctx, cam, command, names, switches):
-    """One reader (capture or zbarcam) on the camera: `switches` times the other code put in view, the
+GST_SYMBOL = re.compile(r'\bsymbol=\(string\)("(?:[^"\\]|\\.)*"|[^,;]*)')
+
+
+def gst_symbol(line):
+    """The text of a zbar element message as gst-launch-1.0 -m prints it (`... (element): barcode, ...,
+    symbol=(string)"capture\\ vm\\ tier:\\ QR\\ Code", ...`: GstStructure's serialization, quoted
+    when it must be, every other character after a backslash itself); None for any other line."""
+    match = GST_SYMBOL.search(line) if "barcode" in line else None
+    if not match:
+        return None
+    value = match.group(1)
+    if value.startswith('"'):
+        value = value[1:-1]
+    return re.sub(r"\\(.)", r"\1", value)
+
+
+def measure_reader(ctx, cam, command, names, switches, parse=lambda line: line):
+    """One reader (capture or a peer) on the camera: `switches` times the other code put in view, the
     latency from its frame's queueing on the output node to the reader's line; then the CPU it uses
-    while a code is held in view for 10 s (every frame decoded, nothing printed)."""
+    while a code is held in view for 10 s (every frame decoded; capture and zbarcam print nothing then,
+    the zbar element posts each frame's reading). `parse` turns a line into the text it reports."""
     env = dict(os.environ, XDG_STATE_HOME=ctx.state)
     cam.show(f"blank-{cam.suffix}")
     errors = output_file()
@@ -1209,9 +1227,9 @@ def measure_reader(ctx, cam, command, names, switches):
             cam.show(name)
             queued = cam.writer.queued[-1][1]
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not any(t == texts[name] for _, t in lines[seen:]):
+            while time.monotonic() < deadline and not any(parse(t) == texts[name] for _, t in lines[seen:]):
                 time.sleep(0.005)
-            hit = [stamp for stamp, t in lines[seen:] if t == texts[name]]
+            hit = [stamp for stamp, t in lines[seen:] if parse(t) == texts[name]]
             if not hit:
                 errors.seek(0)
                 shown = camera.run(["v4l2-ctl", "-d", cam.capture, "--get-fmt-video"], ctx.log).stdout
@@ -1233,11 +1251,19 @@ def measure_reader(ctx, cam, command, names, switches):
 
 
 def bench_camera(ctx):
-    """capture listen --camera against zbarcam --raw (the host's, from the share) on the same vivid
-    camera and frames: latency per size, and CPU while a code is held in view."""
+    """capture listen --camera against two ZBar camera readers, zbarcam --raw (the host's, from the
+    share) and GStreamer's v4l2src into its zbar element (the bench image's gstreamer1.0-plugins-bad), on
+    the same vivid camera and frames: latency per size, and CPU while a code is held in view."""
     path = os.path.join(ctx.share, "bench-switches")
     switches = int(open(path).read()) if os.path.exists(path) else 30
     zbarcam = os.path.join(ctx.share, "zbarcam")
+    # GStreamer scans its plugins into a registry on first use, minutes of emulated CPU for
+    # plugins-bad: done once here, so no reader's first read waits for it.
+    started = time.monotonic()
+    registry = subprocess.run(["gst-inspect-1.0", "zbar"], capture_output=True, text=True, timeout=900)
+    if registry.returncode != 0:
+        raise Failure(f"gst-inspect-1.0 zbar failed ({registry.returncode}): {registry.stderr[-1000:]!r}")
+    ctx.log(f"  GStreamer's registry built in {time.monotonic() - started:.0f} s")
     results = {}
     for (width, height), names in [((640, 480), ["qr-640", "qr2-640"]), ((1280, 720), ["qr-1280", "ean-1280"])]:
         cam = Camera(ctx, width, height)
@@ -1248,9 +1274,18 @@ def bench_camera(ctx):
                               # ZBar asks the driver for its largest (vivid scales to 16384×8640).
                               # stdbuf: zbarcam's stdout is a pipe here, block-buffered by stdio.
                               ("zbarcam", ["stdbuf", "-oL", zbarcam, "--nodisplay", "--raw",
-                                           f"--prescale={width}x{height}", cam.capture])]:
+                                           f"--prescale={width}x{height}", cam.capture]),
+                              # The node's own size and GREY, as capture reads it; the zbar element's
+                              # defaults (every frame scanned, cache off: a symbol is posted from the
+                              # first frame it is read in); fakesink sync=false: frames are not held
+                              # back to the clock after the scan. -m: element messages on stdout.
+                              ("gst-zbar", ["stdbuf", "-oL", "gst-launch-1.0", "-q", "-m", "v4l2src",
+                                            f"device={cam.capture}", "!",
+                                            f"video/x-raw,format=GRAY8,width={width},height={height}", "!",
+                                            "zbar", "!", "fakesink", "sync=false"])]:
             try:
-                results[size][tool] = measure_reader(ctx, cam, command, names, switches)
+                parse = gst_symbol if tool == "gst-zbar" else (lambda line: line)
+                results[size][tool] = measure_reader(ctx, cam, command, names, switches, parse)
             except Failure as error:
                 # The peer is measured when it reads; one that reads nothing is reported as such (Debian's
                 # zbarcam 0.23.92 read nothing from vivid here: see bench/README.md), not a failed bench.

@@ -28,8 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # What the image holds besides the essential set: the tools the guest needs, BlueZ with btvirt (and
 # btmgmt, in bluez), python with dbus and GLib for the device emulations (bluetoothd's Profile1,
 # GattManager1 and LEAdvertisingManager1 APIs call back into them), and the shared libraries the
-# capture binary links (libstdc++6 for the zxing-cpp linked into it, which is C++; Debian's libzxing2
-# used to bring it along).
+# capture binary links or loads on demand (libstdc++6 for the zxing-cpp linked into it, which is C++;
+# libzbar0, libdbus-1-3, libbluetooth3, libwebsockets17 and libmosquitto1 are dlopen'd by capture when a
+# command needs them, docs/architecture.md §2).
 GUEST_PACKAGES = [
     "mount", "kmod", "dbus-daemon", "dbus", "bluez", "bluez-test-tools", "python3-dbus", "python3-gi",
     "libzbar0", "libstdc++6", "libpng16-16", "libjpeg62-turbo", "libdbus-1-3", "libbluetooth3",
@@ -38,6 +39,13 @@ GUEST_PACKAGES = [
     # camera-serve's CaptureJS client is Tests/Service's, on python3-websockets.
     "v4l-utils", "python3-websockets",
 ]
+# Only in the benchmarks' image (bench/camera-latency.py): the peer camera reader, GStreamer's v4l2src
+# feeding its zbar element (gst-launch-1.0 -m prints each symbol as an element message). Debian 12's
+# zbarcam reads nothing from vivid (bench/README.md, "Camera latency"); this is ZBar's other camera
+# front end. Too large for the test image (105 packages), so the benchmarks build their own, in a cache
+# of their own (DEFAULT_BENCH_CACHE: each cache keeps one image), and boot it with more memory.
+BENCH_GUEST_PACKAGES = ["gstreamer1.0-tools", "gstreamer1.0-plugins-good", "gstreamer1.0-plugins-bad"]
+BENCH_MEMORY_MB = 3072
 # Module directories copied whole from the host's kernel (relative to kernel/): Bluetooth and all
 # crypto (the kernel asks for ECDH, CMAC, a DRBG… by name when SSP/SMP need them). The modules init
 # loads come with their dependencies besides (see build_image).
@@ -53,10 +61,12 @@ ON_DEMAND_MODULES = ["vivid"]
 SUITE = "bookworm"
 IMAGE_VERSION = "1"
 DEFAULT_CACHE = "/tmp/capture-vm-image"
+DEFAULT_BENCH_CACHE = "/tmp/capture-vm-image-bench"
 # A whole run (boot ~15 s, 15 scenarios) takes ~150 s on a quiet host; a busy one is several times
 # slower. 10 minutes keeps a hung guest from eating the CI budget (make test stays under 20 min);
 # --repeat runs get 40 s a scenario when that is more.
 BOOT_TIMEOUT = 600
+BENCH_TIMEOUT = 3600
 SCENARIO_TIMEOUT = 40
 
 
@@ -82,9 +92,9 @@ def apt_sources():
     return "http://deb.debian.org/debian"
 
 
-def image_key(release):
+def image_key(release, packages):
     digest = hashlib.sha256()
-    for part in [IMAGE_VERSION, SUITE, release, " ".join(GUEST_PACKAGES), " ".join(MODULE_DIRS),
+    for part in [IMAGE_VERSION, SUITE, release, " ".join(packages), " ".join(MODULE_DIRS),
                  " ".join(GUEST_MODULES), " ".join(ON_DEMAND_MODULES)]:
         digest.update(part.encode() + b"\0")
     with open(os.path.join(HERE, "init"), "rb") as f:
@@ -92,10 +102,10 @@ def image_key(release):
     return digest.hexdigest()[:16]
 
 
-def build_image(cache, rebuild=False):
+def build_image(cache, rebuild=False, packages=GUEST_PACKAGES):
     """The kernel and initramfs, built once per set of inputs under `cache`/KEY."""
     release = kernel_release()
-    key = image_key(release)
+    key = image_key(release, packages)
     target = os.path.join(cache, key)
     kernel, initrd = os.path.join(target, "vmlinuz"), os.path.join(target, "initrd.zst")
     if not rebuild and os.path.isfile(kernel) and os.path.isfile(initrd):
@@ -108,7 +118,7 @@ def build_image(cache, rebuild=False):
     try:
         excludes = ["/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*"]
         command = ["mmdebstrap", "--variant=essential", "--format=directory", "--quiet",
-                   "--include=" + ",".join(GUEST_PACKAGES)]
+                   "--include=" + ",".join(packages)]
         command += [f"--dpkgopt=path-exclude={e}" for e in excludes]
         command += [SUITE, root, apt_sources()]
         subprocess.run(command, check=True)
@@ -196,7 +206,7 @@ def draw_frames(directory):
         os.remove(png)
 
 
-def run(kernel, initrd, binary, scenarios, share):
+def run(kernel, initrd, binary, scenarios, share, memory=1024):
     """Boots the VM once; the guest runs the scenarios in order. Returns the results (or None)."""
     os.makedirs(share, exist_ok=True)
     for name in ["guest.sh", "scenarios.py", "scanner.py", "d600.py", "camera.py"]:
@@ -206,7 +216,7 @@ def run(kernel, initrd, binary, scenarios, share):
     if "camera-serve" in scenarios:
         shutil.copy2(os.path.join(HERE, "..", "Service", "serve_harness.py"), share)
     if "bench-camera" in scenarios:
-        # The peer: the host's zbarcam (zbar-tools, a bench package); the guest has its libzbar0.
+        # A peer: the host's zbarcam (zbar-tools, a bench package); the guest has its libzbar0.
         shutil.copy2(shutil.which("zbarcam") or "/usr/bin/zbarcam", os.path.join(share, "zbarcam"))
     os.chmod(os.path.join(share, "guest.sh"), 0o755)
     shutil.copy2(binary, os.path.join(share, "capture"))
@@ -217,7 +227,7 @@ def run(kernel, initrd, binary, scenarios, share):
             os.remove(os.path.join(share, stale))
     console = os.path.join(share, "console.log")
     command = [
-        "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
+        "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", str(memory), "-smp", "1",
         "-nic", "none", "-display", "none", "-no-reboot", "-monitor", "none",
         "-serial", f"file:{console}",
         "-kernel", kernel, "-initrd", initrd,
@@ -226,6 +236,10 @@ def run(kernel, initrd, binary, scenarios, share):
     ]
     started = time.monotonic()
     limit = max(BOOT_TIMEOUT, SCENARIO_TIMEOUT * len(scenarios))
+    if "bench-camera" in scenarios:
+        # Three readers, two sizes, SWITCHES reads each on an emulated CPU, and GStreamer's first
+        # registry scan: not a test's budget.
+        limit = max(limit, BENCH_TIMEOUT)
     try:
         subprocess.run(command, check=False, timeout=limit, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
@@ -241,7 +255,8 @@ def run(kernel, initrd, binary, scenarios, share):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", help="the capture binary (default: a static release build)")
-    parser.add_argument("--cache", default=os.environ.get("CAPTURE_VM_CACHE", DEFAULT_CACHE))
+    parser.add_argument("--cache", help=f"where the image is kept (default {DEFAULT_CACHE}, "
+                        f"{DEFAULT_BENCH_CACHE} for a benchmark; or CAPTURE_VM_CACHE)")
     parser.add_argument("--keep", help="the shared folder (logs stay there); default a temporary one")
     parser.add_argument("--rebuild", action="store_true", help="build the image even if cached")
     parser.add_argument("--debug", action="store_true", help="bluetoothd -d, its log in the share")
@@ -249,9 +264,18 @@ def main():
     parser.add_argument("--repeat", type=int, default=1, help="run the scenarios this many times in one boot")
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
+    sys.path.insert(0, HERE)
+    import scenarios as catalogue  # noqa: E402  (the guest's catalogue, read for the names only)
+    names = args.scenarios or list(catalogue.SCENARIOS)
+    unknown = [n for n in names if n not in catalogue.SCENARIOS and n not in catalogue.BENCHES]
+    if unknown:
+        raise SystemExit(f"vm: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(catalogue.SCENARIOS)}")
+    bench = any(n in catalogue.BENCHES for n in names)
+    packages = GUEST_PACKAGES + (BENCH_GUEST_PACKAGES if bench else [])
+    cache = args.cache or os.environ.get("CAPTURE_VM_CACHE") or (DEFAULT_BENCH_CACHE if bench else DEFAULT_CACHE)
 
     try:
-        kernel, initrd = build_image(args.cache, args.rebuild)
+        kernel, initrd = build_image(cache, args.rebuild, packages)
     except (subprocess.CalledProcessError, OSError) as error:
         # Mostly the Debian mirror out of reach for mmdebstrap: nothing this tier can install.
         log(f"cannot build the image: {error}")
@@ -261,12 +285,6 @@ def main():
     binary = args.binary
     if binary is None:
         raise SystemExit("vm: --binary PATH is required (make test-vm builds one)")
-    sys.path.insert(0, HERE)
-    import scenarios as catalogue  # noqa: E402  (the guest's catalogue, read for the names only)
-    names = args.scenarios or list(catalogue.SCENARIOS)
-    unknown = [n for n in names if n not in catalogue.SCENARIOS and n not in catalogue.BENCHES]
-    if unknown:
-        raise SystemExit(f"vm: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(catalogue.SCENARIOS)}")
     names = names * max(1, args.repeat)
     share = args.keep or tempfile.mkdtemp(prefix="capture-vm-")
     flag = os.path.join(share, "debug")
@@ -275,7 +293,7 @@ def main():
         open(flag, "w").close()
     elif os.path.exists(flag):
         os.remove(flag)
-    results = run(kernel, initrd, binary, names, share)
+    results = run(kernel, initrd, binary, names, share, BENCH_MEMORY_MB if bench else 1024)
     if results is None:
         log(f"no results: the VM did not run the scenarios; see {share}/console.log and {share}/guest.log")
         for path in ["console.log", "guest.log"]:
