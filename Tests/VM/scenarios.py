@@ -1275,14 +1275,17 @@ def bench_camera(ctx):
                               # stdbuf: zbarcam's stdout is a pipe here, block-buffered by stdio.
                               ("zbarcam", ["stdbuf", "-oL", zbarcam, "--nodisplay", "--raw",
                                            f"--prescale={width}x{height}", cam.capture]),
-                              # The node's own size and GREY, as capture reads it; the zbar element's
-                              # defaults (every frame scanned, cache off: a symbol is posted from the
-                              # first frame it is read in); fakesink sync=false: frames are not held
-                              # back to the clock after the scan. -m: element messages on stdout.
-                              ("gst-zbar", ["stdbuf", "-oL", "gst-launch-1.0", "-q", "-m", "v4l2src",
+                              # The node's own size and GREY, as capture reads it; the zbar element
+                              # takes no GRAY8 (its caps are I420 and the other YUV layouts: "can't
+                              # handle caps video/x-raw, format=GRAY8"), so videoconvert makes the
+                              # frame I420 first, as a user of the element must. Its defaults: every
+                              # frame scanned, cache off (a symbol is posted from the first frame it
+                              # is read in); fakesink sync=false: frames are not held back to the
+                              # clock after the scan. -m: element messages on stdout (not with -q, which silences them).
+                              ("gst-zbar", ["stdbuf", "-oL", "gst-launch-1.0", "-m", "v4l2src",
                                             f"device={cam.capture}", "!",
                                             f"video/x-raw,format=GRAY8,width={width},height={height}", "!",
-                                            "zbar", "!", "fakesink", "sync=false"])]:
+                                            "videoconvert", "!", "zbar", "!", "fakesink", "sync=false"])]:
             try:
                 parse = gst_symbol if tool == "gst-zbar" else (lambda line: line)
                 results[size][tool] = measure_reader(ctx, cam, command, names, switches, parse)
