@@ -76,6 +76,74 @@ public final class BarcodeReader: Sendable {
     return (Merger.merge(normalized(raw.symbols), addOns: raw.addOns), raw.problem)
   }
 
+  /// One step of the search a camera's frame gets, by the frame's number in its stream (`videoStep`).
+  public enum VideoStep: Sendable, Hashable {
+    case zxing, zbar, zxingInverted, zbarInverted
+  }
+
+  /// A camera's frames share the search out between them, one step a frame, in a cycle of 8: zxing-cpp
+  /// every other frame, ZBar on 2 of the 8, zxing-cpp's inverted search and ZBar's inverted scan on 1
+  /// each. A code in view is in many frames (30 a second), so it meets every step within 8 frames
+  /// (under 0.3 s at 30 fps); the RepeatRule keeps it from being reported again, since it must be missed
+  /// by 3 frames of a step that reads it, and for 1 s, to count as gone. What it buys is the decode period: an empty frame, the
+  /// common case between codes, took all four steps (`decode`), about 3.6 times a single ZBar scan at
+  /// 640×480 (bench/README.md, "Camera latency"), and a new code waits for the frame being decoded
+  /// before its own frame is. One step a frame makes that wait about one scan, as a reader of one
+  /// engine has.
+  public static func videoStep(_ sequence: Int) -> VideoStep {
+    switch sequence & 7 {
+    case 1, 5: .zbar
+    case 3: .zxingInverted
+    case 7: .zbarInverted
+    default: .zxing
+    }
+  }
+
+  /// The symbols of frame `sequence` of a camera's stream: `videoStep(sequence)` alone (a step whose
+  /// engine has none of `formats` is zxing-cpp's), normalized and merged as `decode` does. With add-ons
+  /// on, ZBar also scans a frame where zxing-cpp read an EAN/UPC symbol without one, as in `decode`.
+  public func decodeFrame(_ image: GrayImage, sequence: Int) -> [DecodedSymbol] {
+    guard image.width > 0, image.height > 0 else { return [] }
+    var step = Self.videoStep(sequence)
+    let useZXing = zxing.mask != 0
+    let useZBar = !zbarSymbologies.isEmpty
+    switch step {
+    case .zbar where !useZBar, .zbarInverted where !useZBar: step = .zxing
+    case .zxingInverted where !useZXing || zxing.invertedMask == 0: step = useZBar ? .zbar : .zxing
+    default: break
+    }
+    let width = image.width
+    let height = image.height
+    let raw = image.pixels.withUnsafeBufferPointer { pixels -> (symbols: [RawSymbol], addOns: [RawAddOn]) in
+      switch step {
+      case .zxing:
+        guard useZXing else { return ([], []) }
+        let read = zxing.read(pixels, width: width, height: height, options: zxing.options)
+        let addOnMissing =
+          addOns && useZBar
+          && normalized(read.symbols).contains { Merger.takesAddOn.contains($0.format) && $0.addOn == nil }
+        guard addOnMissing else { return (read.symbols, []) }
+        let zbar = scanZBar(pixels, width: width, height: height)
+        return (read.symbols + zbar.symbols, zbar.addOns)
+      case .zbar:
+        let zbar = scanZBar(pixels, width: width, height: height)
+        return (zbar.symbols, zbar.addOns)
+      case .zxingInverted:
+        let flipped = Self.inverted(pixels)
+        let read = flipped.withUnsafeBufferPointer {
+          zxing.read($0, width: width, height: height, options: zxing.invertedOptions)
+        }
+        return (read.symbols, [])
+      case .zbarInverted:
+        let flipped = Self.inverted(pixels)
+        var found = flipped.withUnsafeBufferPointer { scanZBar($0, width: width, height: height) }
+        found.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+        return (found.symbols, found.addOns)
+      }
+    }
+    return Merger.merge(normalized(raw.symbols), addOns: raw.addOns)
+  }
+
   /// Normalized and limited to `formats` (Normalizer), add-ons dropped when they are off.
   private func normalized(_ raw: [RawSymbol]) -> [RawSymbol] {
     var symbols = raw.compactMap { Normalizer.normalize($0, enabled: formats) }

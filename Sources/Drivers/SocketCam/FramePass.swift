@@ -396,8 +396,11 @@ final class FramePass: Sendable {
     let reader = BarcodeReader(formats: formats, addOns: addOns)
     let clock = ContinuousClock()
     // A code in view stays in view for many frames: reported once, and again only after it has been
-    // out of sight (RepeatRule: 3 decoded frames and 1 s without it).
+    // out of sight (RepeatRule: 3 decoded frames of a step that reads it, and 1 s, without it).
     var repeats = RepeatRule<DecodedSymbol.Key>()
+    // One step of the search a frame, in turn (BarcodeReader.videoStep): the decode period, which a new
+    // code waits out before its frame is decoded, is one step's, not all four's.
+    var sequence = 0
     while !stopping() {
       let frame: GrayImage
       do { frame = try camera.nextFrame() } catch {
@@ -406,8 +409,10 @@ final class FramePass: Sendable {
         return false
       }
       if stopping() { return false }
-      let symbols = reader.decode(frame)
-      var report = Set(repeats.frame(symbols.map(\.key), at: clock.now))
+      let symbols = reader.decodeFrame(frame, sequence: sequence)
+      let step = BarcodeReader.videoStep(sequence)
+      sequence &+= 1
+      var report = Set(repeats.frame(symbols.map(\.key), at: clock.now, step: step))
       var reported = 0
       for symbol in symbols where report.remove(symbol.key) != nil {
         emit(

@@ -12,7 +12,9 @@ struct RepeatRule<Key: Hashable> {
   /// The codes seen and not yet out of sight: when each was last seen, and in how many decoded
   /// frames since it has been missing. A code out of sight is dropped, so this holds at most the
   /// codes of the last second or so.
-  private var tracked: [Key: (lastSeen: ContinuousClock.Instant, missing: Int)] = [:]
+  /// `steps`: the search steps (BarcodeReader.videoStep) whose frames have shown the code; only a
+  /// frame of one of them that does not show it counts as missing it.
+  private var tracked: [Key: (lastSeen: ContinuousClock.Instant, missing: Int, steps: Set<AnyHashable>)] = [:]
 
   /// How many codes are remembered (for the bound above).
   var trackedCount: Int { tracked.count }
@@ -23,20 +25,26 @@ struct RepeatRule<Key: Hashable> {
   }
 
   /// One decoded frame at `now` with the codes it showed (in decode order, repeats allowed): the
-  /// ones to report, in that order, each once.
-  mutating func frame(_ keys: [Key], at now: ContinuousClock.Instant) -> [Key] {
+  /// ones to report, in that order, each once. `step` is the search step the frame was decoded with: a
+  /// camera's frames take the steps in turn (BarcodeReader.videoStep), and a frame whose step never
+  /// read a code is no evidence that the code left (a light-on-dark Code 128 is read only by ZBar's
+  /// inverted scan, one frame in 8). So "3 frames" is 3 frames of a step that has read the code: as many
+  /// chances to see it as before the steps, whatever its symbology. Frames of one step (the default)
+  /// count every one.
+  mutating func frame(_ keys: [Key], at now: ContinuousClock.Instant, step: AnyHashable = 0) -> [Key] {
     var shown = Set<Key>()
     var report: [Key] = []
     for key in keys where shown.insert(key).inserted {
       if let state = tracked[key], !outOfSight(state, at: now) {
-        tracked[key] = (now, 0)
+        tracked[key] = (now, 0, state.steps.union([step]))
         continue
       }
-      tracked[key] = (now, 0)
+      tracked[key] = (now, 0, [step])
       report.append(key)
     }
     for (key, state) in tracked where !shown.contains(key) {
-      let missing = (lastSeen: state.lastSeen, missing: state.missing + 1)
+      guard state.steps.contains(step) else { continue }
+      let missing = (lastSeen: state.lastSeen, missing: state.missing + 1, steps: state.steps)
       if outOfSight(missing, at: now) {
         tracked.removeValue(forKey: key)
       } else {
@@ -47,7 +55,8 @@ struct RepeatRule<Key: Hashable> {
   }
 
   private func outOfSight(
-    _ state: (lastSeen: ContinuousClock.Instant, missing: Int), at now: ContinuousClock.Instant
+    _ state: (lastSeen: ContinuousClock.Instant, missing: Int, steps: Set<AnyHashable>),
+    at now: ContinuousClock.Instant
   )
     -> Bool
   {
