@@ -81,20 +81,25 @@ public final class BarcodeReader: Sendable {
     case zxing, zbar, zxingInverted, zbarInverted
   }
 
-  /// A camera's frames share the search out between them, one step a frame, in a cycle of 8: zxing-cpp
-  /// every other frame, ZBar on 2 of the 8, zxing-cpp's inverted search and ZBar's inverted scan on 1
-  /// each. A code in view is in many frames (30 a second), so it meets every step within 8 frames
-  /// (under 0.3 s at 30 fps); the RepeatRule keeps it from being reported again, since it must be missed
-  /// by 3 frames of a step that reads it, and for 1 s, to count as gone. What it buys is the decode period: an empty frame, the
-  /// common case between codes, took all four steps (`decode`), about 3.6 times a single ZBar scan at
-  /// 640×480 (bench/README.md, "Camera latency"), and a new code waits for the frame being decoded
-  /// before its own frame is. One step a frame makes that wait about one scan, as a reader of one
-  /// engine has.
+  /// A camera's frames share the search out between them, one step a frame, in a cycle of
+  /// `videoCycle` (16): zxing-cpp on every other frame, ZBar on 6, zxing-cpp's inverted search and ZBar's
+  /// inverted scan on 1 each. A code in view is in many frames (30 a second), so it meets every step
+  /// within one cycle (about half a second at 30 fps; a dark-on-light QR Code or linear code is read by
+  /// 14 steps of the 16, a Data Matrix by 8); the RepeatRule keeps it from being reported again, since
+  /// it must be missed by 3 frames of a step that reads it, and for 1 s, to count as gone. What it buys
+  /// is the decode period: an empty frame, the common case between codes, took all four steps
+  /// (`decode`), about 3.6 times a single ZBar scan at 640×480 (bench/README.md, "Camera latency"), and
+  /// a new code waits for the frame being decoded before its own frame is. One step a frame makes that
+  /// wait about one scan, as a reader of one engine has; the inverted searches, for the rarer light
+  /// codes on a dark ground, get one frame in 16 each so that a normal code's frame seldom lands on a
+  /// step that cannot read it.
+  public static let videoCycle = 16
+
   public static func videoStep(_ sequence: Int) -> VideoStep {
-    switch sequence & 7 {
-    case 1, 5: .zbar
-    case 3: .zxingInverted
-    case 7: .zbarInverted
+    switch sequence & (videoCycle - 1) {
+    case 7: .zxingInverted
+    case 15: .zbarInverted
+    case let slot where slot & 1 == 1: .zbar
     default: .zxing
     }
   }

@@ -32,11 +32,12 @@ import Testing
 
   @Test("a camera's steps: only frames of a step that has read the code count as missing it")
   func framesOfOtherStepsDoNotCount() {
-    // A light-on-dark code only ZBar's inverted scan reads: read on frame 7 of each cycle of 8, decoded
-    // slowly (0.5 s a frame): the 7 frames between are other steps' and do not make it out of sight.
+    // A light-on-dark code only ZBar's inverted scan reads: read on frame 15 of each cycle of 16,
+    // decoded slowly (0.5 s a frame): the 15 frames between are other steps' and do not make it out of
+    // sight.
     let start = self.start
     func cycle(_ rule: inout RepeatRule<String>, cycles: Int, showing: (Int) -> Bool) -> [String] {
-      (0..<(8 * cycles)).flatMap { n in
+      (0..<(BarcodeReader.videoCycle * cycles)).flatMap { n in
         let step = BarcodeReader.videoStep(n)
         return rule.frame(
           step == .zbarInverted && showing(n) ? ["A"] : [], at: start.advanced(by: .milliseconds(500) * n),
@@ -45,12 +46,12 @@ import Testing
     }
     var held = RepeatRule<String>()
     #expect(cycle(&held, cycles: 6) { _ in true } == ["A"])
-    // Gone for 3 of its frames (cycles 1–3) and 12 s: out of sight, so reported again in cycle 4.
+    // Gone for 3 of its frames (cycles 1–3) and 24 s: out of sight, so reported again in cycle 4.
     var back = RepeatRule<String>()
-    #expect(cycle(&back, cycles: 6) { n in !(8..<32).contains(n) } == ["A", "A"])
+    #expect(cycle(&back, cycles: 6) { n in !(16..<64).contains(n) } == ["A", "A"])
     // Gone for 2 of its frames only: still in view.
     var brief = RepeatRule<String>()
-    #expect(cycle(&brief, cycles: 6) { n in !(8..<24).contains(n) } == ["A"])
+    #expect(cycle(&brief, cycles: 6) { n in !(16..<48).contains(n) } == ["A"])
   }
 
   @Test("with slow decoding: missing from 2 frames (3 s) is not out of sight; from 3 frames it is")
