@@ -28,7 +28,7 @@ struct RepeatRule<Key: Hashable> {
   /// ones to report, in that order, each once. `step` is the search step the frame was decoded with: a
   /// camera's frames take the steps in turn (BarcodeReader.videoStep), and a frame whose step never
   /// read a code is no evidence that the code left (a light-on-dark Code 128 is read only by ZBar's
-  /// inverted scan, one frame in 8). So "3 frames" is 3 frames of a step that has read the code: as many
+  /// inverted scan, one frame in 16). So "3 frames" is 3 frames of a step that has read the code: as many
   /// chances to see it as before the steps, whatever its symbology. Frames of one step (the default)
   /// count every one.
   mutating func frame(_ keys: [Key], at now: ContinuousClock.Instant, step: AnyHashable = 0) -> [Key] {
