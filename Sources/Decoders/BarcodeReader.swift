@@ -104,19 +104,20 @@ public final class BarcodeReader: Sendable {
     }
   }
 
-  /// The symbols of frame `sequence` of a camera's stream: `videoStep(sequence)` alone (a step whose
-  /// engine has none of `formats` is zxing-cpp's), normalized and merged as `decode` does. With add-ons
-  /// on, ZBar also scans a frame where zxing-cpp read an EAN/UPC symbol without one, as in `decode`.
-  public func decodeFrame(_ image: GrayImage, sequence: Int) -> [DecodedSymbol] {
-    guard image.width > 0, image.height > 0 else { return [] }
-    var step = Self.videoStep(sequence)
+  /// The symbols of frame `sequence` of a camera's stream, and the step that read it:
+  /// `videoStep(sequence)` alone (a step whose engine has none of `formats` is zxing-cpp's, and the step
+  /// returned says so), normalized and merged as `decode` does. With add-ons on, ZBar also scans a frame
+  /// where zxing-cpp read an EAN/UPC symbol without one, as in `decode`.
+  public func decodeFrame(_ image: GrayImage, sequence: Int) -> (symbols: [DecodedSymbol], step: VideoStep) {
     let useZXing = zxing.mask != 0
     let useZBar = !zbarSymbologies.isEmpty
+    var step = Self.videoStep(sequence)
     switch step {
     case .zbar where !useZBar, .zbarInverted where !useZBar: step = .zxing
     case .zxingInverted where !useZXing || zxing.invertedMask == 0: step = useZBar ? .zbar : .zxing
     default: break
     }
+    guard image.width > 0, image.height > 0 else { return ([], step) }
     let width = image.width
     let height = image.height
     let raw = image.pixels.withUnsafeBufferPointer { pixels -> (symbols: [RawSymbol], addOns: [RawAddOn]) in
@@ -124,10 +125,7 @@ public final class BarcodeReader: Sendable {
       case .zxing:
         guard useZXing else { return ([], []) }
         let read = zxing.read(pixels, width: width, height: height, options: zxing.options)
-        let addOnMissing =
-          addOns && useZBar
-          && normalized(read.symbols).contains { Merger.takesAddOn.contains($0.format) && $0.addOn == nil }
-        guard addOnMissing else { return (read.symbols, []) }
+        guard useZBar && lacksAddOn(normalized(read.symbols)) else { return (read.symbols, []) }
         let zbar = scanZBar(pixels, width: width, height: height)
         return (read.symbols + zbar.symbols, zbar.addOns)
       case .zbar:
@@ -141,12 +139,11 @@ public final class BarcodeReader: Sendable {
         return (read.symbols, [])
       case .zbarInverted:
         let flipped = Self.inverted(pixels)
-        var found = flipped.withUnsafeBufferPointer { scanZBar($0, width: width, height: height) }
-        found.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+        let found = flipped.withUnsafeBufferPointer { scanZBarInverted($0, width: width, height: height) }
         return (found.symbols, found.addOns)
       }
     }
-    return Merger.merge(normalized(raw.symbols), addOns: raw.addOns)
+    return (Merger.merge(normalized(raw.symbols), addOns: raw.addOns), step)
   }
 
   /// Normalized and limited to `formats` (Normalizer), add-ons dropped when they are off.
@@ -171,9 +168,7 @@ public final class BarcodeReader: Sendable {
     // What the caller asked for: a reading normalization drops (a format not enabled) is no reading.
     let zxingFound = normalized(zxingRead.symbols)
     // 2. ZBar, and zxing-cpp's inverted search, where zxing-cpp read nothing.
-    let addOnMissing =
-      addOns && zxingFound.contains { Merger.takesAddOn.contains($0.format) && $0.addOn == nil }
-    let askZBar = useZBar && (zxingFound.isEmpty || addOnMissing)
+    let askZBar = useZBar && (zxingFound.isEmpty || lacksAddOn(zxingFound))
     let askInverted = useZXing && zxingFound.isEmpty && zxingRead.error == nil && zxing.invertedMask != 0
     var flipped = askInverted ? Self.inverted(pixels) : []
     var zbar: (symbols: [RawSymbol], addOns: [RawAddOn], error: String?) = ([], [], nil)
@@ -214,8 +209,7 @@ public final class BarcodeReader: Sendable {
     // valid check digit, seen on bench/corpus.py's inverted copies, so DataBar is kept out of it).
     if useZBar && symbols.isEmpty && zbar.addOns.isEmpty && problem == nil {
       if flipped.isEmpty { flipped = Self.inverted(pixels) }
-      var found = flipped.withUnsafeBufferPointer { scanZBar($0, width: width, height: height) }
-      found.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+      let found = flipped.withUnsafeBufferPointer { scanZBarInverted($0, width: width, height: height) }
       symbols = found.symbols
       zbar.addOns = found.addOns
       problem = found.error
@@ -239,6 +233,22 @@ public final class BarcodeReader: Sendable {
     case .failure(let failure):
       return ([], [], failure.message)
     }
+  }
+
+  /// ZBar on inverted pixels (light linear codes on a dark ground), without the formats whose
+  /// inverted image can decode as another valid symbol (`notReadInverted`).
+  private func scanZBarInverted(_ flipped: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> (
+    symbols: [RawSymbol], addOns: [RawAddOn], error: String?
+  ) {
+    var found = scanZBar(flipped, width: width, height: height)
+    found.symbols.removeAll { Self.notReadInverted.contains($0.format) }
+    return found
+  }
+
+  /// Add-ons are asked for and zxing-cpp read an EAN/UPC symbol (normalized) without one: ZBar, which
+  /// reports add-ons on their own, may find it.
+  private func lacksAddOn(_ found: [RawSymbol]) -> Bool {
+    addOns && found.contains { Merger.takesAddOn.contains($0.format) && $0.addOn == nil }
   }
 
   /// Formats whose inverted image can decode as another valid symbol.

@@ -1,7 +1,7 @@
 import CZBar
 import CZXing
 
-/// A decoding library that cannot be used, in words for `capture doctor`.
+/// A decoding library that cannot be used, in words for `capture doctor` and a decode's problem.
 public struct DecoderLibraryError: Error, Sendable {
   public let message: String
 }
@@ -12,7 +12,7 @@ public enum DecoderLibraries {
   /// cannot be loaded when it cannot (libzbar is loaded on demand, so this is where `capture doctor`
   /// finds out).
   public static var zbarVersion: Result<String, DecoderLibraryError> {
-    if let failure = ZBarScanner.loadFailure() { return .failure(DecoderLibraryError(message: failure)) }
+    if let failure = ZBarScanner.loadFailure() { return .failure(failure) }
     var major: UInt32 = 0
     var minor: UInt32 = 0
     var patch: UInt32 = 0

@@ -83,26 +83,22 @@ final class ZBarScanner: @unchecked Sendable {
     return fourcc
   }()
 
-  /// Why ZBar cannot scan: libzbar did not load (cll_load's words), or it could not make a scanner.
-  struct Unavailable: Error {
-    let message: String
-  }
-
   /// A scanner, after loading libzbar if this is the process's first ZBar scan (it is loaded on demand:
   /// an image zxing-cpp reads never maps it; docs/architecture.md, "Libraries loaded on demand").
-  static func make(symbologies: [zbar_symbol_type_t]) -> Result<ZBarScanner, Unavailable> {
-    if let failure = loadFailure() { return .failure(Unavailable(message: failure)) }
+  static func make(symbologies: [zbar_symbol_type_t]) -> Result<ZBarScanner, DecoderLibraryError> {
+    if let failure = loadFailure() { return .failure(failure) }
     guard let scanner = ZBarScanner(symbologies: symbologies) else {
-      return .failure(Unavailable(message: "ZBar cannot make a scanner (zbar_image_scanner_create failed)"))
+      return .failure(
+        DecoderLibraryError(message: "ZBar cannot make a scanner (zbar_image_scanner_create failed)"))
     }
     return .success(scanner)
   }
 
   /// nil once libzbar is loaded; else why it cannot be ("ZBar cannot be loaded: libzbar.so.0: cannot
   /// open shared object file: …").
-  static func loadFailure() -> String? {
+  static func loadFailure() -> DecoderLibraryError? {
     guard cll_load(CLL_ZBAR) != 0 else { return nil }
-    return "ZBar cannot be loaded: \(String(cString: cll_error()))"
+    return DecoderLibraryError(message: "ZBar cannot be loaded: \(String(cString: cll_error()))")
   }
 
   private init?(symbologies: [zbar_symbol_type_t]) {

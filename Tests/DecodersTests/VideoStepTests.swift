@@ -14,7 +14,7 @@ import Testing
   func reads(_ image: GrayImage, _ reader: BarcodeReader = everything) -> [Int: [String]] {
     var found: [Int: [String]] = [:]
     for sequence in 0..<BarcodeReader.videoCycle {
-      let texts = reader.decodeFrame(image, sequence: sequence).compactMap(\.text)
+      let texts = reader.decodeFrame(image, sequence: sequence).symbols.compactMap(\.text)
       if !texts.isEmpty { found[sequence] = texts }
     }
     return found

@@ -409,8 +409,7 @@ final class FramePass: Sendable {
         return false
       }
       if stopping() { return false }
-      let symbols = reader.decodeFrame(frame, sequence: sequence)
-      let step = BarcodeReader.videoStep(sequence)
+      let (symbols, step) = reader.decodeFrame(frame, sequence: sequence)
       sequence &+= 1
       var report = Set(repeats.frame(symbols.map(\.key), at: clock.now, step: step))
       var reported = 0

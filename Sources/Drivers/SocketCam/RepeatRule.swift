@@ -1,3 +1,5 @@
+import Decoders
+
 /// When a camera reports a code it keeps seeing (docs/capture-sdk.md §6.5): once when it comes into
 /// view, and again only after it has been out of sight — missing from at least `frames` decoded
 /// frames in a row that span at least `time`. Counting frames, not only the time between decodes,
@@ -12,9 +14,16 @@ struct RepeatRule<Key: Hashable> {
   /// The codes seen and not yet out of sight: when each was last seen, and in how many decoded
   /// frames since it has been missing. A code out of sight is dropped, so this holds at most the
   /// codes of the last second or so.
-  /// `steps`: the search steps (BarcodeReader.videoStep) whose frames have shown the code; only a
-  /// frame of one of them that does not show it counts as missing it.
-  private var tracked: [Key: (lastSeen: ContinuousClock.Instant, missing: Int, steps: Set<AnyHashable>)] = [:]
+  private var tracked: [Key: Seen] = [:]
+
+  /// A code in view: when it was last seen, in how many frames since it has been missing, and the
+  /// search steps (BarcodeReader.videoStep) whose frames have shown it; only a frame of one of them
+  /// that does not show it counts as missing it.
+  private struct Seen {
+    var lastSeen: ContinuousClock.Instant
+    var missing = 0
+    var steps: Set<BarcodeReader.VideoStep>
+  }
 
   /// How many codes are remembered (for the bound above).
   var trackedCount: Int { tracked.count }
@@ -31,20 +40,22 @@ struct RepeatRule<Key: Hashable> {
   /// inverted scan, one frame in 16). So "3 frames" is 3 frames of a step that has read the code: as many
   /// chances to see it as before the steps, whatever its symbology. Frames of one step (the default)
   /// count every one.
-  mutating func frame(_ keys: [Key], at now: ContinuousClock.Instant, step: AnyHashable = 0) -> [Key] {
+  mutating func frame(
+    _ keys: [Key], at now: ContinuousClock.Instant, step: BarcodeReader.VideoStep = .zxing
+  ) -> [Key] {
     var shown = Set<Key>()
     var report: [Key] = []
     for key in keys where shown.insert(key).inserted {
       if let state = tracked[key], !outOfSight(state, at: now) {
-        tracked[key] = (now, 0, state.steps.union([step]))
+        tracked[key] = Seen(lastSeen: now, steps: state.steps.union([step]))
         continue
       }
-      tracked[key] = (now, 0, [step])
+      tracked[key] = Seen(lastSeen: now, steps: [step])
       report.append(key)
     }
-    for (key, state) in tracked where !shown.contains(key) {
-      guard state.steps.contains(step) else { continue }
-      let missing = (lastSeen: state.lastSeen, missing: state.missing + 1, steps: state.steps)
+    for (key, state) in tracked where !shown.contains(key) && state.steps.contains(step) {
+      var missing = state
+      missing.missing += 1
       if outOfSight(missing, at: now) {
         tracked.removeValue(forKey: key)
       } else {
@@ -54,12 +65,7 @@ struct RepeatRule<Key: Hashable> {
     return report
   }
 
-  private func outOfSight(
-    _ state: (lastSeen: ContinuousClock.Instant, missing: Int, steps: Set<AnyHashable>),
-    at now: ContinuousClock.Instant
-  )
-    -> Bool
-  {
+  private func outOfSight(_ state: Seen, at now: ContinuousClock.Instant) -> Bool {
     state.missing >= frames && now - state.lastSeen >= time
   }
 }
