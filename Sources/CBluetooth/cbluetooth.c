@@ -19,16 +19,14 @@
 static void copy_address(bdaddr_t *out, const uint8_t bytes[6]) { memcpy(out->b, bytes, 6); }
 
 // libbluetooth is loaded by the first call that needs it, not at start-up (clazylibraries.h). The
-// RFCOMM socket calls are plain sockets and do not; the HCI and SDP calls below do. When it cannot be
-// loaded they fail with ELIBACC ("Can not access a needed shared library"), which the Swift side
+// RFCOMM socket calls are plain sockets and do not; the HCI and SDP calls below do. 0 when it is
+// loaded; else -1 with errno ELIBACC ("Can not access a needed shared library"), which the Swift side
 // reports as it reports any errno.
-#define CBT_NEED_LIBRARY()                       \
-  do {                                           \
-    if (cll_load(CLL_BLUETOOTH) != 0) {          \
-      errno = ELIBACC;                           \
-      return -1;                                 \
-    }                                            \
-  } while (0)
+static int need_library(void) {
+  if (cll_load(CLL_BLUETOOTH) == 0) return 0;
+  errno = ELIBACC;
+  return -1;
+}
 
 int cbt_rfcomm_socket(void) { return socket(AF_BLUETOOTH, SOCK_STREAM | SOCK_CLOEXEC, BTPROTO_RFCOMM); }
 
@@ -76,7 +74,7 @@ int cbt_hci_device_list(uint16_t *ids, uint8_t *is_up, int max) {
     errno = EINVAL;
     return -1;
   }
-  CBT_NEED_LIBRARY();
+  if (need_library() != 0) return -1;
   if (max > HCI_MAX_DEV) max = HCI_MAX_DEV;
   int sock = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC, BTPROTO_HCI);
   if (sock < 0) return -1;
@@ -106,7 +104,7 @@ int cbt_hci_device_list(uint16_t *ids, uint8_t *is_up, int max) {
 }
 
 int cbt_hci_device_address(int dev_id, uint8_t address_le[6]) {
-  CBT_NEED_LIBRARY();
+  if (need_library() != 0) return -1;
   bdaddr_t addr;
   if (hci_devba(dev_id, &addr) < 0) return -1;
   memcpy(address_le, addr.b, 6);
@@ -119,7 +117,7 @@ int cbt_hci_inquiry(int dev_id, int length, int max, uint8_t *addresses_le, uint
     errno = EINVAL;
     return -1;
   }
-  CBT_NEED_LIBRARY();
+  if (need_library() != 0) return -1;
   inquiry_info *info = NULL;
   int count = hci_inquiry(dev_id, length, max, NULL, &info, IREQ_CACHE_FLUSH);
   if (count < 0) return -1;
@@ -138,7 +136,7 @@ int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int
     errno = EINVAL;
     return -1;
   }
-  CBT_NEED_LIBRARY();
+  if (need_library() != 0) return -1;
   int dd = hci_open_dev(dev_id);
   if (dd < 0) return -1;
   bdaddr_t addr;
@@ -154,10 +152,7 @@ int cbt_hci_remote_name(int dev_id, const uint8_t address_le[6], char *name, int
 /// An SDP session with the device at `address_le` from local adapter `local_le` (zeros: any adapter,
 /// the kernel picks); NULL with errno set.
 static sdp_session_t *open_sdp_session(const uint8_t local_le[6], const uint8_t address_le[6]) {
-  if (cll_load(CLL_BLUETOOTH) != 0) {
-    errno = ELIBACC;
-    return NULL;
-  }
+  if (need_library() != 0) return NULL;
   bdaddr_t local;
   copy_address(&local, local_le);
   bdaddr_t target;
