@@ -1203,11 +1203,13 @@ def gst_symbol(line):
     return re.sub(r"\\(.)", r"\1", value)
 
 
-def measure_reader(ctx, cam, command, names, switches, parse=lambda line: line):
+def measure_reader(ctx, cam, command, names, switches, parse=None):
     """One reader (capture or a peer) on the camera: `switches` times the other code put in view, the
     latency from its frame's queueing on the output node to the reader's line; then the CPU it uses
     while a code is held in view for 10 s (every frame decoded; capture and zbarcam print nothing then,
-    the zbar element posts each frame's reading). `parse` turns a line into the text it reports."""
+    the zbar element posts each frame's reading). `parse` turns a line into the text it reports (None:
+    the line is the text)."""
+    parse = parse or (lambda line: line)
     env = dict(os.environ, XDG_STATE_HOME=ctx.state)
     cam.show(f"blank-{cam.suffix}")
     errors = output_file()
@@ -1269,25 +1271,27 @@ def bench_camera(ctx):
         cam = Camera(ctx, width, height)
         size = f"{width}x{height}"
         results[size] = {}
-        for tool, command in [("capture", [ctx.capture, "listen", "--camera", cam.capture]),
+        # (name, command, what turns its line into the text it read: None for a line that is the text)
+        for tool, command, parse in [("capture", [ctx.capture, "listen", "--camera", cam.capture], None),
                               # --prescale: the frame size capture keeps (the node's own); without it
                               # ZBar asks the driver for its largest (vivid scales to 16384×8640).
                               # stdbuf: zbarcam's stdout is a pipe here, block-buffered by stdio.
                               ("zbarcam", ["stdbuf", "-oL", zbarcam, "--nodisplay", "--raw",
-                                           f"--prescale={width}x{height}", cam.capture]),
+                                           f"--prescale={width}x{height}", cam.capture], None),
                               # The node's own size and GREY, as capture reads it; the zbar element
                               # takes no GRAY8 (its caps are I420 and the other YUV layouts: "can't
                               # handle caps video/x-raw, format=GRAY8"), so videoconvert makes the
                               # frame I420 first, as a user of the element must. Its defaults: every
                               # frame scanned, cache off (a symbol is posted from the first frame it
                               # is read in); fakesink sync=false: frames are not held back to the
-                              # clock after the scan. -m: element messages on stdout (not with -q, which silences them).
+                              # clock after the scan. -m: element messages on stdout (not with -q,
+                              # which silences them).
                               ("gst-zbar", ["stdbuf", "-oL", "gst-launch-1.0", "-m", "v4l2src",
                                             f"device={cam.capture}", "!",
                                             f"video/x-raw,format=GRAY8,width={width},height={height}", "!",
-                                            "videoconvert", "!", "zbar", "!", "fakesink", "sync=false"])]:
+                                            "videoconvert", "!", "zbar", "!", "fakesink", "sync=false"],
+                               gst_symbol)]:
             try:
-                parse = gst_symbol if tool == "gst-zbar" else (lambda line: line)
                 results[size][tool] = measure_reader(ctx, cam, command, names, switches, parse)
             except Failure as error:
                 # The peer is measured when it reads; one that reads nothing is reported as such (Debian's

@@ -206,7 +206,7 @@ def draw_frames(directory):
         os.remove(png)
 
 
-def run(kernel, initrd, binary, scenarios, share, memory=1024):
+def run(kernel, initrd, binary, scenarios, share, bench=False):
     """Boots the VM once; the guest runs the scenarios in order. Returns the results (or None)."""
     os.makedirs(share, exist_ok=True)
     for name in ["guest.sh", "scenarios.py", "scanner.py", "d600.py", "camera.py"]:
@@ -227,7 +227,7 @@ def run(kernel, initrd, binary, scenarios, share, memory=1024):
             os.remove(os.path.join(share, stale))
     console = os.path.join(share, "console.log")
     command = [
-        "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", str(memory), "-smp", "1",
+        "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", str(BENCH_MEMORY_MB if bench else 1024), "-smp", "1",
         "-nic", "none", "-display", "none", "-no-reboot", "-monitor", "none",
         "-serial", f"file:{console}",
         "-kernel", kernel, "-initrd", initrd,
@@ -236,7 +236,7 @@ def run(kernel, initrd, binary, scenarios, share, memory=1024):
     ]
     started = time.monotonic()
     limit = max(BOOT_TIMEOUT, SCENARIO_TIMEOUT * len(scenarios))
-    if "bench-camera" in scenarios:
+    if bench:
         # Three readers, two sizes, SWITCHES reads each on an emulated CPU, and GStreamer's first
         # registry scan: not a test's budget.
         limit = max(limit, BENCH_TIMEOUT)
@@ -293,7 +293,7 @@ def main():
         open(flag, "w").close()
     elif os.path.exists(flag):
         os.remove(flag)
-    results = run(kernel, initrd, binary, names, share, BENCH_MEMORY_MB if bench else 1024)
+    results = run(kernel, initrd, binary, names, share, bench)
     if results is None:
         log(f"no results: the VM did not run the scenarios; see {share}/console.log and {share}/guest.log")
         for path in ["console.log", "guest.log"]:
