@@ -81,6 +81,7 @@ enum Marshalling {
   /// strings are always well-formed UTF-8, so pure ASCII needs no further check; anything else also
   /// goes through libdbus's own rules (dbus_validate_utf8).
   static func checkString(_ string: String) throws(DBusError) {
+    try Library.load()
     var ascii = true
     for byte in string.utf8 {
       if byte == 0 { throw .invalidArgs("a D-Bus string cannot contain NUL") }
@@ -92,6 +93,7 @@ enum Marshalling {
   }
 
   static func checkObjectPath(_ path: String) throws(DBusError) {
+    try Library.load()
     if path.utf8.contains(0) || !path.withCString({ dbus_validate_path($0, nil) != 0 }) {
       throw .invalidArgs("'\(printable(path))' is not a valid D-Bus object path")
     }
@@ -99,12 +101,14 @@ enum Marshalling {
 
   /// A `g` value: any sequence of complete types, at most 255 bytes.
   static func checkSignature(_ signature: String) throws(DBusError) {
+    try Library.load()
     if signature.utf8.contains(0) || !signature.withCString({ dbus_signature_validate($0, nil) != 0 }) {
       throw .invalidArgs("'\(printable(signature))' is not a valid D-Bus signature")
     }
   }
 
   static func checkSingleCompleteType(_ signature: String) throws(DBusError) {
+    try Library.load()
     // One basic type code or `v` is always a single complete type; skip the C call for them.
     if signature.utf8.count == 1, let code = signature.utf8.first, basicOrVariant.contains(code) { return }
     if signature.utf8.contains(0)
@@ -161,25 +165,29 @@ enum Marshalling {
   }
 
   static func checkInterface(_ name: String) throws(DBusError) {
+    try Library.load()
     if name.utf8.contains(0) || !name.withCString({ dbus_validate_interface($0, nil) != 0 }) {
       throw .invalidArgs("'\(printable(name))' is not a valid D-Bus interface name")
     }
   }
 
   static func checkMember(_ name: String) throws(DBusError) {
+    try Library.load()
     if name.utf8.contains(0) || !name.withCString({ dbus_validate_member($0, nil) != 0 }) {
       throw .invalidArgs("'\(printable(name))' is not a valid D-Bus member name")
     }
   }
 
   static func checkBusName(_ name: String) throws(DBusError) {
+    try Library.load()
     if name.utf8.contains(0) || !name.withCString({ dbus_validate_bus_name($0, nil) != 0 }) {
       throw .invalidArgs("'\(printable(name))' is not a valid D-Bus bus name")
     }
   }
 
   static func isValidErrorName(_ name: String) -> Bool {
-    !name.utf8.contains(0) && name.withCString { dbus_validate_error_name($0, nil) != 0 }
+    (try? Library.load()) != nil && !name.utf8.contains(0)
+      && name.withCString { dbus_validate_error_name($0, nil) != 0 }
   }
 
   /// The name in an error message, with control characters shown as `?` so a hostile name cannot

@@ -28,7 +28,6 @@ final class Message: @unchecked Sendable {
   static func methodCall(
     destination: String?, path: String, interface: String?, member: String, body: [DBusValue]
   ) throws(DBusError) -> Message {
-    try Library.load()
     if let destination { try Marshalling.checkBusName(destination) }
     try Marshalling.checkObjectPath(path)
     if let interface { try Marshalling.checkInterface(interface) }
@@ -45,7 +44,6 @@ final class Message: @unchecked Sendable {
   static func signal(
     path: String, interface: String, member: String, destination: String?, body: [DBusValue]
   ) throws(DBusError) -> Message {
-    try Library.load()
     try Marshalling.checkObjectPath(path)
     try Marshalling.checkInterface(interface)
     try Marshalling.checkMember(member)
